@@ -1,0 +1,20 @@
+import type { EnvVarsInjectionPolicy, RuntimeConfig } from '../injection/index.js';
+
+/**
+ * What the admission handler needs from the outside world, as plain data. The sources/ modules produce these;
+ * the handler never learns whether they came from a file, an informer or a pod annotation.
+ */
+export type RuntimeSelection =
+  | { ok: true; runtimes: string[]; policy: EnvVarsInjectionPolicy; source: string }
+  | { ok: false; code: number; message: string };
+
+export interface ConfigEntry {
+  /** The config in force for this key: the current value, or the last valid one when the current is bad. */
+  config: RuntimeConfig | undefined;
+  /** Set when the current value is bad; with `config` set, that config is an earlier version. */
+  error: string | undefined;
+}
+
+export type ConfigSnapshot =
+  | { present: false; name: string }
+  | { present: true; name: string; entries: ReadonlyMap<string, ConfigEntry>; valid: ReadonlyMap<string, RuntimeConfig> };

@@ -1,0 +1,171 @@
+import {
+  injectRuntimes,
+  type Pod,
+  type RequestedRuntime,
+  type RuntimeConfig,
+  type SkipReason,
+} from '../injection/index.js';
+import { diffPods, encodePatch } from './patch.js';
+import type { ConfigSnapshot, RuntimeSelection } from './ports.js';
+import { describePodError, describeReviewError } from './schema-errors.js';
+import { validatePod, validateReview } from './schema.js';
+import type { AdmissionRequest, AdmissionResponse, AdmissionReview, AdmissionReviewRequest } from './types.js';
+import { limitWarnings } from './warnings.js';
+
+export interface ReviewDeps {
+  /** Current injection config snapshot (cheap, no I/O). */
+  config(): ConfigSnapshot;
+  /** Where runtimes and policy come from: pod annotations offline, the owning Sandbox in cluster mode. */
+  selectRuntimes(pod: Pod, request: AdmissionRequest): RuntimeSelection | Promise<RuntimeSelection>;
+  /** Image carrying run_with_envs.sh, injected as an init container when commands are wrapped. */
+  wrapperImage?: string;
+}
+
+export type Decision = 'injected' | 'unchanged' | 'denied';
+
+export interface AdmissionSummary {
+  uid: string;
+  namespace: string | undefined;
+  /** The pod's name, or its generateName while it has none yet. */
+  pod: string | undefined;
+  runtimes: string[];
+  decision: Decision;
+  skipped: { runtime: string; reason: SkipReason }[];
+  patchBytes: number;
+  warnings: number;
+}
+
+export type ReviewOutcome =
+  | { kind: 'response'; review: AdmissionReview; summary: AdmissionSummary }
+  | { kind: 'bad-request'; message: string };
+
+/** The one path from an AdmissionReview body to its answer, shared by the server and the CLI. */
+export async function reviewAdmission(body: unknown, deps: ReviewDeps): Promise<ReviewOutcome> {
+  if (!validateReview(body)) return { kind: 'bad-request', message: describeReviewError(body, validateReview.errors) };
+  const request = body.request;
+  const answer = new Answer(body);
+
+  if (!isPodCreate(request)) return answer.allow();
+  const pod = request.object;
+  if (!isPodLike(pod)) return answer.deny(400, 'request.object is not a Pod: it needs metadata and spec objects');
+  answer.describePod(pod);
+
+  const selection = await deps.selectRuntimes(pod, request);
+  if (!selection.ok) return answer.deny(selection.code, selection.message);
+  answer.runtimes = selection.runtimes;
+  if (selection.runtimes.length === 0) return answer.allow();
+
+  const config = deps.config();
+  if (!config.present) return answer.allow();
+  const resolved = resolveRuntimes(selection.runtimes, config);
+  if (!resolved.ok) return answer.deny(500, resolved.message);
+  if (!validatePod(pod)) return answer.deny(400, describePodError(validatePod.errors));
+
+  const result = injectRuntimes(pod, {
+    runtimes: resolved.runtimes,
+    policy: selection.policy,
+    allConfigs: config.valid,
+    wrapperImage: deps.wrapperImage,
+  });
+  answer.skipped = result.report.skipped.map(({ runtime, reason }) => ({ runtime, reason }));
+  answer.warnings.push(...resolved.warnings, ...result.report.warnings);
+  if (!result.changed) return answer.allow();
+  return answer.allow(encodePatch(diffPods(pod, result.pod)));
+}
+
+function isPodCreate(request: AdmissionRequest): boolean {
+  return (
+    request.operation === 'CREATE' &&
+    request.kind.group === '' &&
+    request.kind.kind === 'Pod' &&
+    (request.subResource === undefined || request.subResource === '')
+  );
+}
+
+function isPodLike(value: unknown): value is Pod {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  const { metadata, spec } = value as Record<string, unknown>;
+  return isObject(metadata) && isObject(spec);
+}
+
+function isObject(value: unknown): boolean {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+type Resolution =
+  | { ok: true; runtimes: RequestedRuntime[]; warnings: string[] }
+  | { ok: false; message: string };
+
+/** Every asked runtime must have a usable key; one that falls back to its last valid version says so. */
+function resolveRuntimes(names: readonly string[], config: ConfigSnapshot & { present: true }): Resolution {
+  const runtimes: RequestedRuntime[] = [];
+  const warnings: string[] = [];
+  const problems: string[] = [];
+  for (const name of names) {
+    const entry = config.entries.get(name);
+    if (entry === undefined) {
+      problems.push(`runtime "${name}" has no key in ConfigMap ${config.name}`);
+    } else if (entry.config === undefined) {
+      problems.push(`runtime "${name}": ConfigMap ${config.name} key "${name}" is invalid: ${entry.error ?? 'unknown'}`);
+    } else {
+      if (entry.error !== undefined) {
+        warnings.push(`runtime "${name}": key "${name}" is invalid, using its last valid version: ${entry.error}`);
+      }
+      runtimes.push({ name, config: entry.config });
+    }
+  }
+  if (problems.length > 0) return { ok: false, message: problems.join('; ') };
+  return { ok: true, runtimes, warnings };
+}
+
+/** Builds the response and the log/metrics summary side by side, so the two cannot disagree. */
+class Answer {
+  runtimes: string[] = [];
+  skipped: AdmissionSummary['skipped'] = [];
+  readonly warnings: string[] = [];
+  private namespace: string | undefined;
+  private podName: string | undefined;
+
+  constructor(private readonly review: AdmissionReviewRequest) {
+    this.namespace = review.request.namespace;
+  }
+
+  describePod(pod: Pod): void {
+    this.namespace = this.namespace ?? pod.metadata.namespace;
+    this.podName = pod.metadata.name ?? pod.metadata.generateName ?? this.review.request.name;
+  }
+
+  allow(patch?: string): ReviewOutcome {
+    const response: AdmissionResponse = { uid: this.review.request.uid, allowed: true };
+    if (patch !== undefined) {
+      response.patchType = 'JSONPatch';
+      response.patch = patch;
+    }
+    return this.finish(response, patch === undefined ? 'unchanged' : 'injected', patch?.length ?? 0);
+  }
+
+  deny(code: number, message: string): ReviewOutcome {
+    const reason = code >= 500 ? 'InternalError' : 'BadRequest';
+    const response: AdmissionResponse = { uid: this.review.request.uid, allowed: false, status: { code, message, reason } };
+    return this.finish(response, 'denied', 0);
+  }
+
+  private finish(response: AdmissionResponse, decision: Decision, patchBytes: number): ReviewOutcome {
+    const warnings = limitWarnings(this.warnings);
+    if (warnings.length > 0) response.warnings = warnings;
+    return {
+      kind: 'response',
+      review: { apiVersion: this.review.apiVersion, kind: 'AdmissionReview', response },
+      summary: {
+        uid: response.uid,
+        namespace: this.namespace,
+        pod: this.podName,
+        runtimes: this.runtimes,
+        decision,
+        skipped: this.skipped,
+        patchBytes,
+        warnings: warnings.length,
+      },
+    };
+  }
+}

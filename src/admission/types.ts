@@ -1,0 +1,48 @@
+import type { Pod } from '../injection/index.js';
+
+export interface GroupVersionKind {
+  group: string;
+  version: string;
+  kind: string;
+}
+
+export interface AdmissionRequest {
+  uid: string;
+  kind: GroupVersionKind;
+  resource?: { group: string; version: string; resource: string };
+  subResource?: string;
+  operation: string;
+  name?: string;
+  namespace?: string;
+  object?: unknown;
+  dryRun?: boolean;
+  userInfo?: { username?: string };
+}
+
+export interface AdmissionStatus {
+  code: number;
+  message: string;
+  reason?: string;
+}
+
+export interface AdmissionResponse {
+  uid: string;
+  allowed: boolean;
+  status?: AdmissionStatus;
+  patchType?: 'JSONPatch';
+  patch?: string;
+  warnings?: string[];
+}
+
+export interface AdmissionReview {
+  apiVersion: string;
+  kind: 'AdmissionReview';
+  request?: AdmissionRequest;
+  response?: AdmissionResponse;
+}
+
+export interface AdmissionReviewRequest extends AdmissionReview {
+  request: AdmissionRequest;
+}
+
+export type { Pod };

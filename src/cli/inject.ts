@@ -1,0 +1,98 @@
+import { parseArgs } from 'node:util';
+import fastJsonPatch, { type Operation } from 'fast-json-patch';
+import { parseAllDocuments, stringify } from 'yaml';
+import { reviewAdmission } from '../admission/review.js';
+import type { AdmissionReviewRequest } from '../admission/types.js';
+import type { Pod } from '../injection/index.js';
+import { parsePolicy, parseRuntimeList, runtimesFromAnnotations } from '../sources/pod-annotations.js';
+import { CliError, type CliIo, readInput, writeLine } from './io.js';
+import { offlineDeps } from './offline-deps.js';
+
+export const INJECT_USAGE =
+  'usage: sandbox-injector inject [--config-file CONFIGMAP] [-f POD|-] [--runtimes a,b] ' +
+  '[--env-vars-injection-policy Auto|None] [--wrapper-image IMAGE] [-o yaml|json]';
+
+/** Prints the pod as the webhook would admit it, like `istioctl kube-inject`; warnings go to stderr. */
+export async function injectCommand(argv: string[], io: CliIo): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      'config-file': { type: 'string' },
+      filename: { type: 'string', short: 'f', default: '-' },
+      runtimes: { type: 'string' },
+      'env-vars-injection-policy': { type: 'string' },
+      'wrapper-image': { type: 'string' },
+      output: { type: 'string', short: 'o', default: 'yaml' },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.output !== 'yaml' && values.output !== 'json') {
+    throw new CliError(`--output: "${values.output}" is not one of yaml, json`);
+  }
+  const flagPolicy = values['env-vars-injection-policy'];
+  if (flagPolicy !== undefined) {
+    const checked = parsePolicy(flagPolicy, '--env-vars-injection-policy');
+    if (!checked.ok) throw new CliError(checked.message);
+  }
+  const deps = await offlineDeps(values['config-file'], io);
+  const pod = parsePod(await readInput(values.filename, io), values.filename);
+
+  const outcome = await reviewAdmission(podCreateReview(pod), {
+    ...deps,
+    wrapperImage: values['wrapper-image'],
+    selectRuntimes: (p) => {
+      const fromPod = runtimesFromAnnotations(p);
+      if (values.runtimes === undefined && flagPolicy === undefined) return fromPod;
+      const policy = parsePolicy(flagPolicy ?? p.metadata.annotations?.['agents.kruise.io/env-vars-injection-policy'], '--env-vars-injection-policy');
+      if (!policy.ok) return { ok: false, code: 400, message: policy.message };
+      const runtimes = values.runtimes === undefined && fromPod.ok ? fromPod.runtimes : parseRuntimeList(values.runtimes ?? '');
+      return { ok: true, runtimes, policy: policy.policy, source: 'flags' };
+    },
+  });
+  if (outcome.kind === 'bad-request') throw new CliError(outcome.message);
+  const response = outcome.review.response;
+  for (const warning of response?.warnings ?? []) writeLine(io.stderr, `warning: ${warning}`);
+  if (response?.allowed !== true) {
+    throw new CliError(`denied: ${response?.status?.message ?? 'no reason given'}`);
+  }
+  const mutated = applyResponsePatch(pod, response.patch);
+  writeLine(io.stdout, values.output === 'json' ? JSON.stringify(mutated, null, 2) : stringify(mutated));
+  return 0;
+}
+
+function parsePod(text: string, origin: string): Pod {
+  const documents = parseAllDocuments(text).filter((doc) => doc.contents !== null);
+  const [document] = documents;
+  if (documents.length !== 1 || document === undefined) {
+    throw new CliError(`${origin}: expected one Pod manifest, found ${documents.length} documents`);
+  }
+  const firstError = document.errors[0];
+  if (firstError !== undefined) throw new CliError(`${origin}: not valid YAML or JSON: ${firstError.message.split('\n')[0] ?? ''}`);
+  const value: unknown = document.toJS();
+  if (value === null || typeof value !== 'object' || (value as { kind?: unknown }).kind !== 'Pod') {
+    throw new CliError(`${origin}: not a Pod manifest (kind Pod)`);
+  }
+  return value as Pod;
+}
+
+function podCreateReview(pod: Pod): AdmissionReviewRequest {
+  return {
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid: 'sandbox-injector-inject',
+      kind: { group: '', version: 'v1', kind: 'Pod' },
+      resource: { group: '', version: 'v1', resource: 'pods' },
+      operation: 'CREATE',
+      namespace: pod.metadata?.namespace ?? 'default',
+      object: pod,
+    },
+  };
+}
+
+function applyResponsePatch(pod: Pod, patch: string | undefined): Pod {
+  if (patch === undefined) return pod;
+  const operations = JSON.parse(Buffer.from(patch, 'base64').toString('utf8')) as Operation[];
+  return fastJsonPatch.applyPatch(structuredClone(pod), operations, true, true).newDocument;
+}

@@ -1,0 +1,8 @@
+#!/usr/bin/env node
+import { main } from './dispatch.js';
+
+process.exitCode = await main(process.argv.slice(2), {
+  stdin: process.stdin,
+  stdout: process.stdout,
+  stderr: process.stderr,
+});

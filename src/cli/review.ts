@@ -1,0 +1,31 @@
+import { parseArgs } from 'node:util';
+import { reviewAdmission } from '../admission/review.js';
+import { CliError, type CliIo, readInput, writeLine } from './io.js';
+import { offlineDeps } from './offline-deps.js';
+
+export const REVIEW_USAGE = 'usage: sandbox-injector review [--config-file CONFIGMAP] [-f REVIEW|-]';
+
+/** Prints the AdmissionReview response the webhook would send. A denial is an answer, so it exits 0. */
+export async function reviewCommand(argv: string[], io: CliIo): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      'config-file': { type: 'string' },
+      filename: { type: 'string', short: 'f', default: '-' },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  const deps = await offlineDeps(values['config-file'], io);
+  const text = await readInput(values.filename, io);
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (error) {
+    throw new CliError(`${values.filename}: not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  const outcome = await reviewAdmission(body, deps);
+  if (outcome.kind === 'bad-request') throw new CliError(`${values.filename}: ${outcome.message}`);
+  writeLine(io.stdout, JSON.stringify(outcome.review, null, 2));
+  return 0;
+}

@@ -1,0 +1,141 @@
+import type { PodEditor } from './editor.js';
+import { addMissingVolumes, appendContainers, appendMounts, editContainer } from './merge.js';
+import type { InjectionReport } from './report.js';
+import type { Container, Probe, Volume, VolumeMount } from './types.js';
+
+/** The wrapper every wrapped command and exec probe starts with. */
+export const WRAPPER = Object.freeze(['/bin/bash', '/var/sandbox/run_with_envs.sh']);
+export const SANDBOX_ENV_VOLUME = 'sandbox-env';
+export const SANDBOX_ENV_PATH = '/var/sandbox';
+export const WRAPPER_INIT_CONTAINER = 'sandbox-env-wrapper';
+/**
+ * How the optional init container puts the wrapper into the shared volume. Our image has no shell or `cp`,
+ * so the copy is done by the injector's own CLI, at the path the Dockerfile installs it.
+ */
+export const WRAPPER_INSTALL_COMMAND = Object.freeze([
+  'node',
+  '/app/dist/cli/main.js',
+  'install-wrapper',
+  '--dir',
+  '/var/sandbox',
+]);
+
+const PROBES = ['startupProbe', 'livenessProbe', 'readinessProbe'] as const;
+
+export interface EnvWrapperInput {
+  /** Names of the agent-runtime sidecars as the config defines them. */
+  sidecarNames: readonly string[];
+  /** Whether agent-runtime was injected by this admission. */
+  injectedNow: boolean;
+  /** Containers that an injection config put in `spec.containers`: they are not the pod's own. */
+  injectedContainerNames: ReadonlySet<string>;
+  /** Image holding the wrapper, for clusters whose agent-runtime image does not carry it. */
+  wrapperImage: string | undefined;
+}
+
+/**
+ * EnvVarsInjectionPolicy Auto: make each of the pod's own commands and exec probes wait for the per-claim
+ * environment. Only done when the agent-runtime sidecars are in the pod: without them nothing would ever write
+ * that environment and a wrapped command would wait forever.
+ */
+export function wrapForEnvInjection(editor: PodEditor, input: EnvWrapperInput, report: InjectionReport): void {
+  if (!agentRuntimePresent(editor, input)) {
+    report.warnings.push(
+      'EnvVarsInjectionPolicy Auto: commands not wrapped, agent-runtime is not in the pod (they would wait forever)',
+    );
+    return;
+  }
+  addMissingVolumes(editor, [sandboxEnvVolume()]);
+  editor.pod.spec.containers.forEach((container, index) => {
+    if (input.injectedContainerNames.has(container.name)) return;
+    if (!wantsWrapping(container)) return;
+    const blocking = blockingMount(container);
+    if (blocking !== undefined) {
+      report.warnings.push(
+        `EnvVarsInjectionPolicy Auto: "${container.name}" not wrapped, "${blocking.name}" is mounted at ${SANDBOX_ENV_PATH}`,
+      );
+      return;
+    }
+    wrapContainer(editor, index);
+    report.wrapped.push(container.name);
+  });
+  (editor.pod.spec.initContainers ?? []).forEach((container, index) => {
+    if (input.sidecarNames.includes(container.name)) mountSandboxEnv(editor, 'initContainers', index, report);
+  });
+  if (input.wrapperImage !== undefined && usesWrapper(editor)) addWrapperCopier(editor, input.wrapperImage);
+}
+
+function agentRuntimePresent(editor: PodEditor, input: EnvWrapperInput): boolean {
+  if (input.injectedNow) return true;
+  if (input.sidecarNames.length === 0) return false;
+  const initNames = new Set((editor.pod.spec.initContainers ?? []).map((c) => c.name));
+  return input.sidecarNames.every((name) => initNames.has(name));
+}
+
+export function startsWithWrapper(command: readonly string[] | undefined): boolean {
+  return command !== undefined && command[0] === WRAPPER[0] && command[1] === WRAPPER[1];
+}
+
+function wantsWrapping(container: Container): boolean {
+  return Array.isArray(container.command) && container.command.length > 0 && !startsWithWrapper(container.command);
+}
+
+function blockingMount(container: Container): VolumeMount | undefined {
+  return (container.volumeMounts ?? []).find((m) => m.mountPath === SANDBOX_ENV_PATH && m.name !== SANDBOX_ENV_VOLUME);
+}
+
+function wrapContainer(editor: PodEditor, index: number): void {
+  const container = editContainer(editor, 'containers', index);
+  const command = container.command ?? [];
+  container.args = [...command, ...(container.args ?? [])];
+  container.command = [...WRAPPER, '--'];
+  for (const probeName of PROBES) {
+    const probeCommand = container[probeName]?.exec?.command;
+    if (probeCommand === undefined || probeCommand.length === 0 || startsWithWrapper(probeCommand)) continue;
+    const probe = editor.own(container, probeName, (): Probe => ({}));
+    const exec = editor.own(probe, 'exec', (): { command?: string[] } => ({}));
+    exec.command = [...WRAPPER, '--probe', '--', ...probeCommand];
+  }
+  if (!(container.volumeMounts ?? []).some((m) => m.name === SANDBOX_ENV_VOLUME)) {
+    appendMounts(editor, 'containers', index, [sandboxEnvMount()]);
+  }
+}
+
+function mountSandboxEnv(
+  editor: PodEditor,
+  list: 'initContainers',
+  index: number,
+  report: InjectionReport,
+): void {
+  const container = editor.pod.spec[list]?.[index];
+  if (container === undefined || (container.volumeMounts ?? []).some((m) => m.name === SANDBOX_ENV_VOLUME)) return;
+  if (appendMounts(editor, list, index, [sandboxEnvMount()]).length > 0) {
+    report.warnings.push(
+      `EnvVarsInjectionPolicy Auto: sidecar "${container.name}" already mounts something at ${SANDBOX_ENV_PATH}`,
+    );
+  }
+}
+
+function usesWrapper(editor: PodEditor): boolean {
+  return editor.pod.spec.containers.some((c) => startsWithWrapper(c.command));
+}
+
+/** An init container that copies the wrapper into the shared volume before any main container starts. */
+function addWrapperCopier(editor: PodEditor, image: string): void {
+  if ((editor.pod.spec.initContainers ?? []).some((c) => c.name === WRAPPER_INIT_CONTAINER)) return;
+  const copier: Container = {
+    name: WRAPPER_INIT_CONTAINER,
+    image,
+    command: [...WRAPPER_INSTALL_COMMAND],
+    volumeMounts: [sandboxEnvMount()],
+  };
+  appendContainers(editor, 'initContainers', [copier]);
+}
+
+function sandboxEnvVolume(): Volume {
+  return { name: SANDBOX_ENV_VOLUME, emptyDir: {} };
+}
+
+function sandboxEnvMount(): VolumeMount {
+  return { name: SANDBOX_ENV_VOLUME, mountPath: SANDBOX_ENV_PATH };
+}

@@ -1,0 +1,32 @@
+import type { PodEditor } from './editor.js';
+import { addMissingMetadata, addMissingVolumes, appendContainers } from './merge.js';
+import { containerNames, firstTaken, volumeNames } from './pod-parts.js';
+import { skip, type InjectionReport } from './report.js';
+import type { RuntimeConfig } from './types.js';
+
+/** Any runtime other than agent-runtime and csi: a template of containers, volumes, labels and annotations. */
+export function injectGeneric(
+  editor: PodEditor,
+  runtime: string,
+  config: RuntimeConfig,
+  report: InjectionReport,
+): void {
+  const containers = [...(config.initContainers ?? []), ...(config.containers ?? [])];
+  const takenContainer = firstTaken(containers, containerNames(editor.pod));
+  if (takenContainer !== undefined) {
+    skip(report, runtime, 'container-name-conflict', `container name conflict: "${takenContainer}" already exists`);
+    return;
+  }
+  const takenVolume = firstTaken(config.volume ?? [], volumeNames(editor.pod));
+  if (takenVolume !== undefined) {
+    skip(report, runtime, 'volume-name-conflict', `volume name conflict: "${takenVolume}" already exists`);
+    return;
+  }
+
+  addMissingMetadata(editor, 'labels', config.labels);
+  addMissingMetadata(editor, 'annotations', config.annotations);
+  appendContainers(editor, 'initContainers', config.initContainers ?? []);
+  appendContainers(editor, 'containers', config.containers ?? []);
+  addMissingVolumes(editor, config.volume ?? []);
+  report.injected.push(runtime);
+}

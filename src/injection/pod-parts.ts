@@ -1,0 +1,34 @@
+import type { Container, LifecycleHandler, Pod, Volume } from './types.js';
+
+/** Names of every container and init container of the pod, as they stand now. */
+export function containerNames(pod: Pod): Set<string> {
+  const names = new Set<string>();
+  for (const c of pod.spec.containers) names.add(c.name);
+  for (const c of pod.spec.initContainers ?? []) names.add(c.name);
+  return names;
+}
+
+export function volumeNames(pod: Pod): Set<string> {
+  return new Set((pod.spec.volumes ?? []).map((v) => v.name));
+}
+
+/** The first name in `wanted` that `taken` already has, if any. */
+export function firstTaken(wanted: readonly { name: string }[], taken: ReadonlySet<string>): string | undefined {
+  return wanted.find((item) => taken.has(item.name))?.name;
+}
+
+const HANDLER_KINDS = ['exec', 'httpGet', 'tcpSocket', 'sleep'] as const;
+
+/** A lifecycle handler counts only when it says what to run; `postStart: {}` counts as absent. */
+export function isValidHandler(handler: LifecycleHandler | undefined): handler is LifecycleHandler {
+  if (handler === undefined || handler === null || typeof handler !== 'object') return false;
+  return HANDLER_KINDS.some((kind) => handler[kind] !== undefined && handler[kind] !== null);
+}
+
+export function mainContainer(pod: Pod): Container | undefined {
+  return pod.spec.containers[0];
+}
+
+export function hasVolume(pod: Pod, name: string): boolean {
+  return (pod.spec.volumes ?? []).some((v: Volume) => v.name === name);
+}

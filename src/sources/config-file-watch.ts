@@ -1,0 +1,145 @@
+/**
+ * The injection config from a ConfigMap manifest file, kept current while the server runs. Its directory is
+ * watched rather than the file, because a ConfigMap mounted by Kubernetes changes by an atomic swap of the
+ * `..data` symlink that the file itself never sees.
+ *
+ * A file that cannot be read or parsed changes nothing: the last valid data stays in use and the failure is
+ * logged and reported. A bad key inside a good file is the store's business (it keeps that key's last valid
+ * version). A missing file means the ConfigMap does not exist, as with a mount marked `optional: true`.
+ */
+import { readFile as fsReadFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { parseConfigMapManifest } from './configmap-manifest.js';
+import type { ConfigUpdateReport, InvalidKey } from './injection-config.js';
+
+/** The part of InjectionConfigStore this module writes to. */
+export interface ConfigSink {
+  update(data: Record<string, string> | undefined): ConfigUpdateReport;
+}
+
+/** Debounced "something changed in one of these directories"; see server/watch.ts for the fs version. */
+export type WatchDirectories = (dirs: readonly string[], onChange: () => void) => { close(): void };
+
+export interface ConfigWatchLogger {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
+export type ConfigLoadResult =
+  | { kind: 'loaded'; absent: boolean; invalidKeys: InvalidKey[] }
+  /** Same bytes as the data in use: the store is left alone. */
+  | { kind: 'unchanged' }
+  | { kind: 'failed'; message: string };
+
+export interface ConfigFileWatchDeps {
+  file: string;
+  store: ConfigSink;
+  watch: WatchDirectories;
+  logger: ConfigWatchLogger;
+  readFile?: (path: string) => Promise<string>;
+  /** Called after every load attempt, the first included (metrics hang here). */
+  onResult?(result: ConfigLoadResult): void;
+}
+
+export interface ConfigFileWatch {
+  /** How the load at start went; `failed` leaves the store without data (the server reports not ready). */
+  readonly first: ConfigLoadResult;
+  /** Re-read now, coalesced with a reload already waiting. Never rejects. */
+  reload(): Promise<ConfigLoadResult>;
+  /** Stops watching and waits for a load in progress. */
+  close(): Promise<void>;
+}
+
+const ABSENT = Symbol('absent');
+
+/** Loads the file once, then watches it. Throws only if its directory cannot be watched. */
+export async function startConfigFileWatch(deps: ConfigFileWatchDeps): Promise<ConfigFileWatch> {
+  const readFile = deps.readFile ?? ((path: string) => fsReadFile(path, 'utf8'));
+  let applied: string | typeof ABSENT | undefined;
+  let closed = false;
+
+  const loadOnce = async (): Promise<ConfigLoadResult> => {
+    let text: string | typeof ABSENT;
+    try {
+      text = await readFile(deps.file);
+    } catch (error) {
+      if (!isNotFound(error)) return { kind: 'failed', message: `cannot read ${deps.file}: ${messageOf(error)}` };
+      text = ABSENT;
+    }
+    if (text === applied) return { kind: 'unchanged' };
+    let data: Record<string, string> | undefined;
+    try {
+      data = text === ABSENT ? undefined : parseConfigMapManifest(text, deps.file);
+    } catch (error) {
+      return { kind: 'failed', message: messageOf(error) };
+    }
+    const report = deps.store.update(data);
+    applied = text;
+    return { kind: 'loaded', absent: data === undefined, invalidKeys: report.invalidKeys };
+  };
+
+  const load = async (): Promise<ConfigLoadResult> => {
+    const result = closed ? { kind: 'unchanged' as const } : await loadOnce();
+    logResult(deps, result);
+    deps.onResult?.(result);
+    return result;
+  };
+
+  let running: Promise<ConfigLoadResult> | undefined;
+  let queued: Promise<ConfigLoadResult> | undefined;
+  const start = (): Promise<ConfigLoadResult> => {
+    const run = load().finally(() => {
+      running = undefined;
+    });
+    running = run;
+    return run;
+  };
+  // One load at a time; changes that arrive meanwhile collapse into a single follow-up load.
+  const reload = (): Promise<ConfigLoadResult> => {
+    if (queued !== undefined) return queued;
+    if (running === undefined) return start();
+    const followUp = running.then(() => {
+      queued = undefined;
+      return start();
+    });
+    queued = followUp;
+    return followUp;
+  };
+
+  const first = await reload();
+  const watcher = deps.watch([dirname(deps.file)], () => void reload());
+  return {
+    first,
+    reload,
+    async close() {
+      closed = true;
+      watcher.close();
+      await (queued ?? running);
+    },
+  };
+}
+
+function logResult({ file, logger }: ConfigFileWatchDeps, result: ConfigLoadResult): void {
+  if (result.kind === 'failed') {
+    logger.warn({ file, error: result.message }, 'injection config not reloaded; the last valid config stays in use');
+    return;
+  }
+  if (result.kind === 'unchanged') return;
+  if (result.absent) {
+    logger.warn({ file }, 'injection config file does not exist: serving as if the ConfigMap is absent (nothing injected)');
+  } else {
+    logger.info({ file, invalidKeys: result.invalidKeys.length }, 'injection config loaded');
+  }
+  for (const { key, message, fellBack } of result.invalidKeys) {
+    const consequence = fellBack ? 'its last valid version stays in use' : 'runtimes asking for it are denied';
+    logger.warn({ file, key, error: message }, `injection config key is invalid: ${consequence}`);
+  }
+}
+
+function isNotFound(error: unknown): boolean {
+  return error instanceof Error && 'code' in error && error.code === 'ENOENT';
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

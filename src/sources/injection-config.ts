@@ -1,0 +1,91 @@
+import { Ajv } from 'ajv';
+import type { ConfigEntry, ConfigSnapshot } from '../admission/ports.js';
+import type { RuntimeConfig } from '../injection/index.js';
+import { deepFreeze } from './deep-freeze.js';
+import { describeJsonError, describeSchemaError } from './json-errors.js';
+import { runtimeConfigSchema } from './runtime-config-schema.js';
+
+export const DEFAULT_CONFIG_NAMESPACE = 'sandbox-system';
+export const DEFAULT_CONFIG_NAME = 'sandbox-injection-config';
+
+const validateRuntimeConfig = new Ajv({ allErrors: false, strict: true }).compile<RuntimeConfig>(runtimeConfigSchema);
+
+export interface InvalidKey {
+  key: string;
+  message: string;
+  /** Whether an earlier valid version of the key is used instead. */
+  fellBack: boolean;
+}
+
+export interface ConfigUpdateReport {
+  invalidKeys: InvalidKey[];
+}
+
+export type ParsedKey = { ok: true; config: RuntimeConfig } | { ok: false; message: string };
+
+/** One ConfigMap key's JSON value, parsed and checked against the fields the rules read. */
+export function parseRuntimeConfig(text: string): ParsedKey {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return { ok: false, message: describeJsonError(text, error) };
+  }
+  if (!validateRuntimeConfig(value)) {
+    return { ok: false, message: describeSchemaError(validateRuntimeConfig.errors) };
+  }
+  return { ok: true, config: deepFreeze(value) };
+}
+
+/**
+ * The injection config as last seen, parsed once per change rather than per admission. Each key keeps its
+ * last valid version, so a bad edit of one key falls back to what worked instead of breaking admissions.
+ */
+export class InjectionConfigStore {
+  private readonly lastValid = new Map<string, RuntimeConfig>();
+  private current: ConfigSnapshot;
+  private updatedAt: number | undefined;
+
+  constructor(
+    readonly configMapName = `${DEFAULT_CONFIG_NAMESPACE}/${DEFAULT_CONFIG_NAME}`,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.current = { present: false, name: configMapName };
+  }
+
+  get loadedAt(): number | undefined {
+    return this.updatedAt;
+  }
+
+  snapshot(): ConfigSnapshot {
+    return this.current;
+  }
+
+  /** Replaces the ConfigMap's data; `undefined` means the ConfigMap does not exist. */
+  update(data: Readonly<Record<string, string>> | undefined): ConfigUpdateReport {
+    this.updatedAt = this.now();
+    if (data === undefined) {
+      this.current = { present: false, name: this.configMapName };
+      return { invalidKeys: [] };
+    }
+    const entries = new Map<string, ConfigEntry>();
+    const valid = new Map<string, RuntimeConfig>();
+    const invalidKeys: InvalidKey[] = [];
+    for (const [key, text] of Object.entries(data)) {
+      if (text.trim() === '') continue; // an empty key is treated as a missing one
+      const parsed = parseRuntimeConfig(text);
+      if (parsed.ok) {
+        this.lastValid.set(key, parsed.config);
+        entries.set(key, { config: parsed.config, error: undefined });
+        valid.set(key, parsed.config);
+        continue;
+      }
+      const fallback = this.lastValid.get(key);
+      entries.set(key, { config: fallback, error: parsed.message });
+      if (fallback !== undefined) valid.set(key, fallback);
+      invalidKeys.push({ key, message: parsed.message, fellBack: fallback !== undefined });
+    }
+    this.current = { present: true, name: this.configMapName, entries, valid };
+    return { invalidKeys };
+  }
+}

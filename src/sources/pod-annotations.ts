@@ -1,0 +1,34 @@
+import type { RuntimeSelection } from '../admission/ports.js';
+import { ENV_VARS_INJECTION_POLICIES, type EnvVarsInjectionPolicy, type Pod } from '../injection/index.js';
+
+export const RUNTIMES_ANNOTATION = 'agents.kruise.io/runtimes';
+export const POLICY_ANNOTATION = 'agents.kruise.io/env-vars-injection-policy';
+
+/** "a, b,,a" -> ["a", "b"]: spaces, empty entries and duplicates are ignored. */
+export function parseRuntimeList(value: string): string[] {
+  const names = value.split(',').map((name) => name.trim()).filter((name) => name !== '');
+  return [...new Set(names)];
+}
+
+/** `None` when unset or empty; any other value than the allowed ones is refused, naming `field`. */
+export function parsePolicy(
+  value: unknown,
+  field: string,
+): { ok: true; policy: EnvVarsInjectionPolicy } | { ok: false; message: string } {
+  if (value === undefined || value === null || value === '') return { ok: true, policy: 'None' };
+  const allowed: readonly unknown[] = ENV_VARS_INJECTION_POLICIES;
+  if (allowed.includes(value)) return { ok: true, policy: value as EnvVarsInjectionPolicy };
+  return {
+    ok: false,
+    message: `${field}: ${JSON.stringify(value)} is not a valid EnvVarsInjectionPolicy (allowed: ${ENV_VARS_INJECTION_POLICIES.join(', ')})`,
+  };
+}
+
+/** Runtimes and policy as the pod names them itself: offline use, and cluster mode when the operator allows it. */
+export function runtimesFromAnnotations(pod: Pod): RuntimeSelection {
+  const annotations = pod.metadata?.annotations ?? {};
+  const policy = parsePolicy(annotations[POLICY_ANNOTATION], `annotation ${POLICY_ANNOTATION}`);
+  if (!policy.ok) return { ok: false, code: 400, message: policy.message };
+  const runtimes = parseRuntimeList(annotations[RUNTIMES_ANNOTATION] ?? '');
+  return { ok: true, runtimes, policy: policy.policy, source: 'pod annotations' };
+}

@@ -1,0 +1,52 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { admittedPod, loadConformanceCases, reviewFor, type ReviewResponseLike } from '../support/conformance.js';
+
+const run = promisify(execFile);
+const CLI = new URL('../../dist/cli/main.js', import.meta.url).pathname;
+const work = mkdtempSync(join(tmpdir(), 'si-conformance-'));
+
+describe('conformance cases through the built CLI (`sandbox-injector review`)', () => {
+  for (const testCase of loadConformanceCases()) {
+    it(testCase.file, async () => {
+      const reviewPath = join(work, `${testCase.name}.review.json`);
+      writeFileSync(reviewPath, JSON.stringify(reviewFor(testCase.pod, `uid-${testCase.name}`)));
+      const args = [CLI, 'review', '-f', reviewPath];
+      if (testCase.configMap !== undefined && testCase.configMap !== null) {
+        const configPath = join(work, `${testCase.name}.configmap.json`);
+        writeFileSync(configPath, JSON.stringify(testCase.configMap));
+        args.push('--config-file', configPath);
+      }
+      const { stdout } = await run(process.execPath, args);
+      const review = JSON.parse(stdout) as { apiVersion: string; kind: string; response: ReviewResponseLike };
+      expect(review.apiVersion).toBe('admission.k8s.io/v1');
+      expect(review.kind).toBe('AdmissionReview');
+      expectConformance(testCase, review.response);
+    });
+  }
+});
+
+export function expectConformance(
+  testCase: ReturnType<typeof loadConformanceCases>[number],
+  response: ReviewResponseLike,
+): void {
+  expect(response.uid).toBe(`uid-${testCase.name}`);
+  expect(response.allowed).toBe(testCase.expect.allowed);
+  if (!testCase.expect.allowed) {
+    expect(response.patch).toBeUndefined();
+    for (const word of testCase.expect.messageMentions ?? []) expect(response.status?.message).toContain(word);
+    return;
+  }
+  if (testCase.expect.changed !== undefined) {
+    expect(response.patch !== undefined).toBe(testCase.expect.changed);
+    expect(response.patchType).toBe(testCase.expect.changed ? 'JSONPatch' : undefined);
+  }
+  expect(admittedPod(testCase.pod, response).pod).toEqual(testCase.expect.pod);
+  if (testCase.expect.warnings !== undefined) {
+    expect((response.warnings ?? []).length > 0).toBe(testCase.expect.warnings);
+  }
+}

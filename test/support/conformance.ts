@@ -1,0 +1,80 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { STATUS_ANNOTATION } from '../../src/injection/index.js';
+import { applyStrict, type PatchOperation } from './strict-patch.js';
+
+export const CONFORMANCE_DIR = new URL('../fixtures/conformance/', import.meta.url).pathname;
+
+export interface ConformanceCase {
+  file: string;
+  name: string;
+  configMap?: Record<string, unknown> | null;
+  pod: Record<string, unknown>;
+  expect: {
+    allowed: boolean;
+    changed?: boolean;
+    pod?: Record<string, unknown>;
+    warnings?: boolean;
+    messageMentions?: string[];
+  };
+}
+
+/** Each case is parsed afresh per call, so a test that mutates one cannot leak into another. */
+export function loadConformanceCases(): ConformanceCase[] {
+  return readdirSync(CONFORMANCE_DIR)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((file) => ({ file, ...(JSON.parse(readFileSync(join(CONFORMANCE_DIR, file), 'utf8')) as Omit<ConformanceCase, 'file'>) }));
+}
+
+export function reviewFor(pod: unknown, uid = 'conformance-uid'): Record<string, unknown> {
+  return {
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid,
+      kind: { group: '', version: 'v1', kind: 'Pod' },
+      resource: { group: '', version: 'v1', resource: 'pods' },
+      operation: 'CREATE',
+      namespace: 'default',
+      object: pod,
+    },
+  };
+}
+
+export interface ReviewResponseLike {
+  uid: string;
+  allowed: boolean;
+  patchType?: string;
+  patch?: string;
+  warnings?: string[];
+  status?: { code?: number; message?: string };
+}
+
+export function decodePatch(patch: string): PatchOperation[] {
+  return JSON.parse(Buffer.from(patch, 'base64').toString('utf8')) as PatchOperation[];
+}
+
+/** The pod the response produces, by a strict applier; the status annotation is returned apart. */
+export function admittedPod(pod: unknown, response: ReviewResponseLike): { pod: Record<string, unknown>; status?: string } {
+  const result = response.patch === undefined ? structuredClone(pod) : applyStrict(pod, decodePatch(response.patch));
+  return withoutStatus(result as Record<string, unknown>, pod);
+}
+
+type WithAnnotations = { metadata?: { annotations?: Record<string, string> } };
+
+/**
+ * The pod without the status annotation (its format is ours, so cases do not spell it out). An annotations
+ * map that only the status created is dropped too.
+ */
+export function withoutStatus(pod: Record<string, unknown>, original: unknown): { pod: Record<string, unknown>; status?: string } {
+  const copy = structuredClone(pod) as WithAnnotations;
+  const annotations = copy.metadata?.annotations;
+  const status = annotations?.[STATUS_ANNOTATION];
+  if (annotations !== undefined && copy.metadata !== undefined) {
+    delete annotations[STATUS_ANNOTATION];
+    const hadAnnotations = (original as WithAnnotations).metadata?.annotations !== undefined;
+    if (!hadAnnotations && Object.keys(annotations).length === 0) delete copy.metadata.annotations;
+  }
+  return { pod: copy, status };
+}
