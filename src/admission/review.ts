@@ -2,7 +2,6 @@ import {
   injectRuntimes,
   type Pod,
   type RequestedRuntime,
-  type RuntimeConfig,
   type SkipReason,
 } from '../injection/index.js';
 import { diffPods, encodePatch } from './patch.js';

@@ -1,4 +1,4 @@
-import type { JsonObject, Pod } from './types.js';
+import type { Pod } from './types.js';
 
 /**
  * Copy-on-write editing of a pod. Every object on the path to a change is shallow-copied once; everything
