@@ -1,0 +1,275 @@
+import { describe, expect, it } from 'vitest';
+import { STATUS_ANNOTATION, type Container, type Pod } from '../../src/injection/index.js';
+import { AGENT_CONFIG, CONFIGS, CSI_CONFIG, inject, pod } from '../support/builders.js';
+
+const W = ['/bin/bash', '/var/sandbox/run_with_envs.sh'];
+const main = (extra: Partial<Container> = {}): Container => ({ name: 'main', image: 'app:1', ...extra });
+const names = (list: readonly Container[] | undefined): string[] => (list ?? []).map((c) => c.name);
+const first = (p: Pod): Container => {
+  const c = p.spec.containers[0];
+  if (c === undefined) throw new Error('no main container');
+  return c;
+};
+
+describe('order', () => {
+  it('agent-runtime first, then csi, then the others in the order asked', () => {
+    const { pod: out, report } = inject(pod([main()]), ['traffic-proxy', 'csi', 'agent-runtime']);
+    expect(report.injected).toEqual(['agent-runtime', 'csi', 'traffic-proxy']);
+    expect(names(out.spec.initContainers)).toEqual(['agent-runtime', 'csi-sidecar', 'proxy-init']);
+    expect(first(out).env?.map((e) => e.name)).toEqual(['ENVD_DIR', 'RUNTIME', 'CSI_MOUNT_ROOT', 'LOG_LEVEL']);
+  });
+
+  it('one runtime skipped for a conflict does not affect another', () => {
+    const { pod: out, report } = inject(pod([main()], { initContainers: [{ name: 'agent-runtime' }] }), ['agent-runtime', 'csi']);
+    expect(report.injected).toEqual(['csi']);
+    expect(report.skipped.map((s) => [s.runtime, s.reason])).toEqual([['agent-runtime', 'container-name-conflict']]);
+    expect(names(out.spec.initContainers)).toEqual(['agent-runtime', 'csi-sidecar']);
+  });
+
+  it('a runtime asked twice is injected once', () => {
+    const { pod: out } = inject(pod([main()]), ['csi', 'csi']);
+    expect(names(out.spec.initContainers)).toEqual(['csi-sidecar']);
+  });
+});
+
+describe('agent-runtime', () => {
+  it('container name conflict with a regular container skips the whole runtime', () => {
+    const input = pod([main(), { name: 'agent-runtime', image: 'x' }]);
+    const { pod: out, changed, report } = inject(input, ['agent-runtime']);
+    expect(changed).toBe(false);
+    expect(out).toBe(input);
+    expect(report.warnings[0]).toMatch(/agent-runtime: skipped, container name conflict: "agent-runtime"/);
+  });
+
+  it('postStart conflict skips the whole runtime, sidecars, env, mounts and volumes included', () => {
+    const input = pod([main({ lifecycle: { postStart: { httpGet: { port: 80 } } } })]);
+    const { changed, report } = inject(input, ['agent-runtime']);
+    expect(changed).toBe(false);
+    expect(report.skipped[0]?.reason).toBe('poststart-conflict');
+    expect(report.warnings).toHaveLength(1);
+  });
+
+  it('postStart: {} is not a valid handler and counts as absent', () => {
+    const { pod: out, report } = inject(pod([main({ lifecycle: { postStart: {} } })]), ['agent-runtime']);
+    expect(report.injected).toEqual(['agent-runtime']);
+    expect(first(out).lifecycle?.postStart).toEqual(AGENT_CONFIG.mainContainer?.lifecycle?.postStart);
+  });
+
+  it('sets the config postStart and keeps the main container\'s other hooks', () => {
+    const preStop = { exec: { command: ['drain'] } };
+    const { pod: out } = inject(pod([main({ lifecycle: { preStop } })]), ['agent-runtime']);
+    expect(first(out).lifecycle).toEqual({ preStop, postStart: AGENT_CONFIG.mainContainer?.lifecycle?.postStart });
+  });
+
+  it('a config without postStart leaves the main container\'s own hook', () => {
+    const own = { exec: { command: ['mine'] } };
+    const configs = new Map(CONFIGS).set('agent-runtime', { ...AGENT_CONFIG, mainContainer: { env: [{ name: 'A', value: '1' }] } });
+    const { pod: out, report } = inject(pod([main({ lifecycle: { postStart: own } })]), ['agent-runtime'], 'None', configs);
+    expect(report.injected).toEqual(['agent-runtime']);
+    expect(first(out).lifecycle?.postStart).toEqual(own);
+  });
+
+  it('appends env as is, without de-duplication', () => {
+    const { pod: out } = inject(pod([main({ env: [{ name: 'ENVD_DIR', value: 'mine' }] })]), ['agent-runtime']);
+    expect(first(out).env).toEqual([
+      { name: 'ENVD_DIR', value: 'mine' },
+      { name: 'ENVD_DIR', value: '/mnt/envd' },
+      { name: 'RUNTIME', value: 'agent-runtime' },
+    ]);
+  });
+
+  it('leaves out a mount whose mountPath the main container already uses, with a warning', () => {
+    const own = { name: 'mine', mountPath: '/mnt/envd' };
+    const { pod: out, report } = inject(pod([main({ volumeMounts: [own] })]), ['agent-runtime']);
+    expect(first(out).volumeMounts).toEqual([own]);
+    expect(report.injected).toEqual(['agent-runtime']);
+    expect(report.warnings.join()).toMatch(/mount "envd-volume" left out.*\/mnt\/envd/);
+  });
+
+  it('never overwrites an existing volume', () => {
+    const mine = { name: 'envd-volume', hostPath: { path: '/x' } };
+    const { pod: out } = inject(pod([main()], { volumes: [mine] }), ['agent-runtime']);
+    expect(out.spec.volumes).toEqual([mine]);
+  });
+
+  it('appends sidecars after existing init containers, in config order', () => {
+    const { pod: out } = inject(pod([main()], { initContainers: [{ name: 'setup' }] }), ['agent-runtime']);
+    expect(names(out.spec.initContainers)).toEqual(['setup', 'agent-runtime']);
+  });
+
+  it('skips when the pod has no containers instead of failing', () => {
+    const { changed, report } = inject(pod([]), ['agent-runtime']);
+    expect(changed).toBe(false);
+    expect(report.skipped[0]?.reason).toBe('no-main-container');
+  });
+});
+
+describe('csi', () => {
+  it('container name conflict skips the whole runtime', () => {
+    const { changed, report } = inject(pod([main()], { initContainers: [{ name: 'csi-sidecar' }] }), ['csi']);
+    expect(changed).toBe(false);
+    expect(report.skipped[0]).toMatchObject({ runtime: 'csi', reason: 'container-name-conflict' });
+  });
+
+  it('ignores postStart in the csi config, even when the main container has one', () => {
+    const own = { exec: { command: ['mine'] } };
+    const { pod: out, report } = inject(pod([main({ lifecycle: { postStart: own } })]), ['csi']);
+    expect(report.injected).toEqual(['csi']);
+    expect(first(out).lifecycle).toEqual({ postStart: own });
+    const { pod: bare } = inject(pod([main()]), ['csi']);
+    expect(first(bare).lifecycle).toBeUndefined();
+  });
+
+  it('adds only env names the main container does not have (the existing value is kept)', () => {
+    const { pod: out } = inject(pod([main({ env: [{ name: 'LOG_LEVEL', value: 'debug' }] })]), ['csi']);
+    expect(first(out).env).toEqual([
+      { name: 'LOG_LEVEL', value: 'debug' },
+      { name: 'CSI_MOUNT_ROOT', value: '/mnt/csi' },
+    ]);
+  });
+
+  it('adds only mount names the main container does not have, with the mountPath guard', () => {
+    const byName = inject(pod([main({ volumeMounts: [{ name: 'csi-volume', mountPath: '/data' }] })]), ['csi']);
+    expect(first(byName.pod).volumeMounts).toEqual([{ name: 'csi-volume', mountPath: '/data' }]);
+    const byPath = inject(pod([main({ volumeMounts: [{ name: 'other', mountPath: '/mnt/csi' }] })]), ['csi']);
+    expect(first(byPath.pod).volumeMounts).toEqual([{ name: 'other', mountPath: '/mnt/csi' }]);
+    expect(byPath.report.warnings.join()).toMatch(/csi: mount "csi-volume" left out/);
+  });
+
+  it('adds config volumes whose names the pod lacks', () => {
+    const mine = { name: 'csi-volume', hostPath: { path: '/var/csi' } };
+    const { pod: out } = inject(pod([main()], { volumes: [mine] }), ['csi']);
+    expect(out.spec.volumes).toEqual([mine, CSI_CONFIG.volume?.[1]]);
+  });
+});
+
+describe('generic runtimes', () => {
+  it('skips the whole runtime on a container name conflict, with a warning', () => {
+    const { changed, report } = inject(pod([main(), { name: 'traffic-proxy' }]), ['traffic-proxy']);
+    expect(changed).toBe(false);
+    expect(report.warnings[0]).toMatch(/traffic-proxy: skipped, container name conflict/);
+  });
+
+  it('skips the whole runtime on a volume name conflict', () => {
+    const { changed, report } = inject(pod([main()], { volumes: [{ name: 'proxy-certs' }] }), ['traffic-proxy']);
+    expect(changed).toBe(false);
+    expect(report.skipped[0]?.reason).toBe('volume-name-conflict');
+  });
+
+  it('adds labels and annotations the pod lacks (the pod wins) and appends containers and volumes', () => {
+    const input = pod([main()], {}, { labels: { 'agents.kruise.io/traffic': 'mine' } });
+    const { pod: out } = inject(input, ['traffic-proxy']);
+    expect(out.metadata.labels).toEqual({ 'agents.kruise.io/traffic': 'mine' });
+    expect(out.metadata.annotations?.['proxy.example.com/config~v2']).toBe('on');
+    expect(names(out.spec.initContainers)).toEqual(['proxy-init']);
+    expect(names(out.spec.containers)).toEqual(['main', 'traffic-proxy']);
+    expect(out.spec.volumes).toEqual([{ name: 'proxy-certs', emptyDir: {} }]);
+  });
+});
+
+describe('EnvVarsInjectionPolicy Auto', () => {
+  const app = main({
+    command: ['python', 'app.py'],
+    args: ['--port', '80'],
+    readinessProbe: { exec: { command: ['ready'] } },
+    livenessProbe: { httpGet: { port: 80 } },
+    startupProbe: { exec: { command: [] } },
+    lifecycle: { preStop: { exec: { command: ['bye'] } } },
+  });
+
+  it('wraps commands and exec probes only; http probes, empty exec and hooks stay', () => {
+    const { pod: out, report } = inject(pod([app]), ['agent-runtime'], 'Auto');
+    const c = first(out);
+    expect(c.command).toEqual([...W, '--']);
+    expect(c.args).toEqual(['python', 'app.py', '--port', '80']);
+    expect(c.readinessProbe?.exec?.command).toEqual([...W, '--probe', '--', 'ready']);
+    expect(c.livenessProbe).toEqual({ httpGet: { port: 80 } });
+    expect(c.startupProbe).toEqual({ exec: { command: [] } });
+    expect(c.lifecycle?.preStop).toEqual({ exec: { command: ['bye'] } });
+    expect(c.volumeMounts).toContainEqual({ name: 'sandbox-env', mountPath: '/var/sandbox' });
+    expect(out.spec.volumes).toContainEqual({ name: 'sandbox-env', emptyDir: {} });
+    expect(out.spec.initContainers?.[0]?.volumeMounts).toContainEqual({ name: 'sandbox-env', mountPath: '/var/sandbox' });
+    expect(report.wrapped).toEqual(['main']);
+    expect(report.warnings).toEqual([]);
+  });
+
+  it('does nothing but warn when agent-runtime is not in the pod', () => {
+    const { pod: out, report } = inject(pod([app]), ['csi'], 'Auto');
+    expect(first(out).command).toEqual(['python', 'app.py']);
+    expect(out.spec.volumes?.some((v) => v.name === 'sandbox-env')).toBe(false);
+    expect(report.warnings.join()).toMatch(/not wrapped, agent-runtime is not in the pod/);
+  });
+
+  it('applies when agent-runtime was injected before and is not asked now', () => {
+    const before = inject(pod([main({ command: ['run'] })]), ['agent-runtime']).pod;
+    const { pod: out } = inject(before, ['csi'], 'Auto');
+    expect(first(out).command).toEqual([...W, '--']);
+  });
+
+  it('leaves containers without command, already wrapped ones, init and injected containers alone', () => {
+    const wrapped = main({ name: 'done', command: [...W, '--'], args: ['x'] });
+    const input = pod([main({ name: 'entry' }), wrapped], { initContainers: [{ name: 'setup', command: ['init'] }] });
+    const { pod: out } = inject(input, ['agent-runtime', 'traffic-proxy'], 'Auto');
+    expect(out.spec.containers.find((c) => c.name === 'entry')?.command).toBeUndefined();
+    expect(out.spec.containers.find((c) => c.name === 'done')).toEqual(wrapped);
+    expect(out.spec.containers.find((c) => c.name === 'traffic-proxy')?.command).toEqual(['proxy']);
+    expect(out.spec.initContainers?.find((c) => c.name === 'setup')?.command).toEqual(['init']);
+  });
+
+  it('does not wrap a container that mounts something else at /var/sandbox, with a warning', () => {
+    const blocked = main({ command: ['run'], volumeMounts: [{ name: 'data', mountPath: '/var/sandbox' }] });
+    const { pod: out, report } = inject(pod([blocked]), ['agent-runtime'], 'Auto');
+    expect(first(out).command).toEqual(['run']);
+    expect(report.warnings.join()).toMatch(/"main" not wrapped, "data" is mounted at \/var\/sandbox/);
+  });
+
+  it('keeps an existing sandbox-env mount and volume', () => {
+    const own = { name: 'sandbox-env', mountPath: '/var/sandbox', readOnly: true };
+    const volume = { name: 'sandbox-env', emptyDir: { medium: 'Memory' } };
+    const { pod: out } = inject(pod([main({ command: ['run'], volumeMounts: [own] })], { volumes: [volume] }), ['agent-runtime'], 'Auto');
+    expect(first(out).volumeMounts?.filter((m) => m.name === 'sandbox-env')).toEqual([own]);
+    expect(out.spec.volumes?.filter((v) => v.name === 'sandbox-env')).toEqual([volume]);
+  });
+
+  it('policy None wraps nothing', () => {
+    const { pod: out } = inject(pod([app]), ['agent-runtime'], 'None');
+    expect(first(out).command).toEqual(['python', 'app.py']);
+  });
+
+  it('with a wrapper image, adds the init container that installs the wrapper, once', () => {
+    const { pod: out } = inject(pod([app]), ['agent-runtime'], 'Auto', CONFIGS, 'injector:1');
+    const copier = out.spec.initContainers?.find((c) => c.name === 'sandbox-env-wrapper');
+    expect(copier).toMatchObject({ image: 'injector:1', volumeMounts: [{ name: 'sandbox-env', mountPath: '/var/sandbox' }] });
+    expect(inject(out, ['agent-runtime'], 'Auto', CONFIGS, 'injector:1').changed).toBe(false);
+  });
+});
+
+describe('idempotency and the status annotation', () => {
+  it('admitting the admitted pod again changes nothing', () => {
+    const input = pod([main({ command: ['run'] })]);
+    const once = inject(input, ['agent-runtime', 'csi', 'traffic-proxy'], 'Auto');
+    const twice = inject(once.pod, ['agent-runtime', 'csi', 'traffic-proxy'], 'Auto');
+    expect(twice.changed).toBe(false);
+    expect(twice.pod).toBe(once.pod);
+  });
+
+  it('records injected and skipped runtimes when the pod changes', () => {
+    const { pod: out } = inject(pod([main()], { initContainers: [{ name: 'csi-sidecar' }] }), ['agent-runtime', 'csi']);
+    const status = JSON.parse(out.metadata.annotations?.[STATUS_ANNOTATION] ?? '{}') as Record<string, unknown>;
+    expect(status).toMatchObject({ injected: ['agent-runtime'], skipped: [{ runtime: 'csi', reason: 'container-name-conflict' }] });
+  });
+
+  it('writes no annotation when nothing else changed', () => {
+    const input = pod([main()], { initContainers: [{ name: 'csi-sidecar' }] });
+    expect(inject(input, ['csi']).changed).toBe(false);
+  });
+
+  it('never writes to the input pod or the configs', () => {
+    const input = pod([main({ command: ['run'], env: [{ name: 'A', value: '1' }] })], { volumes: [{ name: 'v' }] }, { annotations: {} });
+    const snapshot = structuredClone(input);
+    const configs = structuredClone(CONFIGS);
+    inject(input, ['agent-runtime', 'csi', 'traffic-proxy'], 'Auto');
+    expect(input).toEqual(snapshot);
+    expect(CONFIGS).toEqual(configs);
+  });
+});
