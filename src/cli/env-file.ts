@@ -1,0 +1,114 @@
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+
+import { EnvFileError } from '../envfile/errors.js';
+import { parseEnvJson } from '../envfile/parse-env-json.js';
+import { writeEnvFile } from '../envfile/write-env-file.js';
+
+export interface CliIo {
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+}
+
+const USAGE = `usage: sandbox-injector env-file --dir DIR [KEY=VALUE...]
+       sandbox-injector env-file --dir DIR --from-json FILE
+
+Writes DIR/env.sh (mode 0600, atomically) and then DIR/.env_ready, releasing containers
+wrapped by run_with_envs.sh. With no variables it only signals readiness.
+--from-json FILE reads a JSON object of string values.
+`;
+
+const EXIT_OK = 0;
+/** The request was understood but refused (bad name or value) or could not be written. */
+const EXIT_FAILED = 1;
+/** The command line itself is wrong. */
+const EXIT_USAGE = 2;
+
+/** `sandbox-injector env-file ...`; `argv` holds the arguments after the subcommand name. */
+export async function envFileCommand(argv: string[], io: CliIo): Promise<number> {
+  let values: { dir?: string; 'from-json'?: string; help?: boolean };
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({
+      args: argv,
+      options: {
+        dir: { type: 'string' },
+        'from-json': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      allowPositionals: true,
+      strict: true,
+    }));
+  } catch (error) {
+    return usageError(io, describe(error));
+  }
+
+  if (values.help === true) {
+    io.stdout.write(USAGE);
+    return EXIT_OK;
+  }
+  if (values.dir === undefined || values.dir === '') {
+    return usageError(io, '--dir DIR is required');
+  }
+  const jsonFile = values['from-json'];
+  if (jsonFile !== undefined && positionals.length > 0) {
+    // Two sources would leave it unclear which wins for a repeated name.
+    return usageError(io, 'give either KEY=VALUE arguments or --from-json FILE, not both');
+  }
+
+  try {
+    const vars = jsonFile === undefined ? parseAssignments(positionals) : await readJsonVars(jsonFile);
+    const result = await writeEnvFile(values.dir, vars);
+    const noun = result.count === 1 ? 'variable' : 'variables';
+    io.stdout.write(`wrote ${result.count} ${noun} to ${result.envFile}; signalled ${result.readyFile}\n`);
+    return EXIT_OK;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      return usageError(io, error.message);
+    }
+    if (error instanceof EnvFileError) {
+      io.stderr.write(`sandbox-injector env-file: ${error.message}\n`);
+      return EXIT_FAILED;
+    }
+    throw error;
+  }
+}
+
+class UsageError extends Error {}
+
+/** Split each argument at its first '=', so values may themselves contain '='. */
+function parseAssignments(args: readonly string[]): [string, string][] {
+  return args.map((arg) => {
+    const at = arg.indexOf('=');
+    if (at < 0) {
+      throw new UsageError(`expected KEY=VALUE, got ${JSON.stringify(arg)}`);
+    }
+    return [arg.slice(0, at), arg.slice(at + 1)];
+  });
+}
+
+async function readJsonVars(file: string): Promise<[string, string][]> {
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(file);
+  } catch (error) {
+    throw new EnvFileError(`cannot read ${file}: ${describe(error)}`, { cause: error });
+  }
+  let text: string;
+  try {
+    // fatal: bad UTF-8 must be refused, not silently replaced by U+FFFD in a variable's value.
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch (error) {
+    throw new EnvFileError(`${file} is not valid UTF-8`, { cause: error });
+  }
+  return parseEnvJson(text, file);
+}
+
+function usageError(io: CliIo, message: string): number {
+  io.stderr.write(`sandbox-injector env-file: ${message}\n${USAGE}`);
+  return EXIT_USAGE;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

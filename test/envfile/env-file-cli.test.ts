@@ -1,0 +1,139 @@
+import { readdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+import { envFileCommand } from '../../src/cli/env-file.js';
+import { exists, makeTempDir, parseEnv0, removeDir, runWrapper } from '../wrapper/run-wrapper.js';
+
+class Sink extends Writable {
+  text = '';
+  override _write(chunk: Buffer | string, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    this.text += chunk.toString();
+    callback();
+  }
+}
+
+interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function cli(argv: string[]): Promise<CliRun> {
+  const stdout = new Sink();
+  const stderr = new Sink();
+  const code = await envFileCommand(argv, { stdout, stderr });
+  return { code, stdout: stdout.text, stderr: stderr.text };
+}
+
+async function seenThroughWrapper(envDir: string): Promise<Map<string, string>> {
+  const result = await runWrapper(['--', 'env', '-0'], { envDir });
+  expect(result.code).toBe(0);
+  return new Map([...parseEnv0(result.stdout)].map(([name, value]) => [name, value.toString('utf8')]));
+}
+
+let dir: string;
+
+beforeEach(async () => {
+  dir = await makeTempDir('env-file-cli');
+});
+
+afterEach(async () => {
+  await removeDir(dir);
+});
+
+describe('sandbox-injector env-file', () => {
+  it('writes KEY=VALUE arguments, splitting only at the first "="', async () => {
+    const run = await cli(['--dir', dir, 'PLAIN=1', 'WITH_EQUALS=x=y==', 'EMPTY=', "HOSTILE=it's $(id) `id`\nnext"]);
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(run.stdout).toMatch(/wrote 4 variables to .*env\.sh; signalled .*\.env_ready/);
+
+    const seen = await seenThroughWrapper(dir);
+    expect(seen.get('PLAIN')).toBe('1');
+    expect(seen.get('WITH_EQUALS')).toBe('x=y==');
+    expect(seen.get('EMPTY')).toBe('');
+    expect(seen.get('HOSTILE')).toBe("it's $(id) `id`\nnext");
+  });
+
+  it('writes the string values of a --from-json object', async () => {
+    const json = path.join(dir, 'vars.json');
+    await writeFile(json, JSON.stringify({ FROM_JSON: 'a\tb\n', UNICODE: 'ünï ✓', QUOTE: "'" }));
+    const envDir = await makeTempDir('env-file-cli-target');
+    try {
+      const run = await cli(['--dir', envDir, '--from-json', json]);
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      const seen = await seenThroughWrapper(envDir);
+      expect(seen.get('FROM_JSON')).toBe('a\tb\n');
+      expect(seen.get('UNICODE')).toBe('ünï ✓');
+      expect(seen.get('QUOTE')).toBe("'");
+    } finally {
+      await removeDir(envDir);
+    }
+  });
+
+  it('only signals readiness when given no variables', async () => {
+    const run = await cli([`--dir=${dir}`]);
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(run.stdout).toMatch(/wrote 0 variables/);
+    expect(await exists(path.join(dir, '.env_ready'))).toBe(true);
+  });
+
+  it('prints usage for --help', async () => {
+    const run = await cli(['--help']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^usage: sandbox-injector env-file --dir DIR/);
+  });
+});
+
+describe('sandbox-injector env-file errors', () => {
+  async function expectNothingWritten(): Promise<void> {
+    expect(await exists(path.join(dir, 'env.sh'))).toBe(false);
+    expect(await exists(path.join(dir, '.env_ready'))).toBe(false);
+  }
+
+  it.each<[string, (d: string) => string[], number, RegExp]>([
+    ['missing --dir', () => ['A=1'], 2, /--dir DIR is required/],
+    ['an argument without "="', (d) => ['--dir', d, 'A=1', 'NOEQUALS'], 2, /expected KEY=VALUE, got "NOEQUALS"/],
+    ['an unknown option', (d) => ['--dir', d, '--bogus'], 2, /--bogus/],
+    ['both sources', (d) => ['--dir', d, '--from-json', 'x.json', 'A=1'], 2, /either KEY=VALUE arguments or --from/],
+    ['a bad key', (d) => ['--dir', d, 'GOOD=1', '1BAD=2'], 1, /invalid variable name "1BAD"/],
+    ['an empty key', (d) => ['--dir', d, '=value'], 1, /invalid variable name ""/],
+    ['a bash-managed key', (d) => ['--dir', d, 'SHLVL=9'], 1, /"SHLVL" is managed by bash/],
+    ['a repeated key', (d) => ['--dir', d, 'A=1', 'A=2'], 1, /A is given more than once/],
+    ['a missing directory', (d) => ['--dir', path.join(d, 'nope'), 'A=1'], 1, /cannot use env directory/],
+  ])('refuses %s', async (_label, argv, code, message) => {
+    const run = await cli(argv(dir));
+    expect(run.code).toBe(code);
+    expect(run.stderr).toMatch(/^sandbox-injector env-file: /);
+    expect(run.stderr).toMatch(message);
+    expect(run.stdout).toBe('');
+    await expectNothingWritten();
+  });
+
+  it.each<[string, string | Buffer, RegExp]>([
+    ['invalid JSON', '{"A": ', /is not valid JSON/],
+    ['a JSON array', '["A=1"]', /must hold a JSON object of string values/],
+    ['JSON null', 'null', /must hold a JSON object of string values/],
+    ['a number value', '{"OK": "x", "N": 3}', /value of "N" must be a string, got number/],
+    ['a nested object', '{"O": {"x": "y"}}', /value of "O" must be a string, got object/],
+    ['a NUL in a value', '{"Z": "a\\u0000b"}', /variable Z: value contains a NUL byte/],
+    ['a bad key', '{"BAD KEY": "x"}', /invalid variable name "BAD KEY"/],
+    ['invalid UTF-8', Buffer.from([0x7b, 0x22, 0x41, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]), /is not valid UTF-8/],
+  ])('refuses --from-json with %s', async (_label, content, message) => {
+    const json = path.join(dir, 'vars.json');
+    await writeFile(json, content);
+    const run = await cli(['--dir', dir, '--from-json', json]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(message);
+    await expectNothingWritten();
+    expect(await readdir(dir)).toEqual(['vars.json']);
+  });
+
+  it('refuses a --from-json file that cannot be read', async () => {
+    const run = await cli(['--dir', dir, '--from-json', path.join(dir, 'absent.json')]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/cannot read .*absent\.json/);
+    await expectNothingWritten();
+  });
+});
