@@ -1,0 +1,62 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { diffPods } from '../../src/admission/patch.js';
+import { injectRuntimes, type EnvVarsInjectionPolicy, type Pod, type RuntimeConfig } from '../../src/injection/index.js';
+import { applyStrict } from '../support/strict-patch.js';
+import { configsArbitrary, podArbitrary, policyArbitrary, runtimesArbitrary } from './arbitraries.js';
+
+const RUNS = 10_000;
+
+function run(pod: Pod, configs: Map<string, RuntimeConfig>, runtimes: string[], policy: EnvVarsInjectionPolicy) {
+  return injectRuntimes(pod, {
+    runtimes: runtimes.map((name) => ({ name, config: configs.get(name) ?? {} })),
+    policy,
+    allConfigs: configs,
+  });
+}
+
+function decodePointer(path: string): string[] {
+  return path.slice(1).split('/').map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'));
+}
+
+describe('injection properties', () => {
+  it(`for ${RUNS} generated pods and configs: the patch applies strictly, reproduces the pod, and is stable`, () => {
+    fc.assert(
+      fc.property(podArbitrary, configsArbitrary, runtimesArbitrary, policyArbitrary, (pod, configs, runtimes, policy) => {
+        const before = structuredClone(pod);
+        const result = run(pod, configs, runtimes, policy);
+        expect(pod).toEqual(before);
+
+        const operations = diffPods(pod, result.pod);
+        expect(operations.length > 0).toBe(result.changed);
+        // The patch is exactly the difference, applied as strictly as kube-apiserver applies it.
+        expect(applyStrict(pod, operations)).toEqual(result.pod);
+        for (const op of operations) {
+          expect(['/spec', '/metadata', '']).not.toContain(op.path);
+          const tokens = decodePointer(op.path);
+          // Every key a path names exists (or is being created) under that exact, unescaped name.
+          if (tokens[0] === 'metadata' && (tokens[1] === 'labels' || tokens[1] === 'annotations') && tokens.length === 3) {
+            const key = tokens[2] ?? '';
+            expect(Object.keys(result.pod.metadata[tokens[1]] ?? {})).toContain(key);
+          }
+        }
+
+        // Reinvocation: the admitted pod, admitted again, needs no patch.
+        const again = run(result.pod, configs, runtimes, policy);
+        expect(again.changed).toBe(false);
+        expect(diffPods(result.pod, again.pod)).toEqual([]);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('escapes `/` and `~` in annotation and label keys', () => {
+    const pod: Pod = { metadata: { annotations: { 'a/b': '1' } }, spec: { containers: [{ name: 'main' }] } };
+    const configs = new Map<string, RuntimeConfig>([['g', { labels: { 'x~y/z': 'v' }, annotations: { 'p/q~': 'w' } }]]);
+    const operations = diffPods(pod, run(pod, configs, ['g'], 'None').pod);
+    const paths = operations.map((o) => o.path);
+    expect(paths).toContain('/metadata/annotations/p~1q~0');
+    expect(paths).toContain('/metadata/labels');
+    expect(operations.find((o) => o.path === '/metadata/labels')?.value).toEqual({ 'x~y/z': 'v' });
+  });
+});
