@@ -1,0 +1,146 @@
+import { describe, expect, it } from 'vitest';
+import type { ConfigSnapshot } from '../../src/admission/ports.js';
+import { reviewAdmission, type ReviewDeps, type ReviewOutcome } from '../../src/admission/review.js';
+import { MAX_WARNINGS_BYTES, MAX_WARNING_LENGTH, limitWarnings } from '../../src/admission/warnings.js';
+import { InjectionConfigStore } from '../../src/sources/injection-config.js';
+import { runtimesFromAnnotations } from '../../src/sources/pod-annotations.js';
+import { admittedPod, decodePatch, reviewFor } from '../support/conformance.js';
+import { AGENT_CONFIG, CSI_CONFIG } from '../support/builders.js';
+
+function deps(data: Record<string, string> | null = { 'agent-runtime': JSON.stringify(AGENT_CONFIG), csi: JSON.stringify(CSI_CONFIG) }): ReviewDeps & { store: InjectionConfigStore } {
+  const store = new InjectionConfigStore();
+  if (data !== null) store.update(data); // null: the ConfigMap does not exist
+  return { store, config: (): ConfigSnapshot => store.snapshot(), selectRuntimes: runtimesFromAnnotations };
+}
+
+function sandboxPod(annotations: Record<string, string>, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { apiVersion: 'v1', kind: 'Pod', metadata: { generateName: 'sbx-', annotations }, spec: { containers: [{ name: 'main', image: 'x', ...extra }] } };
+}
+
+function response(outcome: ReviewOutcome) {
+  if (outcome.kind !== 'response') throw new Error(`expected a response, got ${outcome.message}`);
+  const r = outcome.review.response;
+  if (r === undefined) throw new Error('no response');
+  return r;
+}
+
+describe('reviewAdmission: the envelope', () => {
+  it.each([
+    ['not an object', 'hello', /body must be an AdmissionReview object/],
+    ['no request', { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' }, /request is required/],
+    ['no uid', { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { kind: { group: '', version: 'v1', kind: 'Pod' }, operation: 'CREATE' } }, /request\.uid is required/],
+    ['wrong kind', { ...reviewFor({}), kind: 'Pod' }, /field kind must be one of "AdmissionReview"/],
+    ['unknown apiVersion', { ...reviewFor({}), apiVersion: 'v1' }, /apiVersion must be one of/],
+  ])('a malformed review (%s) is a bad request with a message', async (_name, body, message) => {
+    const outcome = await reviewAdmission(body, deps());
+    expect(outcome).toMatchObject({ kind: 'bad-request' });
+    expect(outcome.kind === 'bad-request' ? outcome.message : '').toMatch(message);
+  });
+
+  it('answers with the request\'s apiVersion, kind and uid', async () => {
+    const body = { ...reviewFor(sandboxPod({}), 'u-1'), apiVersion: 'admission.k8s.io/v1beta1' };
+    const outcome = await reviewAdmission(body, deps());
+    expect(outcome.kind === 'response' && outcome.review).toMatchObject({
+      apiVersion: 'admission.k8s.io/v1beta1',
+      kind: 'AdmissionReview',
+      response: { uid: 'u-1', allowed: true },
+    });
+  });
+
+  it.each([
+    ['an UPDATE', { operation: 'UPDATE' }],
+    ['a non-Pod', { kind: { group: 'apps', version: 'v1', kind: 'Deployment' } }],
+    ['a pod subresource', { subResource: 'ephemeralcontainers' }],
+  ])('%s is admitted unchanged', async (_name, override) => {
+    const body = reviewFor(sandboxPod({ 'agents.kruise.io/runtimes': 'agent-runtime' }));
+    Object.assign(body.request as object, override);
+    const r = response(await reviewAdmission(body, deps()));
+    expect(r).toEqual({ uid: 'conformance-uid', allowed: true });
+  });
+});
+
+describe('reviewAdmission: decisions', () => {
+  it('injects with a JSONPatch and a summary', async () => {
+    const pod = sandboxPod({ 'agents.kruise.io/runtimes': 'agent-runtime' });
+    const outcome = await reviewAdmission(reviewFor(pod), deps());
+    const r = response(outcome);
+    expect(r.patchType).toBe('JSONPatch');
+    expect(admittedPod(pod, r).status).toContain('"injected":["agent-runtime"]');
+    expect(outcome.kind === 'response' && outcome.summary).toMatchObject({ decision: 'injected', runtimes: ['agent-runtime'], pod: 'sbx-' });
+  });
+
+  it('denies a bad policy value, naming the field and the allowed values', async () => {
+    const r = response(await reviewAdmission(reviewFor(sandboxPod({ 'agents.kruise.io/runtimes': 'csi', 'agents.kruise.io/env-vars-injection-policy': 'auto' })), deps()));
+    expect(r.allowed).toBe(false);
+    expect(r.status?.code).toBe(400);
+    expect(r.status?.message).toMatch(/env-vars-injection-policy: "auto" is not a valid EnvVarsInjectionPolicy \(allowed: None, Auto\)/);
+  });
+
+  it('denies a runtime without a key, naming the runtime and the ConfigMap', async () => {
+    const r = response(await reviewAdmission(reviewFor(sandboxPod({ 'agents.kruise.io/runtimes': 'gpu' })), deps()));
+    expect(r).toMatchObject({ allowed: false, status: { code: 500 } });
+    expect(r.status?.message).toBe('runtime "gpu" has no key in ConfigMap sandbox-system/sandbox-injection-config');
+  });
+
+  it('denies a runtime whose key is empty', async () => {
+    const r = response(await reviewAdmission(reviewFor(sandboxPod({ 'agents.kruise.io/runtimes': 'csi' })), deps({ csi: '  ' })));
+    expect(r.status?.message).toMatch(/runtime "csi" has no key/);
+  });
+
+  it('denies a bad key never seen valid, saying what is wrong and where', async () => {
+    const r = response(await reviewAdmission(reviewFor(sandboxPod({ 'agents.kruise.io/runtimes': 'csi' })), deps({ csi: '{"csiSidecar": [{"name": 3}]}' })));
+    expect(r.allowed).toBe(false);
+    expect(r.status?.message).toMatch(/key "csi" is invalid: field \/csiSidecar\/0\/name must be string/);
+  });
+
+  it('falls back to the last valid version of a bad key, with a warning', async () => {
+    const d = deps();
+    d.store.update({ 'agent-runtime': '{"csiSidecar": [', csi: JSON.stringify(CSI_CONFIG) });
+    const pod = sandboxPod({ 'agents.kruise.io/runtimes': 'agent-runtime' });
+    const r = response(await reviewAdmission(reviewFor(pod), d));
+    expect(r.allowed).toBe(true);
+    expect(admittedPod(pod, r).pod).toMatchObject({ spec: { initContainers: [{ name: 'agent-runtime' }] } });
+    expect(r.warnings?.[0]).toMatch(/runtime "agent-runtime": key "agent-runtime" is invalid, using its last valid version/);
+  });
+
+  it('admits unchanged without a ConfigMap, and a pod without runtimes', async () => {
+    const pod = sandboxPod({ 'agents.kruise.io/runtimes': 'agent-runtime' });
+    expect(response(await reviewAdmission(reviewFor(pod), deps(null)))).toEqual({ uid: 'conformance-uid', allowed: true });
+    expect(response(await reviewAdmission(reviewFor(sandboxPod({})), deps()))).toEqual({ uid: 'conformance-uid', allowed: true });
+  });
+
+  it('denies a pod whose fields are of the wrong type instead of patching it', async () => {
+    const pod = sandboxPod({ 'agents.kruise.io/runtimes': 'agent-runtime' }, { command: 'python app.py' });
+    const r = response(await reviewAdmission(reviewFor(pod), deps()));
+    expect(r.allowed).toBe(false);
+    expect(r.status?.message).toBe('pod is malformed: field object.spec.containers.0.command must be array');
+  });
+
+  it('denies a request whose object is not a pod', async () => {
+    const r = response(await reviewAdmission(reviewFor([1, 2]), deps()));
+    expect(r).toMatchObject({ allowed: false, status: { code: 400 } });
+  });
+
+  it('patches only what changed and never replaces /spec or /metadata', async () => {
+    const pod = sandboxPod({ 'agents.kruise.io/runtimes': 'agent-runtime,csi' });
+    const ops = decodePatch(response(await reviewAdmission(reviewFor(pod), deps())).patch ?? '');
+    expect(ops.map((o) => o.path)).not.toContain('/spec');
+    expect(ops.map((o) => o.path)).toContain('/metadata/annotations/agents.kruise.io~1runtime-injection-status');
+  });
+});
+
+describe('warnings', () => {
+  it('keeps each warning on one line of at most 120 characters', () => {
+    const [line] = limitWarnings([`a\nb${'x'.repeat(300)}`]);
+    expect(line).toHaveLength(MAX_WARNING_LENGTH);
+    expect(line).not.toContain('\n');
+    expect(line?.endsWith('...')).toBe(true);
+  });
+
+  it('keeps the whole set within 4 KiB and says how many were dropped', () => {
+    const many = Array.from({ length: 100 }, (_, i) => `warning ${i} ${'y'.repeat(100)}`);
+    const limited = limitWarnings(many);
+    expect(limited.join('').length).toBeLessThanOrEqual(MAX_WARNINGS_BYTES);
+    expect(limited[limited.length - 1]).toMatch(/^\d+ more warnings omitted$/);
+  });
+});

@@ -1,0 +1,123 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { STATUS_ANNOTATION } from '../../src/injection/index.js';
+import { reviewFor } from '../support/conformance.js';
+
+const CLI = new URL('../../dist/cli/main.js', import.meta.url).pathname;
+const CONFIG = new URL('../../manifests/injection-config.yaml', import.meta.url).pathname;
+const work = mkdtempSync(join(tmpdir(), 'si-cli-'));
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(args: string[], stdin?: string): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = execFile(process.execPath, [CLI, ...args], (error, stdout, stderr) => {
+      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, stdout, stderr });
+    });
+    child.stdin?.end(stdin ?? '');
+  });
+}
+
+function file(name: string, content: unknown): string {
+  const path = join(work, name);
+  writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
+  return path;
+}
+
+const pod = {
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name: 'p', annotations: { 'agents.kruise.io/runtimes': 'agent-runtime' } },
+  spec: { containers: [{ name: 'main', image: 'python:3.12', command: ['python', 'app.py'] }] },
+};
+
+describe('sandbox-injector review', () => {
+  it('prints the response for a review on stdin, exit 0 also when denied', async () => {
+    const denied = structuredClone(pod);
+    denied.metadata.annotations['agents.kruise.io/runtimes'] = 'gpu';
+    const run = await cli(['review', '--config-file', CONFIG], JSON.stringify(reviewFor(denied, 'u-9')));
+    expect(run.code).toBe(0);
+    const review = JSON.parse(run.stdout) as { response: { uid: string; allowed: boolean; status: { message: string } } };
+    expect(review.response).toMatchObject({ uid: 'u-9', allowed: false });
+    expect(review.response.status.message).toContain('"gpu"');
+  });
+
+  it('without --config-file behaves as if the ConfigMap does not exist', async () => {
+    const run = await cli(['review', '-f', file('r.json', reviewFor(pod, 'u-1'))]);
+    expect(JSON.parse(run.stdout)).toEqual({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: 'u-1', allowed: true } });
+  });
+
+  it.each([
+    ['a file that is not JSON', () => ['-f', file('bad.json', '{"apiVersion": ')], /bad\.json: not valid JSON/],
+    ['a review without request', () => ['-f', file('noreq.json', { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' })], /noreq\.json: malformed AdmissionReview: field request is required/],
+    ['a missing file', () => ['-f', join(work, 'absent.json')], /cannot read .*absent\.json: ENOENT/],
+    ['a ConfigMap that is not a ConfigMap', () => ['--config-file', file('secret.yaml', 'apiVersion: v1\nkind: Secret\n'), '-f', file('ok.json', reviewFor(pod))], /secret\.yaml: not a ConfigMap/],
+    ['an unknown flag', () => ['--nope'], /Unknown option '--nope'/],
+  ])('refuses %s with a message on stderr and a non-zero exit', async (_name, args, message) => {
+    const run = await cli(['review', ...args()]);
+    expect(run.code).not.toBe(0);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(message);
+  });
+});
+
+describe('sandbox-injector inject', () => {
+  it('prints the mutated pod as YAML', async () => {
+    const run = await cli(['inject', '--config-file', CONFIG, '-f', file('pod.yaml', pod)]);
+    expect(run.code).toBe(0);
+    const out = parse(run.stdout) as typeof pod & { spec: { initContainers: { name: string }[] } };
+    expect(out.spec.initContainers.map((c) => c.name)).toEqual(['agent-runtime']);
+    expect(out.metadata.annotations).toHaveProperty([STATUS_ANNOTATION]);
+  });
+
+  it('takes runtimes and policy from flags, as JSON, warnings on stderr', async () => {
+    const run = await cli(['inject', '--config-file', CONFIG, '--runtimes', 'csi', '--env-vars-injection-policy', 'Auto', '-o', 'json'], JSON.stringify(pod));
+    expect(run.code).toBe(0);
+    const out = JSON.parse(run.stdout) as typeof pod & { spec: { initContainers: { name: string }[] } };
+    expect(out.spec.initContainers.map((c) => c.name)).toEqual(['csi-sidecar']);
+    expect(out.spec.containers[0]?.command).toEqual(['python', 'app.py']);
+    expect(run.stderr).toMatch(/warning: EnvVarsInjectionPolicy Auto: commands not wrapped/);
+  });
+
+  it('refuses a bad policy value, naming the flag and the allowed values', async () => {
+    const run = await cli(['inject', '--env-vars-injection-policy', 'Sometimes'], JSON.stringify(pod));
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toMatch(/--env-vars-injection-policy: "Sometimes" is not a valid EnvVarsInjectionPolicy \(allowed: None, Auto\)/);
+  });
+
+  it('reports a denial on stderr with a non-zero exit', async () => {
+    const run = await cli(['inject', '--config-file', CONFIG, '--runtimes', 'gpu'], JSON.stringify(pod));
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toMatch(/denied: runtime "gpu" has no key in ConfigMap/);
+  });
+
+  it('refuses input that is not a Pod', async () => {
+    const run = await cli(['inject'], 'apiVersion: v1\nkind: Service\n');
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toMatch(/not a Pod manifest/);
+  });
+});
+
+describe('sandbox-injector', () => {
+  it('names an unknown command', async () => {
+    const run = await cli(['frobnicate']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/unknown command "frobnicate"/);
+  });
+
+  it('install-wrapper copies an executable run_with_envs.sh', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'si-wrapper-'));
+    const run = await cli(['install-wrapper', '--dir', dir]);
+    expect(run.code).toBe(0);
+    const { statSync } = await import('node:fs');
+    expect(statSync(join(dir, 'run_with_envs.sh')).mode & 0o777).toBe(0o755);
+  });
+});
