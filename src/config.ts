@@ -1,0 +1,204 @@
+/**
+ * Process options: read from flags and environment in this one place, validated once against one schema,
+ * frozen, and passed down. Nothing deeper in the code reads `process.env` or `process.argv`.
+ *
+ * To add an option (cluster mode adds `--kubeconfig`, `--config-namespace`, ...): add the field to
+ * `ServeOptions`, its entry to `OPTION_SPECS` and its property to `SCHEMA`. The `satisfies` and
+ * `JSONSchemaType` checks below make the compiler refuse the change until all three agree.
+ */
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { Ajv, type JSONSchemaType, type ErrorObject } from 'ajv';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface ServeOptions {
+  /** Address both listeners bind to. */
+  host: string;
+  /** HTTPS webhook port; 0 picks a free port (the bound address is logged). */
+  port: number;
+  /** Plain-HTTP port for /metrics, /healthz and /readyz; 0 disables that listener. */
+  metricsPort: number;
+  /** ConfigMap manifest (YAML or JSON) holding the injection config; watched for changes. */
+  configFile: string;
+  /** Serving certificate and key; both or neither. Neither: a self-signed pair is made in selfSignedDir. */
+  tlsCertFile?: string;
+  tlsKeyFile?: string;
+  /** When set, only clients presenting a certificate issued by this CA are served. */
+  tlsClientCaFile?: string;
+  /** Where the self-signed CA and serving pair live when no certificate files are given. */
+  selfSignedDir: string;
+  logLevel: LogLevel;
+  /** Seconds to keep serving after SIGTERM while /readyz reports 503, so endpoints can drop the pod first. */
+  shutdownDelaySeconds: number;
+  /** Seconds to wait for in-flight reviews after the listener closes before connections are cut. */
+  shutdownTimeoutSeconds: number;
+}
+
+type OptionKind = 'string' | 'integer' | 'boolean';
+
+interface OptionSpec {
+  /** Long flag name, without the leading dashes. */
+  readonly flag: string;
+  readonly env: string;
+  readonly kind: OptionKind;
+  readonly description: string;
+}
+
+const ENV_PREFIX = 'SANDBOX_INJECTOR_';
+
+function spec(flag: string, kind: OptionKind, description: string): OptionSpec {
+  return { flag, env: ENV_PREFIX + flag.toUpperCase().replaceAll('-', '_'), kind, description };
+}
+
+/** One row per option: flag, env var and help text. Ordered as `--help` prints them. */
+export const OPTION_SPECS = {
+  host: spec('host', 'string', 'address to bind both listeners to'),
+  port: spec('port', 'integer', 'HTTPS webhook port (0 = pick a free port)'),
+  metricsPort: spec('metrics-port', 'integer', 'plain-HTTP /metrics, /healthz, /readyz port (0 = disabled)'),
+  configFile: spec('config-file', 'string', 'injection ConfigMap manifest (YAML or JSON), watched'),
+  tlsCertFile: spec('tls-cert-file', 'string', 'serving certificate (PEM, may hold a chain), watched'),
+  tlsKeyFile: spec('tls-key-file', 'string', 'serving private key (PEM), watched'),
+  tlsClientCaFile: spec('tls-client-ca-file', 'string', 'require client certificates issued by this CA'),
+  selfSignedDir: spec('self-signed-dir', 'string', 'where a self-signed CA and cert are made when no cert is given'),
+  logLevel: spec('log-level', 'string', LOG_LEVELS.join('|')),
+  shutdownDelaySeconds: spec('shutdown-delay-seconds', 'integer', 'keep serving this long after SIGTERM, not ready'),
+  shutdownTimeoutSeconds: spec('shutdown-timeout-seconds', 'integer', 'wait this long for in-flight reviews'),
+} as const satisfies Record<keyof ServeOptions, OptionSpec>;
+
+type OptionKey = keyof typeof OPTION_SPECS;
+
+/** `manifests/` ships with the package; resolve it from this file so `npm start` works from any directory. */
+const PACKAGE_ROOT = fileURLToPath(new URL('..', import.meta.url));
+export const DEFAULT_CONFIG_FILE = `${PACKAGE_ROOT}manifests/injection-config.yaml`;
+
+const DEFAULTS = {
+  host: '0.0.0.0',
+  port: 8443,
+  metricsPort: 9090,
+  configFile: DEFAULT_CONFIG_FILE,
+  selfSignedDir: 'certs',
+  logLevel: 'info',
+  shutdownDelaySeconds: 0,
+  shutdownTimeoutSeconds: 25,
+} as const satisfies Partial<ServeOptions>;
+
+const SCHEMA: JSONSchemaType<ServeOptions> = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    host: { type: 'string', minLength: 1, default: DEFAULTS.host },
+    port: { type: 'integer', minimum: 0, maximum: 65535, default: DEFAULTS.port },
+    metricsPort: { type: 'integer', minimum: 0, maximum: 65535, default: DEFAULTS.metricsPort },
+    configFile: { type: 'string', minLength: 1, default: DEFAULTS.configFile },
+    tlsCertFile: { type: 'string', minLength: 1, nullable: true },
+    tlsKeyFile: { type: 'string', minLength: 1, nullable: true },
+    tlsClientCaFile: { type: 'string', minLength: 1, nullable: true },
+    selfSignedDir: { type: 'string', minLength: 1, default: DEFAULTS.selfSignedDir },
+    logLevel: { type: 'string', enum: [...LOG_LEVELS], default: DEFAULTS.logLevel },
+    shutdownDelaySeconds: { type: 'integer', minimum: 0, maximum: 600, default: DEFAULTS.shutdownDelaySeconds },
+    shutdownTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 3600, default: DEFAULTS.shutdownTimeoutSeconds },
+  },
+  required: [
+    'host',
+    'port',
+    'metricsPort',
+    'configFile',
+    'selfSignedDir',
+    'logLevel',
+    'shutdownDelaySeconds',
+    'shutdownTimeoutSeconds',
+  ],
+};
+
+// Compiled once at module load; coerceTypes turns the strings of flags and env into integers and booleans.
+const validate = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: true }).compile(SCHEMA);
+
+export class OptionsError extends Error {
+  override readonly name = 'OptionsError';
+  readonly code = 'ERR_INVALID_OPTIONS';
+  constructor(readonly problems: readonly string[]) {
+    super(problems.join('; '));
+  }
+}
+
+export type ParsedCommandLine = { kind: 'help' } | { kind: 'options'; options: Readonly<ServeOptions> };
+
+/**
+ * Flags win over environment variables, which win over defaults. An empty environment variable counts as
+ * unset, because Kubernetes manifests often template `value: ""` for "not configured".
+ */
+export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEnv): ParsedCommandLine {
+  const flags = readFlags(argv);
+  if (flags.help === true) return { kind: 'help' };
+
+  const raw: Record<string, unknown> = {};
+  for (const key of optionKeys()) {
+    const { flag, env: envName } = OPTION_SPECS[key];
+    const fromFlag = flags[flag];
+    const fromEnv = env[envName];
+    if (fromFlag !== undefined) raw[key] = fromFlag;
+    else if (fromEnv !== undefined && fromEnv !== '') raw[key] = fromEnv;
+  }
+
+  if (!validate(raw)) throw new OptionsError((validate.errors ?? []).map(describeSchemaError));
+  const problems = crossFieldProblems(raw);
+  if (problems.length > 0) throw new OptionsError(problems);
+  return { kind: 'options', options: Object.freeze(raw) };
+}
+
+function readFlags(argv: readonly string[]): Record<string, string | boolean | undefined> {
+  const parseOptions: Record<string, { type: 'string' | 'boolean' }> = { help: { type: 'boolean' } };
+  for (const key of optionKeys()) {
+    const { flag, kind } = OPTION_SPECS[key];
+    parseOptions[flag] = { type: kind === 'boolean' ? 'boolean' : 'string' };
+  }
+  try {
+    const { values } = parseArgs({ args: [...argv], options: parseOptions, strict: true, allowPositionals: false });
+    return values;
+  } catch (error) {
+    throw new OptionsError([error instanceof Error ? error.message : String(error)]);
+  }
+}
+
+function crossFieldProblems(options: ServeOptions): string[] {
+  const problems: string[] = [];
+  if ((options.tlsCertFile === undefined) !== (options.tlsKeyFile === undefined)) {
+    problems.push(`${label('tlsCertFile')} and ${label('tlsKeyFile')} must be given together`);
+  }
+  if (options.metricsPort !== 0 && options.metricsPort === options.port) {
+    problems.push(`${label('metricsPort')} must differ from ${label('port')}`);
+  }
+  return problems;
+}
+
+function describeSchemaError(error: ErrorObject): string {
+  const key = error.instancePath.slice(1);
+  const where = isOptionKey(key) ? label(key) : 'options';
+  const allowed = error.keyword === 'enum' ? ` (${LOG_LEVELS.join(', ')})` : '';
+  return `${where}: ${error.message ?? 'is invalid'}${allowed}`;
+}
+
+function label(key: OptionKey): string {
+  return `--${OPTION_SPECS[key].flag} (${OPTION_SPECS[key].env})`;
+}
+
+function isOptionKey(key: string): key is OptionKey {
+  return Object.hasOwn(OPTION_SPECS, key);
+}
+
+function optionKeys(): OptionKey[] {
+  return Object.keys(OPTION_SPECS).filter(isOptionKey);
+}
+
+/** `serve --help`: one line per option, generated from the same table the parser uses. */
+export function serveUsage(): string {
+  const rows = optionKeys().map((key) => {
+    const { flag, env, description } = OPTION_SPECS[key];
+    const fallback: string | number | boolean | undefined = (DEFAULTS as Partial<ServeOptions>)[key];
+    const shown = fallback === undefined ? '' : ` [default: ${String(fallback)}]`;
+    return `  --${flag.padEnd(24)} ${description}${shown}\n  ${' '.repeat(26)} env ${env}`;
+  });
+  return `Usage: sandbox-injector serve [options]\n\n${rows.join('\n')}\n  --help                   this text\n`;
+}

@@ -1,0 +1,118 @@
+/**
+ * The Prometheus instruments, on a registry owned by one server instance (tests build many apps in one
+ * process; the prom-client global registry would collide). Callers record facts through the named methods
+ * below and never touch label strings, so the label sets stay small and fixed.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { AdmissionSummary } from '../admission/review.js';
+
+export type AdmissionOutcome = 'injected' | 'unchanged' | 'denied' | 'error' | 'bad_request';
+const OUTCOMES: readonly AdmissionOutcome[] = ['injected', 'unchanged', 'denied', 'error', 'bad_request'];
+export type ReloadResult = 'success' | 'failure';
+const RELOAD_RESULTS: readonly ReloadResult[] = ['success', 'failure'];
+
+export interface MetricsOptions {
+  /** process_* and nodejs_* metrics; off in tests, where they would add timers per app. */
+  defaultMetrics: boolean;
+  /** ms epoch of the last successful config load, undefined before the first. */
+  configLoadedAt(): number | undefined;
+  now(): number;
+}
+
+export interface ServerMetrics {
+  readonly registry: Registry;
+  admission(summary: AdmissionSummary, seconds: number): void;
+  admissionFailed(outcome: 'error' | 'bad_request', seconds: number): void;
+  configReload(result: ReloadResult, invalidKeys: number | undefined): void;
+  tlsReload(result: ReloadResult): void;
+  tlsCertificate(notAfter: Date): void;
+}
+
+const PREFIX = 'sandbox_injector_';
+
+export function createMetrics(options: MetricsOptions): ServerMetrics {
+  const registry = new Registry();
+  if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
+
+  const admissions = new Counter({
+    name: `${PREFIX}admissions_total`,
+    help: 'Admission reviews answered, by outcome (injected, unchanged, denied, error, bad_request)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const skips = new Counter({
+    name: `${PREFIX}runtime_skips_total`,
+    help: 'Runtimes skipped inside admitted pods, by runtime and reason code',
+    labelNames: ['runtime', 'reason'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: `${PREFIX}admission_duration_seconds`,
+    help: 'Time from request received to response ready, by outcome',
+    labelNames: ['outcome'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  });
+  const configReloads = new Counter({
+    name: `${PREFIX}config_reloads_total`,
+    help: 'Injection config file loads, by result (failure: the last valid config stays in use)',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  });
+  const invalidKeys = new Gauge({
+    name: `${PREFIX}config_invalid_keys`,
+    help: 'ConfigMap keys rejected at the last load (each falls back to its last valid version, if any)',
+    registers: [registry],
+  });
+  new Gauge({
+    name: `${PREFIX}config_age_seconds`,
+    help: 'Seconds since the injection config was last loaded successfully (NaN before the first load)',
+    registers: [registry],
+    collect() {
+      const loadedAt = options.configLoadedAt();
+      this.set(loadedAt === undefined ? Number.NaN : (options.now() - loadedAt) / 1000);
+    },
+  });
+  const tlsReloads = new Counter({
+    name: `${PREFIX}tls_reloads_total`,
+    help: 'Serving certificate reloads, by result (failure: the previous pair stays in use)',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  });
+  const certNotAfter = new Gauge({
+    name: `${PREFIX}tls_certificate_not_after_seconds`,
+    help: 'Expiry of the serving certificate in use, as a Unix timestamp',
+    registers: [registry],
+  });
+
+  // Zero-valued series from the start, so rate() and absent() work before the first event.
+  for (const outcome of OUTCOMES) admissions.inc({ outcome }, 0);
+  for (const result of RELOAD_RESULTS) {
+    configReloads.inc({ result }, 0);
+    tlsReloads.inc({ result }, 0);
+  }
+
+  return {
+    registry,
+    admission(summary, seconds) {
+      const outcome: AdmissionOutcome = summary.decision;
+      admissions.inc({ outcome });
+      duration.observe({ outcome }, seconds);
+      for (const { runtime, reason } of summary.skipped) skips.inc({ runtime, reason });
+    },
+    admissionFailed(outcome, seconds) {
+      admissions.inc({ outcome });
+      duration.observe({ outcome }, seconds);
+    },
+    configReload(result, invalid) {
+      configReloads.inc({ result });
+      if (invalid !== undefined) invalidKeys.set(invalid);
+    },
+    tlsReload(result) {
+      tlsReloads.inc({ result });
+    },
+    tlsCertificate(notAfter) {
+      certNotAfter.set(notAfter.getTime() / 1000);
+    },
+  };
+}

@@ -1,0 +1,120 @@
+/**
+ * The serving certificate, its key and the optional client CA, read together and checked together: a
+ * certificate is only ever served with the key that matches it, so a half-written pair is refused here.
+ */
+import { readFile as fsReadFile } from 'node:fs/promises';
+import { X509Certificate, createPrivateKey } from 'node:crypto';
+import type { SecureContextOptions } from 'node:tls';
+import type { ServerOptions as HttpsServerOptions } from 'node:https';
+
+export interface TlsFiles {
+  certFile: string;
+  keyFile: string;
+  /** When set, clients must present a certificate issued by this CA. */
+  clientCaFile?: string;
+}
+
+export interface TlsMaterial {
+  readonly cert: Buffer;
+  readonly key: Buffer;
+  readonly clientCa: Buffer | undefined;
+  /** Of the leaf (first) certificate in `cert`. */
+  readonly notAfter: Date;
+  readonly subject: string;
+  readonly fingerprint256: string;
+}
+
+export type ReadFile = (path: string) => Promise<Buffer>;
+
+/** TLS 1.0 and 1.1 are deprecated (RFC 8996); the Kubernetes API server speaks 1.2 and 1.3. */
+export const MIN_TLS_VERSION = 'TLSv1.2';
+
+export type TlsMaterialErrorCode = 'ERR_TLS_READ' | 'ERR_TLS_CERT' | 'ERR_TLS_KEY' | 'ERR_TLS_KEY_MISMATCH' | 'ERR_TLS_CLIENT_CA';
+
+export class TlsMaterialError extends Error {
+  override readonly name = 'TlsMaterialError';
+  constructor(
+    readonly code: TlsMaterialErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export async function loadTlsMaterial(files: TlsFiles, readFile: ReadFile = fsReadFile): Promise<TlsMaterial> {
+  const [cert, key, clientCa] = await Promise.all([
+    readOrThrow(readFile, files.certFile),
+    readOrThrow(readFile, files.keyFile),
+    files.clientCaFile === undefined ? undefined : readOrThrow(readFile, files.clientCaFile),
+  ]);
+
+  const leaf = parse('ERR_TLS_CERT', `certificate ${files.certFile}`, () => new X509Certificate(cert));
+  const privateKey = parse('ERR_TLS_KEY', `private key ${files.keyFile}`, () => createPrivateKey(key));
+  if (!leaf.checkPrivateKey(privateKey)) {
+    throw new TlsMaterialError(
+      'ERR_TLS_KEY_MISMATCH',
+      `private key ${files.keyFile} does not match certificate ${files.certFile}`,
+    );
+  }
+  if (clientCa !== undefined && files.clientCaFile !== undefined) {
+    const where = `client CA ${files.clientCaFile}`;
+    parse('ERR_TLS_CLIENT_CA', where, () => new X509Certificate(clientCa));
+  }
+
+  return {
+    cert,
+    key,
+    clientCa,
+    notAfter: new Date(leaf.validTo),
+    subject: leaf.subject,
+    fingerprint256: leaf.fingerprint256,
+  };
+}
+
+async function readOrThrow(readFile: ReadFile, path: string): Promise<Buffer> {
+  try {
+    return await readFile(path);
+  } catch (error) {
+    throw new TlsMaterialError('ERR_TLS_READ', `cannot read ${path}: ${errorMessage(error)}`);
+  }
+}
+
+function parse<T>(code: TlsMaterialErrorCode, what: string, build: () => T): T {
+  try {
+    return build();
+  } catch (error) {
+    throw new TlsMaterialError(code, `${what} is not valid PEM: ${errorMessage(error)}`);
+  }
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+export function sameMaterial(a: TlsMaterial, b: TlsMaterial): boolean {
+  return a.cert.equals(b.cert) && a.key.equals(b.key) && sameOptionalBuffer(a.clientCa, b.clientCa);
+}
+
+function sameOptionalBuffer(a: Buffer | undefined, b: Buffer | undefined): boolean {
+  return a === undefined || b === undefined ? a === b : a.equals(b);
+}
+
+/** What `server.setSecureContext()` takes on reload: everything that lives in the context, not the server. */
+export function secureContextOptions(material: TlsMaterial): SecureContextOptions {
+  const options: SecureContextOptions = { cert: material.cert, key: material.key, minVersion: MIN_TLS_VERSION };
+  if (material.clientCa !== undefined) options.ca = material.clientCa;
+  return options;
+}
+
+/**
+ * Options for the https server. Client-certificate checking is decided once at startup from whether a
+ * client CA was configured; a reload can change the CA's contents but not switch the mode.
+ */
+export function httpsServerOptions(material: TlsMaterial): HttpsServerOptions {
+  const requireClientCert = material.clientCa !== undefined;
+  return {
+    ...secureContextOptions(material),
+    requestCert: requireClientCert,
+    rejectUnauthorized: requireClientCert,
+  };
+}

@@ -1,0 +1,121 @@
+/**
+ * Certificate rotation without a restart and without a failed request. On a change in the certificate
+ * directories the pair is re-read and checked; only a matching pair replaces the server's secure context,
+ * which affects new handshakes while open connections keep the context they were made with. A pair caught
+ * half-written (cert renewed, key not yet) fails the check and is read again a few times before giving up;
+ * the server keeps serving the previous pair meanwhile.
+ */
+import type { SecureContextOptions } from 'node:tls';
+import { dirname } from 'node:path';
+import type { WatchDirectories } from '../watch.js';
+import {
+  loadTlsMaterial,
+  sameMaterial,
+  secureContextOptions,
+  type ReadFile,
+  type TlsFiles,
+  type TlsMaterial,
+} from './material.js';
+
+/** `https.Server` satisfies this; tests pass a recorder. */
+export interface SecureContextTarget {
+  setSecureContext(options: SecureContextOptions): void;
+}
+
+export type TlsReloadResult =
+  | { kind: 'reloaded'; material: TlsMaterial; attempts: number }
+  | { kind: 'unchanged' }
+  | { kind: 'failed'; message: string; attempts: number };
+
+export interface TlsReloaderDeps {
+  files: TlsFiles;
+  /** The pair the server was started with. */
+  initial: TlsMaterial;
+  target: SecureContextTarget;
+  watch: WatchDirectories;
+  sleep(ms: number): Promise<void>;
+  readFile?: ReadFile;
+  /** Reads per change before the change is given up on (the next change or resync tries again). */
+  attempts: number;
+  retryDelayMs: number;
+  onResult(result: TlsReloadResult): void;
+}
+
+export interface TlsReloader {
+  /** The pair new connections are served with. */
+  readonly current: TlsMaterial;
+  /** Re-read now (coalesced with a reload already waiting). Never rejects. */
+  reload(): Promise<TlsReloadResult>;
+  /** Stops watching and waits for a reload in progress. */
+  close(): Promise<void>;
+}
+
+export function startTlsReloader(deps: TlsReloaderDeps): TlsReloader {
+  let current = deps.initial;
+  let closed = false;
+  let running: Promise<TlsReloadResult> | undefined;
+  let queued: Promise<TlsReloadResult> | undefined;
+
+  const attemptOnce = async (): Promise<TlsReloadResult> => {
+    const next = await loadTlsMaterial(deps.files, deps.readFile);
+    if (sameMaterial(next, current)) return { kind: 'unchanged' };
+    deps.target.setSecureContext(secureContextOptions(next));
+    current = next;
+    return { kind: 'reloaded', material: next, attempts: 0 };
+  };
+
+  const reloadWithRetries = async (): Promise<TlsReloadResult> => {
+    // A follow-up queued before close() has nothing left to serve.
+    if (closed) return { kind: 'unchanged' };
+    let lastMessage = '';
+    for (let attempt = 1; attempt <= deps.attempts && !closed; attempt += 1) {
+      try {
+        const result = await attemptOnce();
+        return result.kind === 'reloaded' ? { ...result, attempts: attempt } : result;
+      } catch (error) {
+        lastMessage = error instanceof Error ? error.message : String(error);
+        if (attempt < deps.attempts) await deps.sleep(deps.retryDelayMs);
+      }
+    }
+    return { kind: 'failed', message: lastMessage, attempts: deps.attempts };
+  };
+
+  const start = (): Promise<TlsReloadResult> => {
+    const run = reloadWithRetries().then((result) => {
+      running = undefined;
+      deps.onResult(result);
+      return result;
+    });
+    running = run;
+    return run;
+  };
+
+  // One reload at a time; changes that arrive meanwhile collapse into a single follow-up reload.
+  const reload = (): Promise<TlsReloadResult> => {
+    if (queued !== undefined) return queued;
+    if (running === undefined) return start();
+    const followUp = running.then(() => {
+      queued = undefined;
+      return start();
+    });
+    queued = followUp;
+    return followUp;
+  };
+
+  const dirs = [deps.files.certFile, deps.files.keyFile, deps.files.clientCaFile]
+    .filter((file): file is string => file !== undefined)
+    .map((file) => dirname(file));
+  const watcher = deps.watch(dirs, () => void reload());
+
+  return {
+    get current() {
+      return current;
+    },
+    reload,
+    async close() {
+      closed = true;
+      watcher.close();
+      await (queued ?? running);
+    },
+  };
+}

@@ -1,0 +1,77 @@
+/**
+ * "Something in these directories changed": the one signal the certificate and config reloaders need.
+ *
+ * We watch directories, not files: Kubernetes mounts Secrets and ConfigMaps as `tls.crt -> ..data/tls.crt`
+ * and swaps the `..data` symlink atomically, so the watched file itself never sees an event. Events are
+ * debounced because one swap produces several (create `..data_tmp`, rename over `..data`, unlink the old
+ * directory), and a periodic resync covers file systems where inotify misses events (some network volumes).
+ * Reloaders compare bytes, so a spurious signal costs one read.
+ */
+import { watch as fsWatch, type FSWatcher } from 'node:fs';
+
+export interface Closable {
+  close(): void;
+}
+
+/** Calls `onChange` (debounced) after something changed in one of `dirs`. Injected so tests drive it. */
+export type WatchDirectories = (dirs: readonly string[], onChange: () => void) => Closable;
+
+export interface Timers {
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+  setInterval(callback: () => void, ms: number): unknown;
+  clearInterval(handle: unknown): void;
+}
+
+export const systemTimers: Timers = {
+  setTimeout: (callback, ms) => setTimeout(callback, ms).unref(),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+  setInterval: (callback, ms) => setInterval(callback, ms).unref(),
+  clearInterval: (handle) => clearInterval(handle as NodeJS.Timeout),
+};
+
+export interface DirectoryWatchOptions {
+  debounceMs: number;
+  /** 0 disables the periodic resync. */
+  resyncMs: number;
+  timers: Timers;
+  /** A watcher error (directory removed, too many watches) must not crash the process; it is reported. */
+  onError: (dir: string, error: Error) => void;
+}
+
+export function directoryWatcher(options: DirectoryWatchOptions): WatchDirectories {
+  return (dirs, onChange) => watchDirectories([...new Set(dirs)], onChange, options);
+}
+
+function watchDirectories(
+  dirs: readonly string[],
+  onChange: () => void,
+  { debounceMs, resyncMs, timers, onError }: DirectoryWatchOptions,
+): Closable {
+  let pending: unknown;
+  let closed = false;
+  const fire = (): void => {
+    pending = undefined;
+    if (!closed) onChange();
+  };
+  const schedule = (): void => {
+    if (pending !== undefined) timers.clearTimeout(pending);
+    pending = timers.setTimeout(fire, debounceMs);
+  };
+
+  const watchers: FSWatcher[] = dirs.map((dir) => {
+    const watcher = fsWatch(dir, { persistent: false }, schedule);
+    watcher.on('error', (error) => onError(dir, error));
+    return watcher;
+  });
+  const resync = resyncMs > 0 ? timers.setInterval(schedule, resyncMs) : undefined;
+
+  return {
+    close() {
+      closed = true;
+      if (pending !== undefined) timers.clearTimeout(pending);
+      if (resync !== undefined) timers.clearInterval(resync);
+      for (const watcher of watchers) watcher.close();
+    },
+  };
+}

@@ -1,0 +1,99 @@
+/** Process options: flags over env over defaults, validated once, frozen, with errors that name the flag. */
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_CONFIG_FILE, OptionsError, parseServeOptions, serveUsage, type ServeOptions } from '../../src/config.js';
+
+function options(argv: string[], env: NodeJS.ProcessEnv = {}): Readonly<ServeOptions> {
+  const parsed = parseServeOptions(argv, env);
+  if (parsed.kind !== 'options') throw new Error('expected options');
+  return parsed.options;
+}
+
+function problemsOf(argv: string[], env: NodeJS.ProcessEnv = {}): readonly string[] {
+  try {
+    parseServeOptions(argv, env);
+  } catch (error) {
+    if (error instanceof OptionsError) return error.problems;
+    throw error;
+  }
+  throw new Error('expected an OptionsError');
+}
+
+describe('parseServeOptions', () => {
+  it('has working defaults with no flags and no env', () => {
+    expect(options([])).toEqual({
+      host: '0.0.0.0',
+      port: 8443,
+      metricsPort: 9090,
+      configFile: DEFAULT_CONFIG_FILE,
+      selfSignedDir: 'certs',
+      logLevel: 'info',
+      shutdownDelaySeconds: 0,
+      shutdownTimeoutSeconds: 25,
+    });
+    expect(DEFAULT_CONFIG_FILE).toMatch(/\/manifests\/injection-config\.yaml$/);
+  });
+
+  it('returns a frozen object', () => {
+    expect(Object.isFrozen(options([]))).toBe(true);
+  });
+
+  it('reads env vars, and flags win over them', () => {
+    const env = { SANDBOX_INJECTOR_PORT: '9443', SANDBOX_INJECTOR_LOG_LEVEL: 'debug', SANDBOX_INJECTOR_HOST: '::' };
+    expect(options([], env)).toMatchObject({ port: 9443, logLevel: 'debug', host: '::' });
+    expect(options(['--port', '10443', '--log-level=warn'], env)).toMatchObject({ port: 10443, logLevel: 'warn' });
+  });
+
+  it('keeps 0 as a value: port 0 picks a free port, metrics port 0 disables', () => {
+    expect(options(['--port', '0', '--metrics-port', '0'])).toMatchObject({ port: 0, metricsPort: 0 });
+    expect(options([], { SANDBOX_INJECTOR_METRICS_PORT: '0' }).metricsPort).toBe(0);
+  });
+
+  it('treats an empty env var as unset', () => {
+    const parsed = options([], { SANDBOX_INJECTOR_PORT: '', SANDBOX_INJECTOR_TLS_CERT_FILE: '' });
+    expect(parsed.port).toBe(8443);
+    expect(parsed).not.toHaveProperty('tlsCertFile');
+  });
+
+  it('takes the TLS files together, and the client CA on its own', () => {
+    const parsed = options(['--tls-cert-file', 'a.crt', '--tls-key-file', 'a.key', '--tls-client-ca-file', 'ca.crt']);
+    expect(parsed).toMatchObject({ tlsCertFile: 'a.crt', tlsKeyFile: 'a.key', tlsClientCaFile: 'ca.crt' });
+  });
+
+  it.each([
+    [['--port', '70000'], '--port (SANDBOX_INJECTOR_PORT): must be <= 65535'],
+    [['--port', 'http'], '--port (SANDBOX_INJECTOR_PORT): must be integer'],
+    [['--metrics-port=-1'], '--metrics-port (SANDBOX_INJECTOR_METRICS_PORT): must be >= 0'],
+    [['--log-level', 'loud'], '--log-level (SANDBOX_INJECTOR_LOG_LEVEL): must be equal to one of the allowed values'],
+    [['--tls-cert-file', 'a.crt'], 'must be given together'],
+    [['--port', '9000', '--metrics-port', '9000'], '--metrics-port (SANDBOX_INJECTOR_METRICS_PORT) must differ'],
+    [['--config-file', ''], '--config-file (SANDBOX_INJECTOR_CONFIG_FILE): must NOT have fewer than 1 characters'],
+    [['--shutdown-timeout-seconds', '0'], '--shutdown-timeout-seconds'],
+  ])('refuses %j, naming the flag and its env var', (argv, expected) => {
+    expect(problemsOf(argv).join('\n')).toContain(expected);
+  });
+
+  it('names the env var when the bad value came from the environment', () => {
+    expect(problemsOf([], { SANDBOX_INJECTOR_PORT: 'abc' })).toEqual([
+      '--port (SANDBOX_INJECTOR_PORT): must be integer',
+    ]);
+  });
+
+  it('reports every problem at once', () => {
+    expect(problemsOf(['--port', 'x', '--log-level', 'y'])).toHaveLength(2);
+  });
+
+  it('refuses unknown flags and positionals', () => {
+    expect(problemsOf(['--prot', '1'])[0]).toMatch(/Unknown option '--prot'/);
+    expect(problemsOf(['extra'])[0]).toMatch(/positional/i);
+  });
+
+  it('answers --help, and the usage lists every flag with its env var', () => {
+    expect(parseServeOptions(['--help'], {})).toEqual({ kind: 'help' });
+    const usage = serveUsage();
+    for (const flag of ['--port', '--metrics-port', '--config-file', '--tls-client-ca-file', '--log-level', '--host']) {
+      expect(usage).toContain(flag);
+    }
+    expect(usage).toContain('SANDBOX_INJECTOR_TLS_CERT_FILE');
+    expect(usage).toContain('[default: 8443]');
+  });
+});

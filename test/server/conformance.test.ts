@@ -1,0 +1,87 @@
+/**
+ * Every public conformance case, over a real HTTPS connection to POST /mutate: the response patch is
+ * applied by the strict RFC 6902 applier and must give the expected pod.
+ */
+import { Agent } from 'node:https';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  admittedPod,
+  loadConformanceCases,
+  reviewFor,
+  type ReviewResponseLike,
+} from '../support/conformance.js';
+import { postJson } from './support/https-client.js';
+import { servingPki, temporaryDirectory } from './support/pki.js';
+import { startTestServer, type TestServer } from './support/server.js';
+
+let server: TestServer;
+let agent: Agent;
+let cleanup: () => Promise<void>;
+
+beforeAll(async () => {
+  const { dir, remove } = await temporaryDirectory('conformance');
+  const pki = await servingPki(dir);
+  server = await startTestServer({ tls: pki, caFile: pki.caCertFile });
+  agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  cleanup = remove;
+});
+
+afterAll(async () => {
+  agent.destroy();
+  await server.close();
+  await cleanup();
+});
+
+interface ReviewBody {
+  apiVersion: string;
+  kind: string;
+  response: ReviewResponseLike;
+}
+
+describe('conformance cases over HTTPS POST /mutate', () => {
+  for (const testCase of loadConformanceCases()) {
+    it(testCase.file, async () => {
+      const data = testCase.configMap?.data as Record<string, string> | undefined;
+      server.setConfig(data);
+      const uid = `uid-${testCase.name}`;
+
+      const result = await postJson(`${server.url}/mutate`, reviewFor(testCase.pod, uid), { ca: server.caPem, agent });
+
+      expect(result.status).toBe(200);
+      const review = result.json() as ReviewBody;
+      expect(review.apiVersion).toBe('admission.k8s.io/v1');
+      expect(review.kind).toBe('AdmissionReview');
+      const response = review.response;
+      expect(response.uid).toBe(uid);
+      expect(response.allowed).toBe(testCase.expect.allowed);
+      if (!testCase.expect.allowed) {
+        expect(response.patch).toBeUndefined();
+        for (const word of testCase.expect.messageMentions ?? []) expect(response.status?.message).toContain(word);
+        return;
+      }
+      if (testCase.expect.changed !== undefined) {
+        expect(response.patch !== undefined).toBe(testCase.expect.changed);
+        expect(response.patchType).toBe(testCase.expect.changed ? 'JSONPatch' : undefined);
+      }
+      expect(admittedPod(testCase.pod, response).pod).toEqual(testCase.expect.pod);
+      if (testCase.expect.warnings !== undefined) {
+        expect((response.warnings ?? []).length > 0).toBe(testCase.expect.warnings);
+      }
+    });
+  }
+
+  it('logs one admission line per review, with what was decided', () => {
+    const admissions = server.logs.filter((line) => line.message === 'admission');
+    expect(admissions).toHaveLength(loadConformanceCases().length);
+    const first = admissions[0]?.fields;
+    expect(first).toMatchObject({
+      uid: 'uid-agent-runtime-basic',
+      namespace: 'default',
+      pod: 'sbx-',
+      runtimes: ['agent-runtime'],
+      decision: 'injected',
+    });
+    expect(first?.patchBytes).toBeGreaterThan(0);
+    expect(typeof first?.durationMs).toBe('number');
+  });
+});
