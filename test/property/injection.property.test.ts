@@ -57,6 +57,6 @@ describe('injection properties', () => {
     const paths = operations.map((o) => o.path);
     expect(paths).toContain('/metadata/annotations/p~1q~0');
     expect(paths).toContain('/metadata/labels');
-    expect(operations.find((o) => o.path === '/metadata/labels')?.value).toEqual({ 'x~y/z': 'v' });
+    expect((operations.find((o) => o.path === '/metadata/labels') as { value?: unknown } | undefined)?.value).toEqual({ 'x~y/z': 'v' });
   });
 });
