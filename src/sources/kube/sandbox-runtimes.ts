@@ -1,0 +1,114 @@
+import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
+import type { RuntimeSelection } from '../../admission/ports.js';
+import type { AdmissionRequest } from '../../admission/types.js';
+import type { OwnerReference, Pod } from '../../injection/index.js';
+import { parsePolicy, runtimesFromAnnotations } from '../pod-annotations.js';
+import type { KubeClients } from './clients.js';
+import { ResilientWatch } from './resilient-watch.js';
+
+export const SANDBOX_GROUP = 'agents.kruise.io';
+export const SANDBOX_VERSION = 'v1alpha1';
+export const SANDBOX_API_VERSION = `${SANDBOX_GROUP}/${SANDBOX_VERSION}`;
+export const SANDBOX_PLURAL = 'sandboxes';
+
+export interface Sandbox extends KubernetesObject {
+  spec?: { runtimes?: unknown; envVarsInjectionPolicy?: unknown };
+}
+
+/** Finds a Sandbox by namespace and name: the cache first, the API when the cache has not seen it yet. */
+export type SandboxLookup = (namespace: string, name: string, uid: string) => Promise<Sandbox | undefined>;
+
+/** The pod's controller owner, when it is a Sandbox. */
+export function sandboxOwner(pod: Pod): OwnerReference | undefined {
+  return (pod.metadata.ownerReferences ?? []).find(
+    (ref) => ref.controller === true && ref.apiVersion === SANDBOX_API_VERSION && ref.kind === 'Sandbox',
+  );
+}
+
+/**
+ * Runtimes and policy from the owning Sandbox. Pod annotations count only for pods without a Sandbox owner,
+ * and only when the operator allows it: otherwise anyone who may create a pod could ask for privileged sidecars.
+ */
+export async function runtimesFromOwner(
+  pod: Pod,
+  request: AdmissionRequest,
+  lookup: SandboxLookup,
+  allowAnnotationRuntimes: boolean,
+): Promise<RuntimeSelection> {
+  const owner = sandboxOwner(pod);
+  if (owner === undefined) {
+    if (allowAnnotationRuntimes) return runtimesFromAnnotations(pod);
+    return { ok: true, runtimes: [], policy: 'None', source: 'no Sandbox owner' };
+  }
+  const namespace = request.namespace ?? pod.metadata.namespace ?? 'default';
+  const label = `Sandbox ${namespace}/${owner.name}`;
+  let sandbox: Sandbox | undefined;
+  try {
+    sandbox = await lookup(namespace, owner.name, owner.uid);
+  } catch (error) {
+    return { ok: false, code: 500, message: `cannot look up owner ${label}: ${errorMessage(error)}` };
+  }
+  if (sandbox === undefined) {
+    return { ok: false, code: 404, message: `owner ${label} (uid ${owner.uid}) not found` };
+  }
+  return selectionFromSandbox(sandbox, label);
+}
+
+export function selectionFromSandbox(sandbox: Sandbox, label: string): RuntimeSelection {
+  const runtimes = sandbox.spec?.runtimes ?? [];
+  if (!Array.isArray(runtimes)) return { ok: false, code: 400, message: `${label}: spec.runtimes must be a list` };
+  const names: string[] = [];
+  for (const [index, runtime] of runtimes.entries()) {
+    const name: unknown = (runtime as { name?: unknown } | null)?.name;
+    if (typeof name !== 'string' || name === '') {
+      return { ok: false, code: 400, message: `${label}: spec.runtimes[${index}].name must be a non-empty string` };
+    }
+    if (!names.includes(name)) names.push(name);
+  }
+  const policy = parsePolicy(sandbox.spec?.envVarsInjectionPolicy, `${label}: spec.envVarsInjectionPolicy`);
+  if (!policy.ok) return { ok: false, code: 400, message: policy.message };
+  return { ok: true, runtimes: names, policy: policy.policy, source: label };
+}
+
+/** A cached watch of all Sandboxes, with a direct GET when the cache misses or holds an older object. */
+export function watchSandboxes(
+  clients: KubeClients,
+  options: { onError?: (error: unknown, retryInMs: number) => void; delay?: (ms: number) => Promise<void> } = {},
+): { watch: ResilientWatch<Sandbox>; lookup: SandboxLookup } {
+  const watch = new ResilientWatch<Sandbox>({
+    watch: clients.watch,
+    path: `/apis/${SANDBOX_GROUP}/${SANDBOX_VERSION}/${SANDBOX_PLURAL}`,
+    list: async () =>
+      (await clients.custom.listClusterCustomObject({
+        group: SANDBOX_GROUP,
+        version: SANDBOX_VERSION,
+        plural: SANDBOX_PLURAL,
+      })) as KubernetesListObject<Sandbox>,
+    onList: () => undefined,
+    onError: options.onError,
+    delay: options.delay,
+  });
+  watch.start();
+  const lookup: SandboxLookup = async (namespace, name, uid) => {
+    const cached = watch.get(name, namespace);
+    if (cached?.metadata?.uid === uid) return cached;
+    try {
+      const fetched = (await clients.custom.getNamespacedCustomObject({
+        group: SANDBOX_GROUP,
+        version: SANDBOX_VERSION,
+        namespace,
+        plural: SANDBOX_PLURAL,
+        name,
+      })) as Sandbox;
+      return fetched.metadata?.uid === uid ? fetched : undefined;
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 404) return undefined;
+      throw error;
+    }
+  };
+  return { watch, lookup };
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message.split('\n')[0] ?? error.message : String(error);
+}

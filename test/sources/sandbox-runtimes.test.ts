@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import type { AdmissionRequest } from '../../src/admission/types.js';
+import type { Pod } from '../../src/injection/index.js';
+import { runtimesFromOwner, type Sandbox, type SandboxLookup } from '../../src/sources/kube/sandbox-runtimes.js';
+
+const request: AdmissionRequest = { uid: 'u', kind: { group: '', version: 'v1', kind: 'Pod' }, operation: 'CREATE', namespace: 'team-a' };
+const owner = { apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name: 'sbx', uid: 'uid-1', controller: true };
+const annotated = { 'agents.kruise.io/runtimes': 'csi' };
+
+function pod(ownerReferences: Pod['metadata']['ownerReferences'], annotations: Record<string, string> = annotated): Pod {
+  return { metadata: { generateName: 'sbx-', annotations, ownerReferences }, spec: { containers: [{ name: 'main' }] } };
+}
+
+function lookupOf(sandbox: Sandbox | undefined): SandboxLookup & { calls: string[] } {
+  const calls: string[] = [];
+  const lookup = (namespace: string, name: string, uid: string): Promise<Sandbox | undefined> => {
+    calls.push(`${namespace}/${name}/${uid}`);
+    return Promise.resolve(sandbox);
+  };
+  return Object.assign(lookup, { calls });
+}
+
+const sandbox = (spec: Sandbox['spec']): Sandbox => ({ metadata: { name: 'sbx', namespace: 'team-a', uid: 'uid-1' }, spec });
+
+describe('runtimes from the owning Sandbox', () => {
+  it('reads spec.runtimes[].name and spec.envVarsInjectionPolicy of the controller owner', async () => {
+    const lookup = lookupOf(sandbox({ runtimes: [{ name: 'agent-runtime' }, { name: 'csi' }, { name: 'csi' }], envVarsInjectionPolicy: 'Auto' }));
+    const selection = await runtimesFromOwner(pod([owner]), request, lookup, false);
+    expect(selection).toEqual({ ok: true, runtimes: ['agent-runtime', 'csi'], policy: 'Auto', source: 'Sandbox team-a/sbx' });
+    expect(lookup.calls).toEqual(['team-a/sbx/uid-1']);
+  });
+
+  it('ignores the pod annotations when the pod has a Sandbox owner', async () => {
+    const selection = await runtimesFromOwner(pod([owner]), request, lookupOf(sandbox({})), true);
+    expect(selection).toMatchObject({ ok: true, runtimes: [], policy: 'None' });
+  });
+
+  it('honours annotations on pods without an owner only when allowed', async () => {
+    expect(await runtimesFromOwner(pod(undefined), request, lookupOf(undefined), false)).toMatchObject({ ok: true, runtimes: [] });
+    expect(await runtimesFromOwner(pod(undefined), request, lookupOf(undefined), true)).toMatchObject({ ok: true, runtimes: ['csi'] });
+  });
+
+  it('does not take a non-controller or foreign owner for the Sandbox', async () => {
+    const refs = [{ ...owner, controller: false }, { ...owner, apiVersion: 'agents.kruise.io/v2' }];
+    const lookup = lookupOf(sandbox({ runtimes: [{ name: 'csi' }] }));
+    expect(await runtimesFromOwner(pod(refs), request, lookup, false)).toMatchObject({ runtimes: [] });
+    expect(lookup.calls).toEqual([]);
+  });
+
+  it('denies a pod whose owning Sandbox cannot be found, naming it', async () => {
+    const selection = await runtimesFromOwner(pod([owner]), request, lookupOf(undefined), false);
+    expect(selection).toEqual({ ok: false, code: 404, message: 'owner Sandbox team-a/sbx (uid uid-1) not found' });
+  });
+
+  it('denies when the lookup fails, naming the Sandbox', async () => {
+    const failing: SandboxLookup = () => Promise.reject(new Error('connection refused'));
+    expect(await runtimesFromOwner(pod([owner]), request, failing, false)).toEqual({
+      ok: false,
+      code: 500,
+      message: 'cannot look up owner Sandbox team-a/sbx: connection refused',
+    });
+  });
+
+  it.each([
+    [{ runtimes: 'csi' }, 'Sandbox team-a/sbx: spec.runtimes must be a list'],
+    [{ runtimes: [{ name: '' }] }, 'Sandbox team-a/sbx: spec.runtimes[0].name must be a non-empty string'],
+    [{ envVarsInjectionPolicy: 'Always' }, 'Sandbox team-a/sbx: spec.envVarsInjectionPolicy: "Always" is not a valid EnvVarsInjectionPolicy (allowed: None, Auto)'],
+  ])('denies a Sandbox with a bad spec (%j)', async (spec, message) => {
+    expect(await runtimesFromOwner(pod([owner]), request, lookupOf(sandbox(spec)), false)).toEqual({ ok: false, code: 400, message });
+  });
+});
