@@ -1,0 +1,196 @@
+/**
+ * The config file source (src/sources/config-file-watch.ts): load at start, reload on change, keep the last
+ * valid data on a bad file. Its tests live here with the other serve-time watchers.
+ */
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { directoryWatcher, systemTimers } from '../../src/server/watch.js';
+import {
+  startConfigFileWatch,
+  type ConfigFileWatch,
+  type ConfigFileWatchDeps,
+  type ConfigLoadResult,
+} from '../../src/sources/config-file-watch.js';
+import { InjectionConfigStore } from '../../src/sources/injection-config.js';
+import { loadConformanceCases } from '../support/conformance.js';
+import { createKubeVolume, swapKubeVolume } from './support/kube-volume.js';
+import { temporaryDirectory } from './support/pki.js';
+import { recordingLogger } from './support/server.js';
+
+const configMap = loadConformanceCases().find((c) => c.name === 'agent-runtime-basic')?.configMap;
+if (configMap === undefined || configMap === null) throw new Error('conformance case agent-runtime-basic is missing');
+const manifest = JSON.stringify(configMap);
+const agentRuntimeOnly = JSON.stringify({
+  ...configMap,
+  data: { 'agent-runtime': (configMap.data as Record<string, string>)['agent-runtime'] },
+});
+
+let root: string;
+let removeDir: () => Promise<void>;
+let counter = 0;
+beforeAll(async () => {
+  const { dir, remove } = await temporaryDirectory('config-watch');
+  root = dir;
+  removeDir = remove;
+});
+afterAll(() => removeDir());
+
+async function freshDir(): Promise<string> {
+  counter += 1;
+  const dir = `${root}/config-${counter}`;
+  await mkdir(dir);
+  return dir;
+}
+
+interface Rig {
+  watch: ConfigFileWatch;
+  store: InjectionConfigStore;
+  results: ConfigLoadResult[];
+  logs: ReturnType<typeof recordingLogger>['lines'];
+  updates: () => number;
+}
+
+/** The watcher with a do-nothing directory watch: reloads happen when the test calls reload(). */
+async function rig(file: string, overrides: Partial<ConfigFileWatchDeps> = {}): Promise<Rig> {
+  const store = new InjectionConfigStore();
+  let updates = 0;
+  const results: ConfigLoadResult[] = [];
+  const logger = recordingLogger();
+  const watch = await startConfigFileWatch({
+    file,
+    store: {
+      update: (data) => {
+        updates += 1;
+        return store.update(data);
+      },
+    },
+    watch: () => ({ close: () => undefined }),
+    logger,
+    onResult: (result) => results.push(result),
+    ...overrides,
+  });
+  return { watch, store, results, logs: logger.lines, updates: () => updates };
+}
+
+function keys(store: InjectionConfigStore): string[] {
+  const snapshot = store.snapshot();
+  return snapshot.present ? [...snapshot.entries.keys()].sort() : [];
+}
+
+describe('startConfigFileWatch', () => {
+  it('loads the manifest at start', async () => {
+    const file = `${await freshDir()}/injection-config.yaml`;
+    await writeFile(file, manifest);
+    const { watch, store, results } = await rig(file);
+    expect(watch.first).toEqual({ kind: 'loaded', absent: false, invalidKeys: [] });
+    expect(results).toEqual([watch.first]);
+    expect(keys(store)).toEqual(['agent-runtime', 'csi', 'traffic-proxy']);
+    expect(store.loadedAt).toBeDefined();
+  });
+
+  it('keeps the last valid data when the file turns bad, and says so', async () => {
+    const file = `${await freshDir()}/config.yaml`;
+    await writeFile(file, manifest);
+    const { watch, store, results, logs, updates } = await rig(file);
+
+    await writeFile(file, 'kind: [unclosed');
+    const result = await watch.reload();
+
+    expect(result.kind).toBe('failed');
+    expect(result.kind === 'failed' && result.message).toContain(file);
+    expect(updates()).toBe(1);
+    expect(keys(store)).toEqual(['agent-runtime', 'csi', 'traffic-proxy']);
+    expect(results.map((r) => r.kind)).toEqual(['loaded', 'failed']);
+    expect(logs.at(-1)).toMatchObject({ level: 'warn', fields: { file } });
+  });
+
+  it('picks up the next good version after a bad one', async () => {
+    const file = `${await freshDir()}/config.yaml`;
+    await writeFile(file, manifest);
+    const { watch, store } = await rig(file);
+    await writeFile(file, 'apiVersion: v1\nkind: Secret\n');
+    expect((await watch.reload()).kind).toBe('failed');
+    await writeFile(file, agentRuntimeOnly);
+    expect((await watch.reload()).kind).toBe('loaded');
+    expect(keys(store)).toEqual(['agent-runtime']);
+  });
+
+  it('does not touch the store when the bytes did not change', async () => {
+    const file = `${await freshDir()}/config.yaml`;
+    await writeFile(file, manifest);
+    const { watch, updates } = await rig(file);
+    expect(await watch.reload()).toEqual({ kind: 'unchanged' });
+    expect(updates()).toBe(1);
+  });
+
+  it('treats a missing file as "no ConfigMap", with a warning', async () => {
+    const file = `${await freshDir()}/absent.yaml`;
+    const { watch, store, logs } = await rig(file);
+    expect(watch.first).toEqual({ kind: 'loaded', absent: true, invalidKeys: [] });
+    expect(store.snapshot().present).toBe(false);
+    expect(store.loadedAt).toBeDefined();
+    expect(logs[0]).toMatchObject({ level: 'warn' });
+  });
+
+  it('leaves the store unloaded when the first read fails, so the server reports not ready', async () => {
+    const file = `${await freshDir()}/config.yaml`;
+    await writeFile(file, 'not: a configmap');
+    const { watch, store } = await rig(file);
+    expect(watch.first.kind).toBe('failed');
+    expect(store.loadedAt).toBeUndefined();
+  });
+
+  it('logs an invalid key with what happens to it; the store keeps its last valid version', async () => {
+    const file = `${await freshDir()}/config.yaml`;
+    await writeFile(file, manifest);
+    const { watch, store, logs } = await rig(file);
+    const broken = JSON.parse(manifest) as { data: Record<string, string> };
+    broken.data.csi = '{"mainContainer": ';
+    await writeFile(file, JSON.stringify(broken));
+
+    const result = await watch.reload();
+
+    expect(result).toMatchObject({ kind: 'loaded', invalidKeys: [{ key: 'csi', fellBack: true }] });
+    expect(logs.at(-1)).toMatchObject({ level: 'warn', fields: { key: 'csi' } });
+    expect(logs.at(-1)?.message).toContain('last valid version');
+    const snapshot = store.snapshot();
+    expect(snapshot.present && snapshot.valid.has('csi')).toBe(true);
+  });
+
+  it('fails to start when the directory cannot be watched', async () => {
+    const watch = directoryWatcher({ debounceMs: 10, resyncMs: 0, timers: systemTimers, onError: () => undefined });
+    await expect(rig(`${root}/no-such-dir/config.yaml`, { watch })).rejects.toThrow(/ENOENT/);
+  });
+});
+
+describe('with the real directory watcher', () => {
+  it('follows a ConfigMap volume ..data swap', async () => {
+    const dir = `${await freshDir()}/volume`;
+    await createKubeVolume(dir, { 'injection-config.yaml': manifest });
+    const watch = directoryWatcher({ debounceMs: 50, resyncMs: 0, timers: systemTimers, onError: () => undefined });
+    const { watch: configWatch, store } = await rig(`${dir}/injection-config.yaml`, { watch });
+
+    await swapKubeVolume(dir, { 'injection-config.yaml': agentRuntimeOnly });
+    const deadline = Date.now() + 2000;
+    while (keys(store).length !== 1 && Date.now() < deadline) await sleep(20);
+
+    expect(keys(store)).toEqual(['agent-runtime']);
+    await configWatch.close();
+  });
+
+  it('follows an in-place rewrite too (an editor, not the kubelet)', async () => {
+    const dir = await freshDir();
+    await writeFile(`${dir}/config.yaml`, manifest);
+    const watch = directoryWatcher({ debounceMs: 50, resyncMs: 0, timers: systemTimers, onError: () => undefined });
+    const { watch: configWatch, store } = await rig(`${dir}/config.yaml`, { watch });
+
+    await rm(`${dir}/config.yaml`);
+    await writeFile(`${dir}/config.yaml`, agentRuntimeOnly);
+    const deadline = Date.now() + 2000;
+    while (keys(store).length !== 1 && Date.now() < deadline) await sleep(20);
+
+    expect(keys(store)).toEqual(['agent-runtime']);
+    await configWatch.close();
+  });
+});

@@ -1,0 +1,74 @@
+/** The directory watcher behind both reloaders: debounce, resync, close. */
+import { writeFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { directoryWatcher, systemTimers, type Timers } from '../../src/server/watch.js';
+import { temporaryDirectory } from './support/pki.js';
+
+let dir: string;
+let removeDir: () => Promise<void>;
+beforeAll(async () => {
+  ({ dir, remove: removeDir } = await temporaryDirectory('watch'));
+});
+afterAll(() => removeDir());
+
+/** Timers the test fires by hand. */
+function manualTimers(): Timers & { fireTimeouts(): void; fireIntervals(): void } {
+  let nextId = 0;
+  const timeouts = new Map<number, () => void>();
+  const intervals = new Map<number, () => void>();
+  return {
+    setTimeout: (callback) => (timeouts.set((nextId += 1), callback), nextId),
+    clearTimeout: (handle) => timeouts.delete(handle as number),
+    setInterval: (callback) => (intervals.set((nextId += 1), callback), nextId),
+    clearInterval: (handle) => intervals.delete(handle as number),
+    fireTimeouts: () => {
+      const due = [...timeouts.values()];
+      timeouts.clear();
+      for (const callback of due) callback();
+    },
+    fireIntervals: () => {
+      for (const callback of intervals.values()) callback();
+    },
+  };
+}
+
+describe('directoryWatcher', () => {
+  it('turns a burst of file events into one call', async () => {
+    let calls = 0;
+    const watch = directoryWatcher({ debounceMs: 150, resyncMs: 0, timers: systemTimers, onError: () => undefined });
+    const watcher = watch([dir, dir], () => (calls += 1));
+    for (let i = 0; i < 5; i += 1) await writeFile(`${dir}/file-${i}`, 'x');
+    await sleep(500);
+    watcher.close();
+    expect(calls).toBe(1);
+  });
+
+  it('resyncs on its interval even without events, through the same debounce', () => {
+    let calls = 0;
+    const timers = manualTimers();
+    const watcher = directoryWatcher({ debounceMs: 100, resyncMs: 60_000, timers, onError: () => undefined })(
+      [dir],
+      () => (calls += 1),
+    );
+    timers.fireIntervals();
+    expect(calls).toBe(0);
+    timers.fireTimeouts();
+    expect(calls).toBe(1);
+    watcher.close();
+  });
+
+  it('calls nothing after close, even with a debounce pending', () => {
+    let calls = 0;
+    const timers = manualTimers();
+    const watcher = directoryWatcher({ debounceMs: 100, resyncMs: 60_000, timers, onError: () => undefined })(
+      [dir],
+      () => (calls += 1),
+    );
+    timers.fireIntervals();
+    watcher.close();
+    timers.fireTimeouts();
+    timers.fireIntervals();
+    expect(calls).toBe(0);
+  });
+});
