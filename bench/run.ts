@@ -22,7 +22,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { benchReviews } from './reviews.js';
 
-// Compiled to .cache/bench/run.js; the package root is two levels up from there.
+// Compiled to dist/bench/run.js (dist/ is outside lint and git); the package root is two levels up.
 const ROOT = new URL('../../', import.meta.url).pathname;
 const MAIN = join(ROOT, 'dist/cli/main.js');
 const BASELINE = new URL('./baseline-server.js', import.meta.url).pathname;
