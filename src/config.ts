@@ -194,11 +194,12 @@ function optionKeys(): OptionKey[] {
 
 /** `serve --help`: one line per option, generated from the same table the parser uses. */
 export function serveUsage(): string {
+  const width = Math.max(...optionKeys().map((key) => OPTION_SPECS[key].flag.length)) + 4;
   const rows = optionKeys().map((key) => {
     const { flag, env, description } = OPTION_SPECS[key];
     const fallback: string | number | boolean | undefined = (DEFAULTS as Partial<ServeOptions>)[key];
     const shown = fallback === undefined ? '' : ` [default: ${String(fallback)}]`;
-    return `  --${flag.padEnd(24)} ${description}${shown}\n  ${' '.repeat(26)} env ${env}`;
+    return `  ${`--${flag}`.padEnd(width)}${description}${shown}\n  ${' '.repeat(width)}env ${env}`;
   });
-  return `Usage: sandbox-injector serve [options]\n\n${rows.join('\n')}\n  --help                   this text\n`;
+  return `Usage: sandbox-injector serve [options]\n\n${rows.join('\n')}\n  ${'--help'.padEnd(width)}this text\n`;
 }
