@@ -19,6 +19,7 @@ const USAGE = [
 const COMMANDS: Record<string, () => Promise<Command>> = {
   review: () => Promise.resolve(reviewCommand),
   inject: () => Promise.resolve(injectCommand),
+  serve: async () => (await import('./serve.js')).serveCommand,
   'env-file': async () => (await import('./env-file.js')).envFileCommand,
   'install-wrapper': async () => (await import('./install-wrapper.js')).installWrapperCommand,
 };
