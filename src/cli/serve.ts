@@ -130,7 +130,10 @@ async function run(options: Readonly<ServeOptions>, logger: Logger): Promise<num
     const stop = await stopSignals.first;
     logger.info({ signal: stop.signal }, 'shutting down: draining in-flight admissions');
     draining = true;
-    if (options.shutdownDelaySeconds > 0) await sleep(options.shutdownDelaySeconds * 1000);
+    if (options.shutdownDelaySeconds > 0) {
+      // A second signal cuts the delay short as well as the drain.
+      await Promise.race([sleep(options.shutdownDelaySeconds * 1000), stopSignals.second]);
+    }
     const forced = await drain(app, options.shutdownTimeoutSeconds * 1000, stopSignals.second, logger);
     drained = true;
     logger.info({ forced }, 'stopped');

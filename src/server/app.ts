@@ -109,7 +109,8 @@ export function buildApp(deps: AppDeps): FastifyInstance<Server> {
     if (request.routeOptions.url === MUTATE_PATH) {
       deps.metrics.admissionFailed(failure.status >= 500 ? 'error' : 'bad_request', elapsedMs(request.raw) / 1000);
     }
-    deps.logger.warn({ err: error, path: request.routeOptions.url ?? request.url }, 'request refused');
+    const path = request.routeOptions.url ?? request.url;
+    deps.logger.warn({ path, status: failure.status, ...failure.body }, 'request refused');
     reply.code(failure.status);
     return failure.body;
   });
