@@ -1,0 +1,367 @@
+// What `kubectl apply -k manifests/` installs, checked against a real kube-apiserver: the base renders with
+// the real kubectl, the API server accepts every object (server-side apply, dry run, strict field
+// validation, Pod Security "restricted"), the cert-manager overlay is well formed, and the RBAC grants the
+// service account exactly what the webhook uses (kubectl auth can-i, and real requests as that account).
+import path from 'node:path';
+import { parseAllDocuments, stringify as toYaml } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
+
+const CRD_PATH = path.join(repoRoot, 'test', 'fixtures', 'e2e', 'sandbox-crd.yaml');
+const BASE = path.join(repoRoot, 'manifests');
+const CERT_MANAGER = path.join(repoRoot, 'manifests', 'overlays', 'cert-manager');
+const NS = 'sandbox-system';
+const SA = `system:serviceaccount:${NS}:sandbox-injector`;
+
+interface KubeObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; annotations?: Record<string, string>; labels?: Record<string, string> };
+  [field: string]: unknown;
+}
+
+let current: TestCluster | undefined;
+let base: KubeObject[] = [];
+let overlay: KubeObject[] = [];
+
+function cluster(): TestCluster {
+  if (current === undefined) throw new Error('cluster not started');
+  return current;
+}
+
+/** Walks a parsed value; undefined when any step is missing. */
+function at(value: unknown, ...keys: (string | number)[]): unknown {
+  let v = value;
+  for (const k of keys) {
+    if (typeof k === 'number') {
+      if (!Array.isArray(v)) return undefined;
+      v = (v as unknown[])[k];
+    } else {
+      if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined;
+      v = (v as Record<string, unknown>)[k];
+    }
+  }
+  return v;
+}
+
+function parseObjects(yamlText: string): KubeObject[] {
+  return parseAllDocuments(yamlText).map((doc, i) => {
+    if (doc.errors.length > 0) throw new Error(`document ${i}: ${doc.errors.map((e) => e.message).join('; ')}`);
+    const value: unknown = doc.toJS();
+    if (typeof at(value, 'kind') !== 'string' || typeof at(value, 'metadata', 'name') !== 'string') {
+      throw new Error(`document ${i} is not a Kubernetes object: ${JSON.stringify(value).slice(0, 200)}`);
+    }
+    return value as KubeObject;
+  });
+}
+
+function find(objects: KubeObject[], kind: string, name: string): KubeObject {
+  const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
+  if (found === undefined) throw new Error(`${kind}/${name} not rendered`);
+  return found;
+}
+
+const ids = (objects: KubeObject[]): string[] =>
+  objects.map((o) => `${o.kind}/${o.metadata.namespace === undefined ? '' : `${o.metadata.namespace}/`}${o.metadata.name}`).sort();
+
+const asYaml = (objects: KubeObject[]): string => objects.map((o) => toYaml(o)).join('---\n');
+
+beforeAll(async () => {
+  current = await startCluster();
+  const c = cluster();
+  await c.kubectlOk(['apply', '-f', CRD_PATH]);
+  await c.kubectlOk(['wait', '--for=condition=Established', 'crd/sandboxes.agents.kruise.io', '--timeout=60s']);
+  base = parseObjects(await c.kubectlOk(['kustomize', BASE]));
+  overlay = parseObjects(await c.kubectlOk(['kustomize', CERT_MANAGER]));
+});
+
+afterAll(async () => {
+  await current?.stop();
+});
+
+describe('kubectl kustomize manifests/', () => {
+  it('renders the webhook, its RBAC and the injection config, all in sandbox-system', () => {
+    expect(ids(base)).toEqual(
+      [
+        'ClusterRole/sandbox-injector',
+        'ClusterRole/sandbox-injector-certs',
+        'ClusterRoleBinding/sandbox-injector',
+        'ClusterRoleBinding/sandbox-injector-certs',
+        `ConfigMap/${NS}/sandbox-injection-config`,
+        `Deployment/${NS}/sandbox-injector`,
+        'MutatingWebhookConfiguration/sandbox-injector',
+        'Namespace/sandbox-system',
+        `PodDisruptionBudget/${NS}/sandbox-injector`,
+        `Role/${NS}/sandbox-injector`,
+        `Role/${NS}/sandbox-injector-certs`,
+        `RoleBinding/${NS}/sandbox-injector`,
+        `RoleBinding/${NS}/sandbox-injector-certs`,
+        `Service/${NS}/sandbox-injector`,
+        `ServiceAccount/${NS}/sandbox-injector`,
+      ].sort(),
+    );
+  });
+
+  it('configures the webhook: pods CREATE, Sandbox pods only, never its own namespace, fail closed', () => {
+    const mwc = find(base, 'MutatingWebhookConfiguration', 'sandbox-injector');
+    const webhooks = at(mwc, 'webhooks');
+    expect(Array.isArray(webhooks) ? webhooks.length : 0).toBe(1);
+    const webhook = at(mwc, 'webhooks', 0);
+    expect(at(webhook, 'rules')).toEqual([
+      { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'], scope: 'Namespaced' },
+    ]);
+    expect(at(webhook, 'objectSelector')).toEqual({
+      matchExpressions: [{ key: 'agents.kruise.io/sandbox-name', operator: 'Exists' }],
+    });
+    expect(at(webhook, 'namespaceSelector')).toEqual({
+      matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['sandbox-system', 'kube-system'] }],
+    });
+    expect(at(webhook, 'clientConfig')).toEqual({
+      service: { name: 'sandbox-injector', namespace: NS, path: '/mutate', port: 443 },
+    });
+    expect({
+      sideEffects: at(webhook, 'sideEffects'),
+      admissionReviewVersions: at(webhook, 'admissionReviewVersions'),
+      reinvocationPolicy: at(webhook, 'reinvocationPolicy'),
+      timeoutSeconds: at(webhook, 'timeoutSeconds'),
+      failurePolicy: at(webhook, 'failurePolicy'),
+      matchPolicy: at(webhook, 'matchPolicy'),
+    }).toEqual({
+      sideEffects: 'None',
+      admissionReviewVersions: ['v1'],
+      reinvocationPolicy: 'IfNeeded',
+      timeoutSeconds: 5,
+      failurePolicy: 'Fail',
+      matchPolicy: 'Equivalent',
+    });
+  });
+
+  it('runs two hardened replicas with self-managed certificates, probed over HTTPS', () => {
+    const deployment = find(base, 'Deployment', 'sandbox-injector');
+    const pod = at(deployment, 'spec', 'template', 'spec');
+    const container = at(pod, 'containers', 0);
+    expect(at(deployment, 'spec', 'replicas')).toBe(2);
+    expect(at(pod, 'serviceAccountName')).toBe('sandbox-injector');
+    expect(at(container, 'image')).toBe('ghcr.io/example/sandbox-injector:0.1.0');
+    expect(at(container, 'args')).toEqual(
+      expect.arrayContaining([
+        'serve',
+        '--config-namespace=sandbox-system',
+        '--config-name=sandbox-injection-config',
+        '--cert-mode=self-managed',
+        '--cert-namespace=sandbox-system',
+        '--cert-secret-name=sandbox-injector-tls',
+        '--service-name=sandbox-injector',
+        '--webhook-config-name=sandbox-injector',
+        '--cert-dir=/var/run/sandbox-injector/certs',
+      ]),
+    );
+    for (const [probe, path] of [['livenessProbe', '/healthz'], ['readinessProbe', '/readyz']] as const) {
+      expect(at(container, probe, 'httpGet')).toEqual({ path, port: 'webhook', scheme: 'HTTPS' });
+    }
+    expect(at(container, 'ports')).toEqual([
+      { name: 'webhook', containerPort: 8443, protocol: 'TCP' },
+      { name: 'metrics', containerPort: 9090, protocol: 'TCP' },
+    ]);
+    const sized = [['requests', 'cpu'], ['requests', 'memory'], ['limits', 'cpu'], ['limits', 'memory']] as const;
+    for (const [kind, resource] of sized) {
+      expect(typeof at(container, 'resources', kind, resource), `${kind} ${resource}`).toBe('string');
+    }
+    expect(at(pod, 'securityContext', 'runAsNonRoot')).toBe(true);
+    expect(at(pod, 'securityContext', 'runAsUser')).toEqual(expect.any(Number));
+    expect(at(pod, 'securityContext', 'seccompProfile')).toEqual({ type: 'RuntimeDefault' });
+    expect(at(container, 'securityContext')).toMatchObject({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
+    expect(at(container, 'volumeMounts')).toEqual([{ name: 'certs', mountPath: '/var/run/sandbox-injector/certs' }]);
+    expect(at(pod, 'volumes', 0, 'emptyDir')).toBeDefined();
+    expect(at(pod, 'topologySpreadConstraints', 0, 'topologyKey')).toBe('kubernetes.io/hostname');
+
+    const selector = at(deployment, 'spec', 'selector', 'matchLabels');
+    expect(at(find(base, 'PodDisruptionBudget', 'sandbox-injector'), 'spec')).toEqual({ minAvailable: 1, selector: { matchLabels: selector } });
+    const service = find(base, 'Service', 'sandbox-injector');
+    expect(at(service, 'spec', 'selector')).toEqual(selector);
+    expect(at(service, 'spec', 'ports')).toEqual([
+      { name: 'https', port: 443, targetPort: 'webhook', protocol: 'TCP' },
+      { name: 'metrics', port: 9090, targetPort: 'metrics', protocol: 'TCP' },
+    ]);
+  });
+
+  it('is accepted by the API server: server-side apply, dry run, strict validation, Pod Security restricted', async () => {
+    const c = cluster();
+    // A dry run creates nothing, so objects in a namespace that does not exist yet would be refused for that
+    // reason alone: the Namespace is created for real first.
+    await c.kubectlOk(['apply', '--server-side', '-f', '-'], { input: asYaml([find(base, 'Namespace', NS)]) });
+    const result = await c.kubectl(['apply', '--server-side', '--dry-run=server', '--field-manager=e2e', '-f', '-'], {
+      input: asYaml(base),
+    });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const lines = result.stdout.trim().split('\n');
+    expect(lines).toHaveLength(base.length);
+    for (const line of lines) expect(line).toMatch(/ serverside-applied \(server dry run\)$/);
+    // Nothing but the namespace was stored.
+    const stored = await c.kubectl(['get', 'mutatingwebhookconfiguration', 'sandbox-injector']);
+    expect(stored.code).not.toBe(0);
+  });
+
+  it('would be warned about by Pod Security if the container were less locked down (control for the check above)', async () => {
+    const deployment = structuredClone(find(base, 'Deployment', 'sandbox-injector'));
+    const securityContext = at(deployment, 'spec', 'template', 'spec', 'containers', 0, 'securityContext');
+    if (securityContext === null || typeof securityContext !== 'object') throw new Error('no container securityContext');
+    delete (securityContext as Record<string, unknown>).allowPrivilegeEscalation;
+    const result = await cluster().kubectl(['apply', '--server-side', '--dry-run=server', '-f', '-'], { input: asYaml([deployment]) });
+    expect(result.code).toBe(0);
+    expect(result.stderr).toMatch(/would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false/);
+  });
+});
+
+describe('kubectl kustomize manifests/overlays/cert-manager', () => {
+  it('adds the issuers and the Certificate, and drops the rights only self-managed certificates need', () => {
+    const expected = ids(base)
+      .filter((id) => !id.endsWith('sandbox-injector-certs') && !id.startsWith('ConfigMap/'))
+      .concat([`Certificate/${NS}/sandbox-injector`, `Certificate/${NS}/sandbox-injector-ca`, `Issuer/${NS}/sandbox-injector-ca`, `Issuer/${NS}/sandbox-injector-selfsigned`])
+      .sort();
+    expect(ids(overlay)).toEqual(expected);
+    for (const o of overlay.filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole')) {
+      expect(JSON.stringify(at(o, 'rules'))).not.toMatch(/secrets|mutatingwebhookconfigurations/);
+    }
+  });
+
+  it('issues the serving certificate for the Service names into sandbox-injector-tls, from a CA issuer', () => {
+    const certificate = find(overlay, 'Certificate', 'sandbox-injector');
+    expect(certificate.apiVersion).toBe('cert-manager.io/v1');
+    expect(at(certificate, 'spec', 'secretName')).toBe('sandbox-injector-tls');
+    expect(at(certificate, 'spec', 'dnsNames')).toEqual([
+      'sandbox-injector',
+      'sandbox-injector.sandbox-system',
+      'sandbox-injector.sandbox-system.svc',
+      'sandbox-injector.sandbox-system.svc.cluster.local',
+    ]);
+    expect(at(certificate, 'spec', 'issuerRef')).toEqual({ group: 'cert-manager.io', kind: 'Issuer', name: 'sandbox-injector-ca' });
+    expect(at(find(overlay, 'Issuer', 'sandbox-injector-ca'), 'spec', 'ca', 'secretName')).toBe(
+      at(find(overlay, 'Certificate', 'sandbox-injector-ca'), 'spec', 'secretName'),
+    );
+    expect(at(find(overlay, 'Certificate', 'sandbox-injector-ca'), 'spec', 'isCA')).toBe(true);
+    expect(at(find(overlay, 'Issuer', 'sandbox-injector-selfsigned'), 'spec')).toEqual({ selfSigned: {} });
+  });
+
+  it('points the caBundle injection at the Certificate and serves the mounted Secret from files', () => {
+    const mwc = find(overlay, 'MutatingWebhookConfiguration', 'sandbox-injector');
+    expect(mwc.metadata.annotations?.['cert-manager.io/inject-ca-from']).toBe('sandbox-system/sandbox-injector');
+    // The rest of the webhook is the base's.
+    expect(at(mwc, 'webhooks')).toEqual(at(find(base, 'MutatingWebhookConfiguration', 'sandbox-injector'), 'webhooks'));
+
+    const pod = at(find(overlay, 'Deployment', 'sandbox-injector'), 'spec', 'template', 'spec');
+    const args = at(pod, 'containers', 0, 'args');
+    expect(args).toEqual(
+      expect.arrayContaining([
+        'serve',
+        '--cert-mode=files',
+        '--tls-cert-file=/var/run/sandbox-injector/tls/tls.crt',
+        '--tls-key-file=/var/run/sandbox-injector/tls/tls.key',
+      ]),
+    );
+    expect(JSON.stringify(args)).not.toMatch(/self-managed|--cert-dir|--cert-secret-name|--webhook-config-name/);
+    expect(at(pod, 'containers', 0, 'volumeMounts')).toEqual([{ name: 'tls', mountPath: '/var/run/sandbox-injector/tls', readOnly: true }]);
+    expect(at(pod, 'volumes')).toEqual([{ name: 'tls', secret: { secretName: 'sandbox-injector-tls', defaultMode: 0o440 } }]);
+  });
+
+  it('is accepted by the API server, except the cert-manager kinds it does not know', async () => {
+    const c = cluster();
+    const plain = overlay.filter((o) => !o.apiVersion.startsWith('cert-manager.io/'));
+    const result = await c.kubectl(['apply', '--server-side', '--dry-run=server', '--field-manager=e2e', '-f', '-'], {
+      input: asYaml(plain),
+    });
+    expect(result.stderr).toBe('');
+    expect(result.stdout.trim().split('\n')).toHaveLength(plain.length);
+  });
+});
+
+describe('RBAC of the sandbox-injector service account', () => {
+  beforeAll(async () => {
+    const c = cluster();
+    const rbacKinds = new Set(['Namespace', 'ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding']);
+    await c.kubectlOk(['apply', '--server-side', '-f', '-'], { input: asYaml(base.filter((o) => rbacKinds.has(o.kind))) });
+  });
+
+  const canI = async (args: string[]): Promise<'yes' | 'no'> => {
+    const r = await cluster().kubectl(['auth', 'can-i', ...args, `--as=${SA}`]);
+    const answer = r.stdout.trim();
+    if (!((r.code === 0 && answer === 'yes') || (r.code === 1 && answer === 'no'))) {
+      throw new Error(`kubectl auth can-i ${args.join(' ')}: exit ${r.code}, '${answer}', ${r.stderr}`);
+    }
+    return answer;
+  };
+
+  const allowed: string[][] = [
+    ['get', 'configmaps/sandbox-injection-config', '-n', NS],
+    ['list', 'configmaps/sandbox-injection-config', '-n', NS],
+    ['watch', 'configmaps/sandbox-injection-config', '-n', NS],
+    ['get', 'secrets/sandbox-injector-tls', '-n', NS],
+    ['update', 'secrets/sandbox-injector-tls', '-n', NS],
+    ['create', 'secrets', '-n', NS],
+    ['list', 'sandboxes.agents.kruise.io', '--all-namespaces'],
+    ['watch', 'sandboxes.agents.kruise.io', '--all-namespaces'],
+    ['get', 'sandboxes.agents.kruise.io', '-n', 'team-a'],
+    ['get', 'mutatingwebhookconfigurations/sandbox-injector'],
+    ['update', 'mutatingwebhookconfigurations/sandbox-injector'],
+    ['patch', 'mutatingwebhookconfigurations/sandbox-injector'],
+  ];
+  const denied: string[][] = [
+    ['get', 'configmaps/other', '-n', NS],
+    ['list', 'configmaps', '-n', NS],
+    ['get', 'configmaps/sandbox-injection-config', '-n', 'default'],
+    ['update', 'configmaps/sandbox-injection-config', '-n', NS],
+    ['get', 'secrets/other', '-n', NS],
+    ['list', 'secrets', '-n', NS],
+    ['watch', 'secrets', '-n', NS],
+    ['delete', 'secrets/sandbox-injector-tls', '-n', NS],
+    ['create', 'secrets', '-n', 'default'],
+    ['list', 'pods', '--all-namespaces'],
+    ['get', 'pods', '-n', NS],
+    ['create', 'deployments.apps', '-n', NS],
+    ['update', 'sandboxes.agents.kruise.io', '-n', 'team-a'],
+    ['patch', 'mutatingwebhookconfigurations/other'],
+    ['create', 'mutatingwebhookconfigurations'],
+    ['delete', 'mutatingwebhookconfigurations/sandbox-injector'],
+    ['patch', 'validatingwebhookconfigurations/sandbox-injector'],
+    ['delete', 'namespaces/sandbox-system'],
+    ['create', 'serviceaccounts/token', '-n', NS],
+  ];
+
+  it.each(allowed)('can %s %s', async (...args) => {
+    expect(await canI(args)).toBe('yes');
+  });
+
+  it.each(denied)('can not %s %s', async (...args) => {
+    expect(await canI(args)).toBe('no');
+  });
+
+  it('lists and watches the one ConfigMap through a metadata.name field selector, and nothing wider', async () => {
+    const c = cluster();
+    await c.kubectlOk(['apply', '-f', path.join(repoRoot, 'manifests', 'injection-config.yaml')]);
+    const byName = await c.kubectl(['get', 'configmaps', '-n', NS, '--field-selector=metadata.name=sandbox-injection-config', '-o', 'name', `--as=${SA}`]);
+    expect([byName.code, byName.stdout.trim()]).toEqual([0, 'configmap/sandbox-injection-config']);
+    const all = await c.kubectl(['get', 'configmaps', '-n', NS, `--as=${SA}`]);
+    expect(all.code).not.toBe(0);
+    expect(all.stderr).toMatch(/forbidden/);
+  });
+
+  it('keeps only the reading rights with the cert-manager overlay', async () => {
+    const c = cluster();
+    // What `kubectl apply -k` of the overlay after the base leaves behind once the -certs objects are pruned.
+    for (const kind of ['rolebinding', 'role']) await c.kubectlOk(['delete', kind, 'sandbox-injector-certs', '-n', NS]);
+    for (const kind of ['clusterrolebinding', 'clusterrole']) await c.kubectlOk(['delete', kind, 'sandbox-injector-certs']);
+    const rbac = overlay.filter((o) => ['Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind));
+    await c.kubectlOk(['apply', '--server-side', '-f', '-'], { input: asYaml(rbac) });
+
+    expect(await canI(['get', 'configmaps/sandbox-injection-config', '-n', NS])).toBe('yes');
+    expect(await canI(['watch', 'sandboxes.agents.kruise.io', '--all-namespaces'])).toBe('yes');
+    expect(await canI(['get', 'secrets/sandbox-injector-tls', '-n', NS])).toBe('no');
+    expect(await canI(['create', 'secrets', '-n', NS])).toBe('no');
+    expect(await canI(['patch', 'mutatingwebhookconfigurations/sandbox-injector'])).toBe('no');
+  });
+});
