@@ -153,6 +153,29 @@ describe('startTlsReloader', () => {
     expect(reads).toBe(2);
   });
 
+  it('reloads a changed client CA with the pair, into the same secure context', async () => {
+    const withCa = { ...files, clientCaFile: '/etc/webhook/client-ca/ca.crt' };
+    const initial = await loadTlsMaterial(withCa, (path) =>
+      Promise.resolve(path === files.keyFile ? pairA.key : pairA.cert),
+    );
+    const applied: SecureContextOptions[] = [];
+    const dirs: string[] = [];
+    const reloader = startTlsReloader({
+      files: withCa,
+      initial,
+      target: { setSecureContext: (options) => applied.push(options) },
+      watch: (watched) => (dirs.push(...watched), { close: () => undefined }),
+      sleep: () => Promise.resolve(),
+      readFile: (path) => Promise.resolve(path === files.keyFile ? pairA.key : path === files.certFile ? pairA.cert : pairB.cert),
+      attempts: 1,
+      retryDelayMs: 0,
+      onResult: () => undefined,
+    });
+    expect(await reloader.reload()).toMatchObject({ kind: 'reloaded' });
+    expect(applied[0]).toMatchObject({ cert: pairA.cert, key: pairA.key, ca: pairB.cert });
+    expect(dirs).toContain('/etc/webhook/client-ca');
+  });
+
   it('close() stops watching', async () => {
     const { reloader, watcherClosed } = rig(scriptedFiles([{ cert: pairA.cert, key: pairA.key }]));
     await reloader.close();

@@ -15,9 +15,13 @@ export interface ChildServer {
   logged(message: string): Promise<Record<string, unknown>>;
 }
 
-export async function spawnServer(args: string[], cwd: string): Promise<ChildServer> {
+export async function spawnServer(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<ChildServer> {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build first`);
-  const child = spawn(process.execPath, [MAIN, 'serve', ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [MAIN, 'serve', ...args], {
+    cwd,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const logs: Record<string, unknown>[] = [];
   const waiters: { message: string; resolve: (line: Record<string, unknown>) => void }[] = [];
   let stderr = '';
