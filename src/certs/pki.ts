@@ -93,8 +93,9 @@ export async function createCa(now: Date, validityDays: number): Promise<Certifi
   cert.serialNumber = serialNumber();
   setValidity(cert, now, new Date(now.getTime() + validityDays * DAY_MS));
   // A distinct subject per CA: while the old and the new CA are trusted side by side, a verifier that looks
-  // issuers up by name finds exactly one candidate.
-  const name = [{ name: 'commonName', value: `sandbox-injector-ca@${Math.floor(now.getTime() / 1000)}-${randomBytes(3).toString('hex')}` }];
+  // issuers up by name finds exactly one candidate. forge encodes the name as a PrintableString, whose
+  // alphabet has no '@' or '_': Go's x509 (kube-apiserver) refuses a certificate that breaks it.
+  const name = [{ name: 'commonName', value: `sandbox-injector-ca-${Math.floor(now.getTime() / 1000)}-${randomBytes(3).toString('hex')}` }];
   cert.setSubject(name);
   cert.setIssuer(name);
   cert.setExtensions([
