@@ -34,7 +34,31 @@ export interface ServeOptions {
   shutdownDelaySeconds: number;
   /** Seconds to wait for in-flight reviews after the listener closes before connections are cut. */
   shutdownTimeoutSeconds: number;
+  /** Cluster mode with this kubeconfig; without it, cluster mode only when running in a pod. */
+  kubeconfig?: string;
+  /** The injection ConfigMap watched in cluster mode. */
+  configNamespace: string;
+  configName: string;
+  /** Honour the runtime/policy pod annotations in cluster mode, for pods without a Sandbox owner. */
+  allowAnnotationRuntimes: boolean;
+  /** Image with run_with_envs.sh, added as an init container to pods whose commands are wrapped. */
+  wrapperImage?: string;
+  /** files: serve the given pair; self-managed: a CA and cert kept in a Secret; auto: pick by what is given. */
+  certMode: CertMode;
+  certNamespace: string;
+  certSecretName: string;
+  /** The Service in front of the webhook: the serving certificate names it. */
+  serviceName: string;
+  /** The MutatingWebhookConfiguration whose caBundle self-managed mode keeps in step. */
+  webhookConfigName: string;
+  /** Where self-managed mode writes the pair the server reads (a writable emptyDir in the pod). */
+  certDir: string;
+  /** Extra DNS names or IPs for the self-managed serving certificate, comma-separated. */
+  certExtraSans?: string;
 }
+
+export const CERT_MODES = ['auto', 'files', 'self-managed'] as const;
+export type CertMode = (typeof CERT_MODES)[number];
 
 type OptionKind = 'string' | 'integer' | 'boolean';
 
@@ -65,6 +89,18 @@ export const OPTION_SPECS = {
   logLevel: spec('log-level', 'string', LOG_LEVELS.join('|')),
   shutdownDelaySeconds: spec('shutdown-delay-seconds', 'integer', 'keep serving this long after SIGTERM, not ready'),
   shutdownTimeoutSeconds: spec('shutdown-timeout-seconds', 'integer', 'wait this long for in-flight reviews'),
+  kubeconfig: spec('kubeconfig', 'string', 'cluster mode with this kubeconfig (in a pod: the service account)'),
+  configNamespace: spec('config-namespace', 'string', 'namespace of the injection ConfigMap (cluster mode)'),
+  configName: spec('config-name', 'string', 'name of the injection ConfigMap (cluster mode)'),
+  allowAnnotationRuntimes: spec('allow-annotation-runtimes', 'boolean', 'cluster mode: honour runtime annotations on pods without a Sandbox owner'),
+  wrapperImage: spec('wrapper-image', 'string', 'image whose init container installs run_with_envs.sh'),
+  certMode: spec('cert-mode', 'string', `${CERT_MODES.join('|')}: given files, or a CA and cert kept in a Secret`),
+  certNamespace: spec('cert-namespace', 'string', 'namespace of the certificate Secret and the Service'),
+  certSecretName: spec('cert-secret-name', 'string', 'Secret holding the self-managed CA and certificate'),
+  serviceName: spec('service-name', 'string', 'Service in front of the webhook (named by the certificate)'),
+  webhookConfigName: spec('webhook-config-name', 'string', 'MutatingWebhookConfiguration whose caBundle is kept in step'),
+  certDir: spec('cert-dir', 'string', 'where self-managed mode writes the serving pair'),
+  certExtraSans: spec('cert-extra-sans', 'string', 'extra DNS names/IPs for the self-managed certificate, comma-separated'),
 } as const satisfies Record<keyof ServeOptions, OptionSpec>;
 
 type OptionKey = keyof typeof OPTION_SPECS;
@@ -82,7 +118,19 @@ const DEFAULTS = {
   logLevel: 'info',
   shutdownDelaySeconds: 0,
   shutdownTimeoutSeconds: 25,
+  configNamespace: 'sandbox-system',
+  configName: 'sandbox-injection-config',
+  allowAnnotationRuntimes: false,
+  certMode: 'auto',
+  certNamespace: 'sandbox-system',
+  certSecretName: 'sandbox-injector-tls',
+  serviceName: 'sandbox-injector',
+  webhookConfigName: 'sandbox-injector',
+  certDir: 'certs/self-managed',
 } as const satisfies Partial<ServeOptions>;
+
+const DNS_LABEL = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
+const DNS_SUBDOMAIN = '^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$';
 
 const SCHEMA: JSONSchemaType<ServeOptions> = {
   type: 'object',
@@ -99,6 +147,18 @@ const SCHEMA: JSONSchemaType<ServeOptions> = {
     logLevel: { type: 'string', enum: [...LOG_LEVELS], default: DEFAULTS.logLevel },
     shutdownDelaySeconds: { type: 'integer', minimum: 0, maximum: 600, default: DEFAULTS.shutdownDelaySeconds },
     shutdownTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 3600, default: DEFAULTS.shutdownTimeoutSeconds },
+    kubeconfig: { type: 'string', minLength: 1, nullable: true },
+    configNamespace: { type: 'string', pattern: DNS_LABEL, default: DEFAULTS.configNamespace },
+    configName: { type: 'string', pattern: DNS_SUBDOMAIN, default: DEFAULTS.configName },
+    allowAnnotationRuntimes: { type: 'boolean', default: DEFAULTS.allowAnnotationRuntimes },
+    wrapperImage: { type: 'string', minLength: 1, nullable: true },
+    certMode: { type: 'string', enum: [...CERT_MODES], default: DEFAULTS.certMode },
+    certNamespace: { type: 'string', pattern: DNS_LABEL, default: DEFAULTS.certNamespace },
+    certSecretName: { type: 'string', pattern: DNS_SUBDOMAIN, default: DEFAULTS.certSecretName },
+    serviceName: { type: 'string', pattern: DNS_LABEL, default: DEFAULTS.serviceName },
+    webhookConfigName: { type: 'string', pattern: DNS_SUBDOMAIN, default: DEFAULTS.webhookConfigName },
+    certDir: { type: 'string', minLength: 1, default: DEFAULTS.certDir },
+    certExtraSans: { type: 'string', minLength: 1, nullable: true },
   },
   required: [
     'host',
@@ -109,6 +169,15 @@ const SCHEMA: JSONSchemaType<ServeOptions> = {
     'logLevel',
     'shutdownDelaySeconds',
     'shutdownTimeoutSeconds',
+    'configNamespace',
+    'configName',
+    'allowAnnotationRuntimes',
+    'certMode',
+    'certNamespace',
+    'certSecretName',
+    'serviceName',
+    'webhookConfigName',
+    'certDir',
   ],
 };
 
@@ -167,6 +236,12 @@ function crossFieldProblems(options: ServeOptions): string[] {
   if ((options.tlsCertFile === undefined) !== (options.tlsKeyFile === undefined)) {
     problems.push(`${label('tlsCertFile')} and ${label('tlsKeyFile')} must be given together`);
   }
+  if (options.certMode === 'files' && options.tlsCertFile === undefined) {
+    problems.push(`${label('certMode')} files needs ${label('tlsCertFile')} and ${label('tlsKeyFile')}`);
+  }
+  if (options.certMode === 'self-managed' && options.tlsCertFile !== undefined) {
+    problems.push(`${label('certMode')} self-managed makes its own certificate: drop ${label('tlsCertFile')}`);
+  }
   if (options.metricsPort !== 0 && options.metricsPort === options.port) {
     problems.push(`${label('metricsPort')} must differ from ${label('port')}`);
   }
@@ -176,7 +251,8 @@ function crossFieldProblems(options: ServeOptions): string[] {
 function describeSchemaError(error: ErrorObject): string {
   const key = error.instancePath.slice(1);
   const where = isOptionKey(key) ? label(key) : 'options';
-  const allowed = error.keyword === 'enum' ? ` (${LOG_LEVELS.join(', ')})` : '';
+  const values = (error.params as { allowedValues?: unknown }).allowedValues;
+  const allowed = error.keyword === 'enum' && Array.isArray(values) ? ` (${values.join(', ')})` : '';
   return `${where}: ${error.message ?? 'is invalid'}${allowed}`;
 }
 

@@ -15,8 +15,12 @@ import { loadTlsMaterial, httpsServerOptions, type TlsFiles } from '../server/tl
 import { startTlsReloader, type TlsReloadResult } from '../server/tls/reloader.js';
 import { ensureSelfSignedCertificates } from '../server/tls/self-signed.js';
 import { directoryWatcher, systemTimers } from '../server/watch.js';
+import { startSelfManagedCertificates } from '../certs/self-managed.js';
 import { startConfigFileWatch, type ConfigLoadResult } from '../sources/config-file-watch.js';
-import { InjectionConfigStore } from '../sources/injection-config.js';
+import { InjectionConfigStore, type ConfigUpdateReport } from '../sources/injection-config.js';
+import { createKubeClients, runningInCluster, type KubeClients } from '../sources/kube/clients.js';
+import { watchInjectionConfigMap } from '../sources/kube/configmap-watch.js';
+import { runtimesFromOwner, watchSandboxes } from '../sources/kube/sandbox-runtimes.js';
 import { runtimesFromAnnotations } from '../sources/pod-annotations.js';
 
 /** Several events arrive per Kubernetes symlink swap; wait for the burst to end before reading. */
@@ -46,7 +50,11 @@ export async function serveCommand(argv: string[]): Promise<number> {
     return 2;
   }
 
-  const logger = pino({ level: options.logLevel, base: { pid: process.pid } });
+  // Asynchronous writes keep the write syscall off the event loop, and lines logged while one write is in
+  // flight leave in the next one, so under load many admission lines share a syscall. Nothing waits in a
+  // buffer: at low traffic each line is written at once. The process exits by returning, never by
+  // process.exit(), so writes still in flight complete.
+  const logger = pino({ level: options.logLevel, base: { pid: process.pid } }, pino.destination({ sync: false }));
   try {
     return await run(options, logger);
   } catch (error) {
@@ -62,10 +70,13 @@ async function run(options: Readonly<ServeOptions>, logger: Logger): Promise<num
   const closers: (() => Promise<void>)[] = [];
   const stopSignals = listenForStopSignals();
   try {
-    const tlsFiles = await resolveTlsFiles(options, logger);
+    const kube = clusterClients(options, logger);
+    const tlsFiles = await resolveTlsFiles(options, kube, logger, closers);
     const material = await loadTlsMaterial(tlsFiles);
 
-    const store = new InjectionConfigStore();
+    const store = new InjectionConfigStore(
+      kube === undefined ? undefined : `${options.configNamespace}/${options.configName}`,
+    );
     let draining = false;
     const ready = (): boolean => !draining && store.loadedAt !== undefined;
     const metrics = createMetrics({ defaultMetrics: true, configLoadedAt: () => store.loadedAt, now: Date.now });
@@ -77,16 +88,23 @@ async function run(options: Readonly<ServeOptions>, logger: Logger): Promise<num
       onError: (dir, error) => logger.warn({ dir, error: error.message }, 'directory watch failed'),
     });
 
-    const configWatch = await startConfigFileWatch({
-      file: options.configFile,
-      store,
-      watch,
-      logger,
-      onResult: (result) => recordConfigLoad(metrics, result),
-    });
-    closers.push(() => configWatch.close());
+    let review: ReviewDeps;
+    if (kube === undefined) {
+      const configWatch = await startConfigFileWatch({
+        file: options.configFile,
+        store,
+        watch,
+        logger,
+        onResult: (result) => recordConfigLoad(metrics, result),
+      });
+      closers.push(() => configWatch.close());
+      review = { config: () => store.snapshot(), selectRuntimes: (pod) => runtimesFromAnnotations(pod) };
+    } else {
+      review = startClusterSources(options, kube, store, metrics, logger, closers);
+    }
+    if (options.wrapperImage !== undefined) review = { ...review, wrapperImage: options.wrapperImage };
 
-    const app = buildApp({ https: httpsServerOptions(material), review: reviewDeps(store), ready, logger, metrics });
+    const app = buildApp({ https: httpsServerOptions(material), review, ready, logger, metrics });
     let drained = false;
     closers.push(async () => {
       if (!drained) await app.close();
@@ -119,7 +137,8 @@ async function run(options: Readonly<ServeOptions>, logger: Logger): Promise<num
       {
         address: app.server.address() as AddressInfo,
         metricsPort: options.metricsPort,
-        configFile: options.configFile,
+        mode: kube === undefined ? 'local' : 'cluster',
+        ...(kube === undefined ? { configFile: options.configFile } : { configMap: store.configMapName }),
         certFile: tlsFiles.certFile,
         certNotAfter: material.notAfter.toISOString(),
         clientCertificates: tlsFiles.clientCaFile === undefined ? 'not required' : 'required',
@@ -144,10 +163,39 @@ async function run(options: Readonly<ServeOptions>, logger: Logger): Promise<num
   }
 }
 
-async function resolveTlsFiles(options: Readonly<ServeOptions>, logger: Logger): Promise<TlsFiles> {
+/** Cluster mode when given a kubeconfig or running in a pod; otherwise everything comes from local files. */
+function clusterClients(options: Readonly<ServeOptions>, logger: Logger): KubeClients | undefined {
+  if (options.kubeconfig === undefined && !runningInCluster(process.env)) return undefined;
+  logger.info({ kubeconfig: options.kubeconfig ?? 'in-cluster service account' }, 'cluster mode');
+  return createKubeClients(options.kubeconfig);
+}
+
+async function resolveTlsFiles(
+  options: Readonly<ServeOptions>,
+  kube: KubeClients | undefined,
+  logger: Logger,
+  closers: (() => Promise<void>)[],
+): Promise<TlsFiles> {
   const clientCa = options.tlsClientCaFile === undefined ? {} : { clientCaFile: options.tlsClientCaFile };
   if (options.tlsCertFile !== undefined && options.tlsKeyFile !== undefined) {
     return { certFile: options.tlsCertFile, keyFile: options.tlsKeyFile, ...clientCa };
+  }
+  if (options.certMode === 'self-managed' || (options.certMode === 'auto' && kube !== undefined)) {
+    if (kube === undefined) throw new Error('--cert-mode self-managed needs cluster mode (--kubeconfig, or running in a pod)');
+    const certificates = startSelfManagedCertificates({
+      clients: kube,
+      namespace: options.certNamespace,
+      secretName: options.certSecretName,
+      serviceName: options.serviceName,
+      webhookConfigName: options.webhookConfigName,
+      dir: options.certDir,
+      extraSans: (options.certExtraSans ?? '').split(',').map((s) => s.trim()).filter((s) => s !== ''),
+      logger,
+    });
+    closers.push(() => certificates.stop());
+    await certificates.ready;
+    logger.info({ secret: `${options.certNamespace}/${options.certSecretName}`, dir: options.certDir }, 'self-managed certificate ready');
+    return { certFile: certificates.files.certFile, keyFile: certificates.files.keyFile, ...clientCa };
   }
   const { files, outcome } = await ensureSelfSignedCertificates(options.selfSignedDir);
   logger.info(
@@ -157,9 +205,55 @@ async function resolveTlsFiles(options: Readonly<ServeOptions>, logger: Logger):
   return { certFile: files.certFile, keyFile: files.keyFile, ...clientCa };
 }
 
-/** Offline and annotation-driven; cluster mode swaps `selectRuntimes` for the owning Sandbox lookup. */
-function reviewDeps(store: InjectionConfigStore): ReviewDeps {
-  return { config: () => store.snapshot(), selectRuntimes: (pod) => runtimesFromAnnotations(pod) };
+/**
+ * Cluster mode: the injection config from a cached watch of the ConfigMap, runtimes from the owning Sandbox
+ * (cached watch, GET on a miss). Admissions never call the API for the config.
+ */
+function startClusterSources(
+  options: Readonly<ServeOptions>,
+  kube: KubeClients,
+  store: InjectionConfigStore,
+  metrics: ServerMetrics,
+  logger: Logger,
+  closers: (() => Promise<void>)[],
+): ReviewDeps {
+  const configWatch = watchInjectionConfigMap({
+    clients: kube,
+    namespace: options.configNamespace,
+    name: options.configName,
+    store,
+    onApplied: (report, event) => recordConfigMapChange(logger, metrics, report, event),
+    onError: (error, retryInMs) => {
+      metrics.configReload('failure', undefined);
+      logger.warn({ err: error, retryInMs }, 'injection ConfigMap watch failed; restarting');
+    },
+  });
+  closers.push(() => configWatch.stop());
+  const sandboxes = watchSandboxes(kube, {
+    onError: (error, retryInMs) => logger.warn({ err: error, retryInMs }, 'Sandbox watch failed; restarting'),
+  });
+  closers.push(() => sandboxes.watch.stop());
+  return {
+    config: () => store.snapshot(),
+    selectRuntimes: (pod, request) =>
+      runtimesFromOwner(pod, request, sandboxes.lookup, options.allowAnnotationRuntimes),
+  };
+}
+
+function recordConfigMapChange(
+  logger: Logger,
+  metrics: ServerMetrics,
+  report: ConfigUpdateReport,
+  event: string,
+): void {
+  metrics.configReload('success', report.invalidKeys.length);
+  for (const invalid of report.invalidKeys) {
+    logger.warn(
+      { key: invalid.key, error: invalid.message, usingLastValid: invalid.fellBack },
+      'injection config key invalid',
+    );
+  }
+  logger.info({ event, invalidKeys: report.invalidKeys.length }, 'injection config applied');
 }
 
 /**

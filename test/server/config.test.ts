@@ -29,8 +29,26 @@ describe('parseServeOptions', () => {
       logLevel: 'info',
       shutdownDelaySeconds: 0,
       shutdownTimeoutSeconds: 25,
+      configNamespace: 'sandbox-system',
+      configName: 'sandbox-injection-config',
+      allowAnnotationRuntimes: false,
+      certMode: 'auto',
+      certNamespace: 'sandbox-system',
+      certSecretName: 'sandbox-injector-tls',
+      serviceName: 'sandbox-injector',
+      webhookConfigName: 'sandbox-injector',
+      certDir: 'certs/self-managed',
     });
     expect(DEFAULT_CONFIG_FILE).toMatch(/\/manifests\/injection-config\.yaml$/);
+  });
+
+  it('parses the cluster-mode flags and checks the certificate mode against the files given', () => {
+    expect(
+      options(['--kubeconfig', '/k', '--allow-annotation-runtimes', '--cert-mode', 'self-managed', '--cert-extra-sans', '127.0.0.1']),
+    ).toMatchObject({ kubeconfig: '/k', allowAnnotationRuntimes: true, certMode: 'self-managed', certExtraSans: '127.0.0.1' });
+    expect(() => options(['--cert-mode', 'files'])).toThrow(/--cert-mode \(SANDBOX_INJECTOR_CERT_MODE\) files needs --tls-cert-file/);
+    expect(() => options(['--cert-mode', 'magic'])).toThrow(/--cert-mode .*must be equal to one of the allowed values \(auto, files, self-managed\)/);
+    expect(() => options(['--config-namespace', 'Bad_NS'])).toThrow(/--config-namespace/);
   });
 
   it('returns a frozen object', () => {
