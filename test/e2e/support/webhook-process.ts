@@ -1,0 +1,128 @@
+// The real webhook, as a separate process (`node dist/cli/main.js serve`) in cluster mode against the e2e
+// cluster, serving a certificate for 127.0.0.1 that the test's MutatingWebhookConfiguration trusts.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { request } from 'node:https';
+import { createCa, createServingCert, repoRoot, type CertAndKey, type TestCluster } from './cluster.js';
+
+const CLI = path.join(repoRoot, 'dist', 'cli', 'main.js');
+
+export interface WebhookProcess {
+  port: number;
+  ca: CertAndKey;
+  /** Every JSON log line the process wrote so far, across restarts. */
+  logs: Record<string, unknown>[];
+  url: string;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export async function startWebhookProcess(cluster: TestCluster, extraArgs: string[] = []): Promise<WebhookProcess> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'si-e2e-webhook-'));
+  const ca = createCa('sandbox-injector-e2e-webhook-ca');
+  const serving = createServingCert(ca, { commonName: '127.0.0.1', dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] });
+  writeFileSync(path.join(dir, 'tls.crt'), serving.certPem);
+  writeFileSync(path.join(dir, 'tls.key'), serving.keyPem);
+  const port = await freePort();
+  const logs: Record<string, unknown>[] = [];
+  let child: ChildProcess | undefined;
+
+  const start = async (): Promise<void> => {
+    const args = [
+      CLI, 'serve', '--host', '127.0.0.1', '--port', String(port), '--metrics-port', '0',
+      '--kubeconfig', cluster.kubeconfigPath, '--cert-mode', 'files',
+      '--tls-cert-file', path.join(dir, 'tls.crt'), '--tls-key-file', path.join(dir, 'tls.key'),
+      '--log-level', 'debug', ...extraArgs,
+    ];
+    const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    child = proc;
+    let pending = '';
+    proc.stdout?.on('data', (chunk: Buffer) => {
+      pending += chunk.toString('utf8');
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) {
+        try {
+          logs.push(JSON.parse(line) as Record<string, unknown>);
+        } catch {
+          logs.push({ msg: line });
+        }
+      }
+    });
+    proc.stderr?.on('data', (chunk: Buffer) => logs.push({ stderr: chunk.toString('utf8') }));
+    await waitReady(port, ca.certPem, proc);
+  };
+
+  const stop = async (): Promise<void> => {
+    const proc = child;
+    if (proc === undefined || proc.exitCode !== null) return;
+    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+    proc.kill('SIGTERM');
+    await exited;
+  };
+
+  await start();
+  return { port, ca, logs, url: `https://127.0.0.1:${port}/mutate`, stop, start };
+}
+
+async function waitReady(port: number, caPem: string, proc: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== null) throw new Error(`webhook exited with ${proc.exitCode} before it was ready`);
+    if ((await readyz(port, caPem)) === 200) return;
+    await sleep(100);
+  }
+  throw new Error('webhook not ready within 30 s');
+}
+
+function readyz(port: number, caPem: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path: '/readyz', ca: caPem, method: 'GET' }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', () => resolve(0));
+    req.end();
+  });
+}
+
+export function webhookConfiguration(
+  name: string,
+  url: string,
+  caPem: string,
+  failurePolicy: 'Fail' | 'Ignore' = 'Fail',
+): Record<string, unknown> {
+  return {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'MutatingWebhookConfiguration',
+    metadata: { name },
+    webhooks: [
+      {
+        name: `${name}.agents.kruise.io`,
+        clientConfig: { url, caBundle: Buffer.from(caPem).toString('base64') },
+        rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
+        objectSelector: { matchExpressions: [{ key: 'agents.kruise.io/sandbox-name', operator: 'Exists' }] },
+        sideEffects: 'None',
+        admissionReviewVersions: ['v1'],
+        reinvocationPolicy: 'IfNeeded',
+        failurePolicy,
+        timeoutSeconds: 5,
+      },
+    ],
+  };
+}
