@@ -15,12 +15,11 @@ import { loadTlsMaterial, httpsServerOptions, type TlsFiles } from '../server/tl
 import { startTlsReloader, type TlsReloadResult } from '../server/tls/reloader.js';
 import { ensureSelfSignedCertificates } from '../server/tls/self-signed.js';
 import { directoryWatcher, systemTimers } from '../server/watch.js';
-import { startSelfManagedCertificates } from '../certs/self-managed.js';
 import { startConfigFileWatch, type ConfigLoadResult } from '../sources/config-file-watch.js';
 import { InjectionConfigStore, type ConfigUpdateReport } from '../sources/injection-config.js';
-import { createKubeClients, runningInCluster, type KubeClients } from '../sources/kube/clients.js';
-import { watchInjectionConfigMap } from '../sources/kube/configmap-watch.js';
-import { runtimesFromOwner, watchSandboxes } from '../sources/kube/sandbox-runtimes.js';
+// Cluster-mode modules are imported where used: @kubernetes/client-node alone costs ~70 MiB of RSS, which a
+// local run (npm start, the benchmark) has no use for.
+import type { KubeClients } from '../sources/kube/clients.js';
 import { runtimesFromAnnotations } from '../sources/pod-annotations.js';
 
 /** Several events arrive per Kubernetes symlink swap; wait for the burst to end before reading. */
@@ -70,7 +69,7 @@ async function run(options: Readonly<ServeOptions>, logger: Logger): Promise<num
   const closers: (() => Promise<void>)[] = [];
   const stopSignals = listenForStopSignals();
   try {
-    const kube = clusterClients(options, logger);
+    const kube = await clusterClients(options, logger);
     const tlsFiles = await resolveTlsFiles(options, kube, logger, closers);
     const material = await loadTlsMaterial(tlsFiles);
 
@@ -100,7 +99,7 @@ async function run(options: Readonly<ServeOptions>, logger: Logger): Promise<num
       closers.push(() => configWatch.close());
       review = { config: () => store.snapshot(), selectRuntimes: (pod) => runtimesFromAnnotations(pod) };
     } else {
-      review = startClusterSources(options, kube, store, metrics, logger, closers);
+      review = await startClusterSources(options, kube, store, metrics, logger, closers);
     }
     if (options.wrapperImage !== undefined) review = { ...review, wrapperImage: options.wrapperImage };
 
@@ -164,7 +163,10 @@ async function run(options: Readonly<ServeOptions>, logger: Logger): Promise<num
 }
 
 /** Cluster mode when given a kubeconfig or running in a pod; otherwise everything comes from local files. */
-function clusterClients(options: Readonly<ServeOptions>, logger: Logger): KubeClients | undefined {
+async function clusterClients(options: Readonly<ServeOptions>, logger: Logger): Promise<KubeClients | undefined> {
+  // Without a kubeconfig, only a pod's environment can mean cluster mode; check that before loading the client.
+  if (options.kubeconfig === undefined && process.env.KUBERNETES_SERVICE_HOST === undefined) return undefined;
+  const { createKubeClients, runningInCluster } = await import('../sources/kube/clients.js');
   if (options.kubeconfig === undefined && !runningInCluster(process.env)) return undefined;
   logger.info({ kubeconfig: options.kubeconfig ?? 'in-cluster service account' }, 'cluster mode');
   return createKubeClients(options.kubeconfig);
@@ -182,6 +184,7 @@ async function resolveTlsFiles(
   }
   if (options.certMode === 'self-managed' || (options.certMode === 'auto' && kube !== undefined)) {
     if (kube === undefined) throw new Error('--cert-mode self-managed needs cluster mode (--kubeconfig, or running in a pod)');
+    const { startSelfManagedCertificates } = await import('../certs/self-managed.js');
     const certificates = startSelfManagedCertificates({
       clients: kube,
       namespace: options.certNamespace,
@@ -209,14 +212,16 @@ async function resolveTlsFiles(
  * Cluster mode: the injection config from a cached watch of the ConfigMap, runtimes from the owning Sandbox
  * (cached watch, GET on a miss). Admissions never call the API for the config.
  */
-function startClusterSources(
+async function startClusterSources(
   options: Readonly<ServeOptions>,
   kube: KubeClients,
   store: InjectionConfigStore,
   metrics: ServerMetrics,
   logger: Logger,
   closers: (() => Promise<void>)[],
-): ReviewDeps {
+): Promise<ReviewDeps> {
+  const { watchInjectionConfigMap } = await import('../sources/kube/configmap-watch.js');
+  const { runtimesFromOwner, watchSandboxes } = await import('../sources/kube/sandbox-runtimes.js');
   const configWatch = watchInjectionConfigMap({
     clients: kube,
     namespace: options.configNamespace,

@@ -10,9 +10,14 @@ import { X509Certificate, createPrivateKey, generateKeyPair, randomBytes } from 
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import forge from 'node-forge';
+import type Forge from 'node-forge';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
+
+/** node-forge (~11 MiB of RSS) is only loaded when a certificate has to be made, not on every start. */
+async function loadForge(): Promise<typeof Forge> {
+  return (await import('node-forge')).default;
+}
 
 export interface SelfSignedFiles {
   caCertFile: string;
@@ -116,12 +121,13 @@ function serialNumber(): string {
   return bytes.toString('hex');
 }
 
-function validity(cert: forge.pki.Certificate, now: Date, days: number): void {
+function validity(cert: Forge.pki.Certificate, now: Date, days: number): void {
   cert.validity.notBefore = new Date(now.getTime() - BACKDATE_MS);
   cert.validity.notAfter = new Date(now.getTime() + days * DAY_MS);
 }
 
 async function createCa(now: Date): Promise<Pair> {
+  const forge = await loadForge();
   const { publicKeyPem, privateKeyPem } = await newRsaKey();
   const cert = forge.pki.createCertificate();
   cert.publicKey = forge.pki.publicKeyFromPem(publicKeyPem);
@@ -141,6 +147,7 @@ async function createCa(now: Date): Promise<Pair> {
 }
 
 async function issueServing(ca: Pair, now: Date): Promise<Pair> {
+  const forge = await loadForge();
   const { publicKeyPem, privateKeyPem } = await newRsaKey();
   const caCert = forge.pki.certificateFromPem(ca.certPem);
   const cert = forge.pki.createCertificate();
