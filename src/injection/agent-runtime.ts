@@ -1,6 +1,7 @@
 import type { PodEditor } from './editor.js';
-import { addMissingVolumes, appendContainers, appendEnv, appendMounts, editContainer } from './merge.js';
-import { containerNames, firstTaken, isValidHandler } from './pod-parts.js';
+import { appendMainMounts, mainContainerFor } from './main-container.js';
+import { addMissingVolumes, appendContainers, appendEnv, editContainer } from './merge.js';
+import { isValidHandler } from './pod-parts.js';
 import { skip, type InjectionReport } from './report.js';
 import { AGENT_RUNTIME, type Lifecycle, type RuntimeConfig } from './types.js';
 
@@ -10,16 +11,8 @@ import { AGENT_RUNTIME, type Lifecycle, type RuntimeConfig } from './types.js';
  */
 export function injectAgentRuntime(editor: PodEditor, config: RuntimeConfig, report: InjectionReport): void {
   const sidecars = config.csiSidecar ?? [];
-  const taken = firstTaken(sidecars, containerNames(editor.pod));
-  if (taken !== undefined) {
-    skip(report, AGENT_RUNTIME, 'container-name-conflict', `container name conflict: "${taken}" already exists`);
-    return;
-  }
-  const main = editor.pod.spec.containers[0];
-  if (main === undefined) {
-    skip(report, AGENT_RUNTIME, 'no-main-container', 'the pod has no containers');
-    return;
-  }
+  const main = mainContainerFor(editor, AGENT_RUNTIME, sidecars, report);
+  if (main === undefined) return;
   const postStart = config.mainContainer?.lifecycle?.postStart;
   const configHasPostStart = isValidHandler(postStart);
   if (configHasPostStart && isValidHandler(main.lifecycle?.postStart)) {
@@ -34,12 +27,7 @@ export function injectAgentRuntime(editor: PodEditor, config: RuntimeConfig, rep
     lifecycle.postStart = postStart;
   }
   appendEnv(editor, 0, config.mainContainer?.env ?? []);
-  const refused = appendMounts(editor, 'containers', 0, config.mainContainer?.volumeMounts ?? []);
-  for (const mount of refused) {
-    report.warnings.push(
-      `${AGENT_RUNTIME}: mount "${mount.name}" left out, "${main.name}" already mounts ${mount.mountPath}`,
-    );
-  }
+  appendMainMounts(editor, AGENT_RUNTIME, main, config.mainContainer?.volumeMounts ?? [], report);
   addMissingVolumes(editor, config.volume ?? []);
   report.injected.push(AGENT_RUNTIME);
 }

@@ -1,7 +1,7 @@
 import type { PodEditor } from './editor.js';
-import { addMissingVolumes, appendContainers, appendEnv, appendMounts } from './merge.js';
-import { containerNames, firstTaken } from './pod-parts.js';
-import { skip, type InjectionReport } from './report.js';
+import { appendMainMounts, mainContainerFor } from './main-container.js';
+import { addMissingVolumes, appendContainers, appendEnv } from './merge.js';
+import type { InjectionReport } from './report.js';
 import { CSI, type RuntimeConfig } from './types.js';
 
 /**
@@ -10,22 +10,12 @@ import { CSI, type RuntimeConfig } from './types.js';
  */
 export function injectCsi(editor: PodEditor, config: RuntimeConfig, report: InjectionReport): void {
   const sidecars = config.csiSidecar ?? [];
-  const taken = firstTaken(sidecars, containerNames(editor.pod));
-  if (taken !== undefined) {
-    skip(report, CSI, 'container-name-conflict', `container name conflict: "${taken}" already exists`);
-    return;
-  }
-  const main = editor.pod.spec.containers[0];
-  if (main === undefined) {
-    skip(report, CSI, 'no-main-container', 'the pod has no containers');
-    return;
-  }
+  const main = mainContainerFor(editor, CSI, sidecars, report);
+  if (main === undefined) return;
 
   appendEnv(editor, 0, withNewNames(config.mainContainer?.env ?? [], main.env ?? []));
   const mounts = withNewNames(config.mainContainer?.volumeMounts ?? [], main.volumeMounts ?? []);
-  for (const mount of appendMounts(editor, 'containers', 0, mounts)) {
-    report.warnings.push(`${CSI}: mount "${mount.name}" left out, "${main.name}" already mounts ${mount.mountPath}`);
-  }
+  appendMainMounts(editor, CSI, main, mounts, report);
   appendContainers(editor, 'initContainers', sidecars);
   addMissingVolumes(editor, config.volume ?? []);
   report.injected.push(CSI);
