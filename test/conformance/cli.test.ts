@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { admittedPod, loadConformanceCases, reviewFor, type ReviewResponseLike } from '../support/conformance.js';
+import { expectConformance, loadConformanceCases, reviewFor, type ReviewResponseLike } from '../support/conformance.js';
 
 const run = promisify(execFile);
 const CLI = new URL('../../dist/cli/main.js', import.meta.url).pathname;
@@ -29,24 +29,3 @@ describe('conformance cases through the built CLI (`sandbox-injector review`)', 
     });
   }
 });
-
-export function expectConformance(
-  testCase: ReturnType<typeof loadConformanceCases>[number],
-  response: ReviewResponseLike,
-): void {
-  expect(response.uid).toBe(`uid-${testCase.name}`);
-  expect(response.allowed).toBe(testCase.expect.allowed);
-  if (!testCase.expect.allowed) {
-    expect(response.patch).toBeUndefined();
-    for (const word of testCase.expect.messageMentions ?? []) expect(response.status?.message).toContain(word);
-    return;
-  }
-  if (testCase.expect.changed !== undefined) {
-    expect(response.patch !== undefined).toBe(testCase.expect.changed);
-    expect(response.patchType).toBe(testCase.expect.changed ? 'JSONPatch' : undefined);
-  }
-  expect(admittedPod(testCase.pod, response).pod).toEqual(testCase.expect.pod);
-  if (testCase.expect.warnings !== undefined) {
-    expect((response.warnings ?? []).length > 0).toBe(testCase.expect.warnings);
-  }
-}

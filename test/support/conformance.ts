@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { expect } from 'vitest';
 import { STATUS_ANNOTATION } from '../../src/injection/index.js';
 import { applyStrict, type PatchOperation } from './strict-patch.js';
 
@@ -77,4 +78,23 @@ export function withoutStatus(pod: Record<string, unknown>, original: unknown): 
     if (!hadAnnotations && Object.keys(annotations).length === 0) delete copy.metadata.annotations;
   }
   return { pod: copy, status };
+}
+
+/** What every transport must answer for a case: the uid, the decision, and the exact pod the patch gives. */
+export function expectConformance(testCase: ConformanceCase, response: ReviewResponseLike): void {
+  expect(response.uid).toBe(`uid-${testCase.name}`);
+  expect(response.allowed).toBe(testCase.expect.allowed);
+  if (!testCase.expect.allowed) {
+    expect(response.patch).toBeUndefined();
+    for (const word of testCase.expect.messageMentions ?? []) expect(response.status?.message).toContain(word);
+    return;
+  }
+  if (testCase.expect.changed !== undefined) {
+    expect(response.patch !== undefined).toBe(testCase.expect.changed);
+    expect(response.patchType).toBe(testCase.expect.changed ? 'JSONPatch' : undefined);
+  }
+  expect(admittedPod(testCase.pod, response).pod).toEqual(testCase.expect.pod);
+  if (testCase.expect.warnings !== undefined) {
+    expect((response.warnings ?? []).length > 0).toBe(testCase.expect.warnings);
+  }
 }
