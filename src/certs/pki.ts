@@ -3,13 +3,23 @@
  * signs for the webhook Service. Keys come from node:crypto (native, async, off the event loop); node-forge
  * only assembles and signs the certificates, which node:crypto cannot do. RSA 2048 because forge signs RSA
  * only, and kube-apiserver (Go) and every TLS client accept it.
+ *
+ * The local self-signed pair of `npm start` (server/tls/self-signed.ts) is made with the same functions.
  */
 import { X509Certificate, createPrivateKey, generateKeyPair, randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import { promisify } from 'node:util';
-import forge from 'node-forge';
+import type Forge from 'node-forge';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
+
+/**
+ * node-forge (~11 MiB of RSS) is loaded when a certificate has to be made, not when one is only read, so a
+ * `serve` that reuses its certificate never loads it.
+ */
+async function loadForge(): Promise<typeof Forge> {
+  return (await import('node-forge')).default;
+}
 
 export const DAY_MS = 24 * 60 * 60 * 1000;
 /** Backdated so that a client whose clock is a little behind accepts a certificate made a moment ago. */
@@ -87,6 +97,7 @@ export function coversNames(cert: X509Certificate, names: SubjectNames): boolean
 }
 
 export async function createCa(now: Date, validityDays: number): Promise<CertifiedKey> {
+  const forge = await loadForge();
   const { publicKeyPem, privateKeyPem } = await newRsaKey();
   const cert = forge.pki.createCertificate();
   cert.publicKey = forge.pki.publicKeyFromPem(publicKeyPem);
@@ -109,6 +120,7 @@ export async function createCa(now: Date, validityDays: number): Promise<Certifi
 
 /** A serving certificate for `names`, never outliving the CA that signs it. */
 export async function issueServing(ca: CertifiedKey, names: SubjectNames, now: Date, validityDays: number): Promise<CertifiedKey> {
+  const forge = await loadForge();
   const { publicKeyPem, privateKeyPem } = await newRsaKey();
   const caCert = forge.pki.certificateFromPem(ca.certPem);
   const cert = forge.pki.createCertificate();
@@ -161,7 +173,7 @@ function serialNumber(): string {
   return bytes.toString('hex');
 }
 
-function setValidity(cert: forge.pki.Certificate, now: Date, until: Date): void {
+function setValidity(cert: Forge.pki.Certificate, now: Date, until: Date): void {
   cert.validity.notBefore = new Date(now.getTime() - BACKDATE_MS);
   cert.validity.notAfter = until;
 }
