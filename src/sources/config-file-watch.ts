@@ -9,6 +9,7 @@
  */
 import { readFile as fsReadFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { coalesced } from '../util/coalesce.js';
 import { parseConfigMapManifest } from './configmap-manifest.js';
 import type { ConfigUpdateReport, InvalidKey } from './injection-config.js';
 
@@ -85,26 +86,9 @@ export async function startConfigFileWatch(deps: ConfigFileWatchDeps): Promise<C
     return result;
   };
 
-  let running: Promise<ConfigLoadResult> | undefined;
-  let queued: Promise<ConfigLoadResult> | undefined;
-  const start = (): Promise<ConfigLoadResult> => {
-    const run = load().finally(() => {
-      running = undefined;
-    });
-    running = run;
-    return run;
-  };
   // One load at a time; changes that arrive meanwhile collapse into a single follow-up load.
-  const reload = (): Promise<ConfigLoadResult> => {
-    if (queued !== undefined) return queued;
-    if (running === undefined) return start();
-    const followUp = running.then(() => {
-      queued = undefined;
-      return start();
-    });
-    queued = followUp;
-    return followUp;
-  };
+  const loads = coalesced(load);
+  const reload = (): Promise<ConfigLoadResult> => loads.run();
 
   const first = await reload();
   const watcher = deps.watch([dirname(deps.file)], () => void reload());
@@ -114,7 +98,7 @@ export async function startConfigFileWatch(deps: ConfigFileWatchDeps): Promise<C
     async close() {
       closed = true;
       watcher.close();
-      await (queued ?? running);
+      await loads.idle();
     },
   };
 }

@@ -7,6 +7,7 @@
  */
 import type { SecureContextOptions } from 'node:tls';
 import { dirname } from 'node:path';
+import { coalesced } from '../../util/coalesce.js';
 import type { WatchDirectories } from '../watch.js';
 import {
   loadTlsMaterial,
@@ -53,8 +54,6 @@ export interface TlsReloader {
 export function startTlsReloader(deps: TlsReloaderDeps): TlsReloader {
   let current = deps.initial;
   let closed = false;
-  let running: Promise<TlsReloadResult> | undefined;
-  let queued: Promise<TlsReloadResult> | undefined;
 
   const attemptOnce = async (): Promise<TlsReloadResult> => {
     const next = await loadTlsMaterial(deps.files, deps.readFile);
@@ -80,27 +79,13 @@ export function startTlsReloader(deps: TlsReloaderDeps): TlsReloader {
     return { kind: 'failed', message: lastMessage, attempts: deps.attempts };
   };
 
-  const start = (): Promise<TlsReloadResult> => {
-    const run = reloadWithRetries().then((result) => {
-      running = undefined;
-      deps.onResult(result);
-      return result;
-    });
-    running = run;
-    return run;
-  };
-
   // One reload at a time; changes that arrive meanwhile collapse into a single follow-up reload.
-  const reload = (): Promise<TlsReloadResult> => {
-    if (queued !== undefined) return queued;
-    if (running === undefined) return start();
-    const followUp = running.then(() => {
-      queued = undefined;
-      return start();
-    });
-    queued = followUp;
-    return followUp;
-  };
+  const reloads = coalesced(async () => {
+    const result = await reloadWithRetries();
+    deps.onResult(result);
+    return result;
+  });
+  const reload = (): Promise<TlsReloadResult> => reloads.run();
 
   const dirs = [deps.files.certFile, deps.files.keyFile, deps.files.clientCaFile]
     .filter((file): file is string => file !== undefined)
@@ -115,7 +100,7 @@ export function startTlsReloader(deps: TlsReloaderDeps): TlsReloader {
     async close() {
       closed = true;
       watcher.close();
-      await (queued ?? running);
+      await reloads.idle();
     },
   };
 }

@@ -1,0 +1,43 @@
+/**
+ * One run at a time for a reload driven by change events. A call while a run is in progress queues one
+ * follow-up run, and every call until that follow-up starts shares it: a burst of events costs at most
+ * the run in progress and one more, and the last event is always followed by a complete run.
+ *
+ * Shared by the certificate reloader (server/) and the config file watch (sources/), which may not import
+ * from each other.
+ */
+export interface Coalesced<T> {
+  /** Starts a run, or joins the follow-up already queued. */
+  run(): Promise<T>;
+  /** Settles once the run in progress and the queued follow-up, if any, are done. */
+  idle(): Promise<void>;
+}
+
+export function coalesced<T>(task: () => Promise<T>): Coalesced<T> {
+  let running: Promise<T> | undefined;
+  let queued: Promise<T> | undefined;
+
+  const start = (): Promise<T> => {
+    const run = task().finally(() => {
+      running = undefined;
+    });
+    running = run;
+    return run;
+  };
+
+  return {
+    run() {
+      if (queued !== undefined) return queued;
+      if (running === undefined) return start();
+      const followUp = running.then(() => {
+        queued = undefined;
+        return start();
+      });
+      queued = followUp;
+      return followUp;
+    },
+    async idle() {
+      await (queued ?? running);
+    },
+  };
+}
