@@ -6,6 +6,7 @@ import path from 'node:path';
 import { parseAllDocuments, stringify as toYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
+import { at } from './support/json.js';
 
 const CRD_PATH = path.join(repoRoot, 'test', 'fixtures', 'e2e', 'sandbox-crd.yaml');
 const BASE = path.join(repoRoot, 'manifests');
@@ -27,21 +28,6 @@ let overlay: KubeObject[] = [];
 function cluster(): TestCluster {
   if (current === undefined) throw new Error('cluster not started');
   return current;
-}
-
-/** Walks a parsed value; undefined when any step is missing. */
-function at(value: unknown, ...keys: (string | number)[]): unknown {
-  let v = value;
-  for (const k of keys) {
-    if (typeof k === 'number') {
-      if (!Array.isArray(v)) return undefined;
-      v = (v as unknown[])[k];
-    } else {
-      if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined;
-      v = (v as Record<string, unknown>)[k];
-    }
-  }
-  return v;
 }
 
 function parseObjects(yamlText: string): KubeObject[] {
