@@ -15,7 +15,7 @@ import { loadTlsMaterial, httpsServerOptions, type TlsFiles } from '../server/tl
 import { startTlsReloader, type TlsReloadResult } from '../server/tls/reloader.js';
 import { ensureSelfSignedCertificates } from '../server/tls/self-signed.js';
 import { directoryWatcher, systemTimers } from '../server/watch.js';
-import { startConfigFileWatch, type ConfigLoadResult } from '../sources/config-file-watch.js';
+import { logInvalidKeys, startConfigFileWatch, type ConfigLoadResult } from '../sources/config-file-watch.js';
 import { InjectionConfigStore, type ConfigUpdateReport } from '../sources/injection-config.js';
 // Cluster-mode modules are imported where used: @kubernetes/client-node alone costs ~70 MiB of RSS, which a
 // local run (npm start, the benchmark) has no use for.
@@ -227,7 +227,7 @@ async function startClusterSources(
     namespace: options.configNamespace,
     name: options.configName,
     store,
-    onApplied: (report, event) => recordConfigMapChange(logger, metrics, report, event),
+    onApplied: (report, event) => recordConfigMapChange(logger, metrics, store.configMapName, report, event),
     onError: (error, retryInMs) => {
       metrics.configReload('failure', undefined);
       logger.warn({ err: error, retryInMs }, 'injection ConfigMap watch failed; restarting');
@@ -248,17 +248,13 @@ async function startClusterSources(
 function recordConfigMapChange(
   logger: Logger,
   metrics: ServerMetrics,
+  configMap: string,
   report: ConfigUpdateReport,
   event: string,
 ): void {
   metrics.configReload('success', report.invalidKeys.length);
-  for (const invalid of report.invalidKeys) {
-    logger.warn(
-      { key: invalid.key, error: invalid.message, usingLastValid: invalid.fellBack },
-      'injection config key invalid',
-    );
-  }
-  logger.info({ event, invalidKeys: report.invalidKeys.length }, 'injection config applied');
+  logger.info({ configMap, event, invalidKeys: report.invalidKeys.length }, 'injection config applied');
+  logInvalidKeys(logger, { configMap }, report.invalidKeys);
 }
 
 /**

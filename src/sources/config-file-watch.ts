@@ -114,9 +114,18 @@ function logResult({ file, logger }: ConfigFileWatchDeps, result: ConfigLoadResu
   } else {
     logger.info({ file, invalidKeys: result.invalidKeys.length }, 'injection config loaded');
   }
-  for (const { key, message, fellBack } of result.invalidKeys) {
+  logInvalidKeys(logger, { file }, result.invalidKeys);
+}
+
+/** One warning per bad key, saying what happens to admissions that ask for it; the file and ConfigMap sources share it. */
+export function logInvalidKeys(
+  logger: ConfigWatchLogger,
+  source: Record<string, string>,
+  invalidKeys: readonly InvalidKey[],
+): void {
+  for (const { key, message, fellBack } of invalidKeys) {
     const consequence = fellBack ? 'its last valid version stays in use' : 'runtimes asking for it are denied';
-    logger.warn({ file, key, error: message }, `injection config key is invalid: ${consequence}`);
+    logger.warn({ ...source, key, error: message }, `injection config key is invalid: ${consequence}`);
   }
 }
 
