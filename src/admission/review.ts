@@ -46,7 +46,9 @@ export async function reviewAdmission(body: unknown, deps: ReviewDeps): Promise<
 
   if (!isPodCreate(request)) return answer.allow();
   const pod = request.object;
-  if (!isPodLike(pod)) return answer.deny(400, 'request.object is not a Pod: it needs metadata and spec objects');
+  // Checked before anything reads the pod: kube-apiserver only sends well-typed pods, so a failure here is a
+  // hand-made or corrupted review, and it must be refused rather than crash a reader or get a broken patch.
+  if (!validatePod(pod)) return answer.deny(400, describePodError(validatePod.errors));
   answer.describePod(pod);
 
   const selection = await deps.selectRuntimes(pod, request);
@@ -58,7 +60,6 @@ export async function reviewAdmission(body: unknown, deps: ReviewDeps): Promise<
   if (!config.present) return answer.allow();
   const resolved = resolveRuntimes(selection.runtimes, config);
   if (!resolved.ok) return answer.deny(500, resolved.message);
-  if (!validatePod(pod)) return answer.deny(400, describePodError(validatePod.errors));
 
   const result = injectRuntimes(pod, {
     runtimes: resolved.runtimes,
@@ -79,16 +80,6 @@ function isPodCreate(request: AdmissionRequest): boolean {
     request.kind.kind === 'Pod' &&
     (request.subResource === undefined || request.subResource === '')
   );
-}
-
-function isPodLike(value: unknown): value is Pod {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
-  const { metadata, spec } = value as Record<string, unknown>;
-  return isObject(metadata) && isObject(spec);
-}
-
-function isObject(value: unknown): boolean {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 type Resolution =

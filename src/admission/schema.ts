@@ -8,8 +8,8 @@ export const ADMISSION_API_VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/
 const ajv = new Ajv({ allErrors: false, strict: true });
 
 /**
- * Only the envelope is checked here, not the object: validating every field of a large pod on each admission
- * would cost more than the injection. The pod is checked separately, and only when it is going to be injected.
+ * Only the envelope is checked here, not the object; the pod gets its own schema below, limited to the fields
+ * the webhook reads or writes, so a large pod costs a few microseconds to check.
  */
 const reviewSchema = {
   type: 'object',
@@ -69,7 +69,30 @@ const podSchema = {
   type: 'object',
   required: ['metadata', 'spec'],
   properties: {
-    metadata: { type: 'object', properties: { labels: stringMap, annotations: stringMap } },
+    metadata: {
+      type: 'object',
+      properties: {
+        name: { type: 'string' },
+        generateName: { type: 'string' },
+        namespace: { type: 'string' },
+        labels: stringMap,
+        annotations: stringMap,
+        ownerReferences: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['apiVersion', 'kind', 'name', 'uid'],
+            properties: {
+              apiVersion: { type: 'string' },
+              kind: { type: 'string' },
+              name: { type: 'string' },
+              uid: { type: 'string' },
+              controller: { type: 'boolean' },
+            },
+          },
+        },
+      },
+    },
     spec: {
       type: 'object',
       required: ['containers'],
