@@ -13,6 +13,7 @@ const CLI = path.join(repoRoot, 'dist', 'cli', 'main.js');
 
 export interface WebhookProcess {
   port: number;
+  /** The CA of the files-mode certificate; self-managed mode keeps its CA in the cluster instead. */
   ca: CertAndKey;
   /** Every JSON log line the process wrote so far, across restarts. */
   logs: Record<string, unknown>[];
@@ -32,22 +33,35 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export async function startWebhookProcess(cluster: TestCluster, extraArgs: string[] = []): Promise<WebhookProcess> {
+export interface WebhookProcessOptions {
+  extraArgs?: string[];
+  /** Serve a certificate the process keeps itself in a Secret (--cert-mode self-managed) instead of given files. */
+  selfManaged?: boolean;
+  /** Listen here instead of on a fresh free port, e.g. one a webhook configuration already names. */
+  port?: number;
+}
+
+export async function startWebhookProcess(cluster: TestCluster, options: WebhookProcessOptions = {}): Promise<WebhookProcess> {
   const dir = mkdtempSync(path.join(tmpdir(), 'si-e2e-webhook-'));
   const ca = createCa('sandbox-injector-e2e-webhook-ca');
   const serving = createServingCert(ca, { commonName: '127.0.0.1', dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] });
   writeFileSync(path.join(dir, 'tls.crt'), serving.certPem);
   writeFileSync(path.join(dir, 'tls.key'), serving.keyPem);
-  const port = await freePort();
+  const certArgs =
+    options.selfManaged === true
+      ? ['--cert-mode', 'self-managed', '--cert-dir', path.join(dir, 'self-managed'), '--cert-extra-sans', '127.0.0.1']
+      : ['--cert-mode', 'files', '--tls-cert-file', path.join(dir, 'tls.crt'), '--tls-key-file', path.join(dir, 'tls.key')];
+  // Readiness is probed before the self-managed CA is known: trust is checked by the tests, not here.
+  const probeCa = options.selfManaged === true ? undefined : ca.certPem;
+  const port = options.port ?? (await freePort());
   const logs: Record<string, unknown>[] = [];
   let child: ChildProcess | undefined;
 
   const start = async (): Promise<void> => {
     const args = [
       CLI, 'serve', '--host', '127.0.0.1', '--port', String(port), '--metrics-port', '0',
-      '--kubeconfig', cluster.kubeconfigPath, '--cert-mode', 'files',
-      '--tls-cert-file', path.join(dir, 'tls.crt'), '--tls-key-file', path.join(dir, 'tls.key'),
-      '--log-level', 'debug', ...extraArgs,
+      '--kubeconfig', cluster.kubeconfigPath, ...certArgs,
+      '--log-level', 'debug', ...(options.extraArgs ?? []),
     ];
     const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     child = proc;
@@ -65,7 +79,7 @@ export async function startWebhookProcess(cluster: TestCluster, extraArgs: strin
       }
     });
     proc.stderr?.on('data', (chunk: Buffer) => logs.push({ stderr: chunk.toString('utf8') }));
-    await waitReady(port, ca.certPem, proc);
+    await waitReady(port, probeCa, proc);
   };
 
   const stop = async (): Promise<void> => {
@@ -80,19 +94,20 @@ export async function startWebhookProcess(cluster: TestCluster, extraArgs: strin
   return { port, ca, logs, url: `https://127.0.0.1:${port}/mutate`, stop, start };
 }
 
-async function waitReady(port: number, caPem: string, proc: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 30_000;
+async function waitReady(port: number, caPem: string | undefined, proc: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     if (proc.exitCode !== null) throw new Error(`webhook exited with ${proc.exitCode} before it was ready`);
     if ((await readyz(port, caPem)) === 200) return;
     await sleep(100);
   }
-  throw new Error('webhook not ready within 30 s');
+  throw new Error('webhook not ready within 60 s');
 }
 
-function readyz(port: number, caPem: string): Promise<number> {
+function readyz(port: number, caPem: string | undefined): Promise<number> {
+  const trust = caPem === undefined ? { rejectUnauthorized: false } : { ca: caPem };
   return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path: '/readyz', ca: caPem, method: 'GET' }, (res) => {
+    const req = request({ host: '127.0.0.1', port, path: '/readyz', method: 'GET', ...trust }, (res) => {
       res.resume();
       resolve(res.statusCode ?? 0);
     });
@@ -104,9 +119,11 @@ function readyz(port: number, caPem: string): Promise<number> {
 export function webhookConfiguration(
   name: string,
   url: string,
-  caPem: string,
+  caPem: string | undefined,
   failurePolicy: 'Fail' | 'Ignore' = 'Fail',
 ): Record<string, unknown> {
+  // Without a CA the bundle is left for the self-managed certificates to fill in.
+  const caBundle = caPem === undefined ? {} : { caBundle: Buffer.from(caPem).toString('base64') };
   return {
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'MutatingWebhookConfiguration',
@@ -114,7 +131,7 @@ export function webhookConfiguration(
     webhooks: [
       {
         name: `${name}.agents.kruise.io`,
-        clientConfig: { url, caBundle: Buffer.from(caPem).toString('base64') },
+        clientConfig: { url, ...caBundle },
         rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
         objectSelector: { matchExpressions: [{ key: 'agents.kruise.io/sandbox-name', operator: 'Exists' }] },
         sideEffects: 'None',

@@ -1,0 +1,108 @@
+// Two real `sandbox-injector serve` processes in self-managed certificate mode, started together against a real
+// kube-apiserver: they must settle on one Secret, fill the webhook's caBundle, and serve a certificate that the
+// bundle verifies, which kube-apiserver itself proves by calling them.
+import { X509Certificate } from 'node:crypto';
+import path from 'node:path';
+import { connect } from 'node:tls';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
+import { freePort, startWebhookProcess, webhookConfiguration, type WebhookProcess } from './support/webhook-process.js';
+
+const NS = 'e2e-self-managed';
+const SERVICE_NAME = 'sandbox-injector.sandbox-system.svc';
+
+let cluster: TestCluster;
+const replicas: WebhookProcess[] = [];
+
+function servedCertificate(port: number, caPem: string): Promise<X509Certificate> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port, servername: SERVICE_NAME, ca: caPem }, () => {
+      const peer = socket.getPeerX509Certificate();
+      socket.end();
+      if (peer === undefined) reject(new Error('no peer certificate'));
+      else resolve(peer);
+    });
+    socket.on('error', reject);
+  });
+}
+
+async function caBundle(): Promise<string> {
+  const out = await cluster.kubectlOk(['get', 'mutatingwebhookconfiguration', 'sandbox-injector', '-o', 'jsonpath={.webhooks[0].clientConfig.caBundle}']);
+  return Buffer.from(out, 'base64').toString('utf8');
+}
+
+beforeAll(async () => {
+  cluster = await startCluster();
+  await cluster.kubectlOk(['apply', '-f', path.join(repoRoot, 'test', 'fixtures', 'e2e', 'sandbox-crd.yaml')]);
+  await cluster.kubectlOk(['wait', '--for=condition=Established', 'crd/sandboxes.agents.kruise.io', '--timeout=60s']);
+  await cluster.ensureNamespace('sandbox-system');
+  await cluster.ensureNamespace(NS);
+  await cluster.kubectlOk(['apply', '-f', path.join(repoRoot, 'manifests', 'injection-config.yaml')]);
+  // The webhook configuration exists before the servers, as `kubectl apply -k manifests/` creates it; it points
+  // at the first replica, and its caBundle is left for the replicas to fill in.
+  const port = await freePort();
+  const url = `https://127.0.0.1:${port}/mutate`;
+  await cluster.kubectlOk(['apply', '-f', '-'], { input: JSON.stringify(webhookConfiguration('sandbox-injector', url, undefined)) });
+  replicas.push(
+    ...(await Promise.all([
+      startWebhookProcess(cluster, { selfManaged: true, port }),
+      startWebhookProcess(cluster, { selfManaged: true }),
+    ])),
+  );
+});
+
+afterAll(async () => {
+  await Promise.all(replicas.map((r) => r.stop()));
+  await cluster?.stop();
+});
+
+describe('self-managed certificates, two serve processes started together', () => {
+  it('end with one Secret, and a caBundle that verifies the certificate each replica serves', async () => {
+    const secrets = await cluster.kubectlOk(['get', 'secrets', '-n', 'sandbox-system', '-o', 'name']);
+    expect(secrets.trim().split('\n').filter((s) => s.includes('sandbox-injector'))).toEqual(['secret/sandbox-injector-tls']);
+
+    let bundle = '';
+    const deadline = Date.now() + 90_000;
+    while (bundle === '' && Date.now() < deadline) {
+      bundle = await caBundle();
+      if (bundle === '') await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    expect(bundle).toContain('BEGIN CERTIFICATE');
+    const served = await Promise.all(replicas.map((r) => servedCertificate(r.port, bundle)));
+    const [a, b] = served;
+    expect(a?.fingerprint256).toBe(b?.fingerprint256);
+    expect(a?.checkHost(SERVICE_NAME)).toBe(SERVICE_NAME);
+    expect(a?.checkIP('127.0.0.1')).toBe('127.0.0.1');
+  });
+
+  it('kube-apiserver calls a replica through that caBundle and the pod is injected', async () => {
+    const sandbox = JSON.parse(
+      await cluster.kubectlOk(['create', '-f', '-', '-o', 'json'], {
+        input: JSON.stringify({ apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', metadata: { name: 'sbx', namespace: NS }, spec: { runtimes: [{ name: 'agent-runtime' }], template: {} } }),
+      }),
+    ) as { metadata: { uid: string } };
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        generateName: 'sbx-',
+        namespace: NS,
+        labels: { 'agents.kruise.io/sandbox-name': 'sbx' },
+        ownerReferences: [{ apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name: 'sbx', uid: sandbox.metadata.uid, controller: true }],
+      },
+      spec: { automountServiceAccountToken: false, containers: [{ name: 'main', image: 'python:3.12' }] },
+    };
+    let names: unknown[] = [];
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline) {
+      const result = await cluster.kubectl(['create', '--dry-run=server', '-f', '-', '-o', 'json'], { input: JSON.stringify(pod) });
+      if (result.code === 0) {
+        const stored = JSON.parse(result.stdout) as { spec: { initContainers?: { name: string }[] } };
+        names = (stored.spec.initContainers ?? []).map((c) => c.name);
+        if (names.length > 0) break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    expect(names).toEqual(['agent-runtime']);
+  });
+});
