@@ -4,7 +4,14 @@ import { parseAllDocuments, stringify } from 'yaml';
 import { reviewAdmission } from '../admission/review.js';
 import type { AdmissionReviewRequest } from '../admission/types.js';
 import type { Pod } from '../injection/index.js';
-import { parsePolicy, parseRuntimeList, runtimesFromAnnotations } from '../sources/pod-annotations.js';
+import type { RuntimeSelection } from '../admission/ports.js';
+import {
+  parsePolicy,
+  parseRuntimeList,
+  POLICY_ANNOTATION,
+  RUNTIMES_ANNOTATION,
+  runtimesFromAnnotations,
+} from '../sources/pod-annotations.js';
 import { CliError, type CliIo, readInput, writeLine } from './io.js';
 import { offlineDeps } from './offline-deps.js';
 
@@ -41,14 +48,7 @@ export async function injectCommand(argv: string[], io: CliIo): Promise<number> 
   const outcome = await reviewAdmission(podCreateReview(pod), {
     ...deps,
     wrapperImage: values['wrapper-image'],
-    selectRuntimes: (p) => {
-      const fromPod = runtimesFromAnnotations(p);
-      if (values.runtimes === undefined && flagPolicy === undefined) return fromPod;
-      const policy = parsePolicy(flagPolicy ?? p.metadata.annotations?.['agents.kruise.io/env-vars-injection-policy'], '--env-vars-injection-policy');
-      if (!policy.ok) return { ok: false, code: 400, message: policy.message };
-      const runtimes = values.runtimes === undefined && fromPod.ok ? fromPod.runtimes : parseRuntimeList(values.runtimes ?? '');
-      return { ok: true, runtimes, policy: policy.policy, source: 'flags' };
-    },
+    selectRuntimes: (pod) => selectionWithFlags(pod, values.runtimes, flagPolicy),
   });
   if (outcome.kind === 'bad-request') throw new CliError(outcome.message);
   const response = outcome.review.response;
@@ -59,6 +59,17 @@ export async function injectCommand(argv: string[], io: CliIo): Promise<number> 
   const mutated = applyResponsePatch(pod, response.patch);
   writeLine(io.stdout, values.output === 'json' ? JSON.stringify(mutated, null, 2) : stringify(mutated));
   return 0;
+}
+
+/** The pod's annotations, with --runtimes and --env-vars-injection-policy taking precedence where given. */
+function selectionWithFlags(pod: Pod, runtimes: string | undefined, policy: string | undefined): RuntimeSelection {
+  if (runtimes === undefined && policy === undefined) return runtimesFromAnnotations(pod);
+  const annotations = pod.metadata.annotations ?? {};
+  const field = policy === undefined ? `annotation ${POLICY_ANNOTATION}` : '--env-vars-injection-policy';
+  const checked = parsePolicy(policy ?? annotations[POLICY_ANNOTATION], field);
+  if (!checked.ok) return { ok: false, code: 400, message: checked.message };
+  const names = parseRuntimeList(runtimes ?? annotations[RUNTIMES_ANNOTATION] ?? '');
+  return { ok: true, runtimes: names, policy: checked.policy, source: 'flags' };
 }
 
 function parsePod(text: string, origin: string): Pod {

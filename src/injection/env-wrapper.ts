@@ -60,7 +60,7 @@ export function wrapForEnvInjection(editor: PodEditor, input: EnvWrapperInput, r
     report.wrapped.push(container.name);
   });
   (editor.pod.spec.initContainers ?? []).forEach((container, index) => {
-    if (input.sidecarNames.includes(container.name)) mountSandboxEnv(editor, 'initContainers', index, report);
+    if (input.sidecarNames.includes(container.name)) mountSandboxEnvOnSidecar(editor, index, report);
   });
   if (input.wrapperImage !== undefined && usesWrapper(editor)) addWrapperCopier(editor, input.wrapperImage);
 }
@@ -101,15 +101,10 @@ function wrapContainer(editor: PodEditor, index: number): void {
   }
 }
 
-function mountSandboxEnv(
-  editor: PodEditor,
-  list: 'initContainers',
-  index: number,
-  report: InjectionReport,
-): void {
-  const container = editor.pod.spec[list]?.[index];
+function mountSandboxEnvOnSidecar(editor: PodEditor, index: number, report: InjectionReport): void {
+  const container = editor.pod.spec.initContainers?.[index];
   if (container === undefined || (container.volumeMounts ?? []).some((m) => m.name === SANDBOX_ENV_VOLUME)) return;
-  if (appendMounts(editor, list, index, [sandboxEnvMount()]).length > 0) {
+  if (appendMounts(editor, 'initContainers', index, [sandboxEnvMount()]).length > 0) {
     report.warnings.push(
       `EnvVarsInjectionPolicy Auto: sidecar "${container.name}" already mounts something at ${SANDBOX_ENV_PATH}`,
     );
