@@ -87,6 +87,14 @@ describe('sandbox-injector inject', () => {
     expect(run.stderr).toMatch(/warning: EnvVarsInjectionPolicy Auto: commands not wrapped/);
   });
 
+  it('--wrapper-image adds the init container that installs run_with_envs.sh when commands are wrapped', async () => {
+    const run = await cli(['inject', '--config-file', CONFIG, '--env-vars-injection-policy', 'Auto', '--wrapper-image', 'injector:9', '-o', 'json'], JSON.stringify(pod));
+    expect(run.code).toBe(0);
+    const out = JSON.parse(run.stdout) as { spec: { initContainers: { name: string; image?: string; command?: string[] }[] } };
+    expect(out.spec.initContainers.map((c) => c.name)).toEqual(['agent-runtime', 'sandbox-env-wrapper']);
+    expect(out.spec.initContainers[1]).toMatchObject({ image: 'injector:9', command: ['node', '/app/dist/cli/main.js', 'install-wrapper', '--dir', '/var/sandbox'] });
+  });
+
   it('refuses a bad policy value, naming the flag and the allowed values', async () => {
     const run = await cli(['inject', '--env-vars-injection-policy', 'Sometimes'], JSON.stringify(pod));
     expect(run.code).not.toBe(0);
