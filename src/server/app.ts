@@ -6,6 +6,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Server, ServerOptions as HttpsServerOptions } from 'node:https';
 import { reviewAdmission, type AdmissionSummary, type ReviewDeps } from '../admission/review.js';
+import { reviewJson } from '../admission/serialize.js';
 import { failureFor } from './http-errors.js';
 import type { ServerMetrics } from './metrics.js';
 
@@ -73,7 +74,8 @@ export function buildApp(deps: AppDeps): FastifyInstance<Server> {
         }
         deps.metrics.admission(outcome.summary, ms / 1000);
         deps.logger.info(admissionLogFields(outcome.summary, ms), 'admission');
-        return outcome.review;
+        reply.type('application/json; charset=utf-8');
+        return reviewJson(outcome.review);
       } catch (error) {
         const ms = elapsedMs(request.raw);
         deps.metrics.admissionFailed('error', ms / 1000);
