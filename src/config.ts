@@ -55,6 +55,8 @@ export interface ServeOptions {
   certDir: string;
   /** Extra DNS names or IPs for the self-managed serving certificate, comma-separated. */
   certExtraSans?: string;
+  /** How often self-managed mode re-reads the Secret, adopting another replica's renewal. */
+  certPollSeconds: number;
 }
 
 export const CERT_MODES = ['auto', 'files', 'self-managed'] as const;
@@ -101,6 +103,7 @@ export const OPTION_SPECS = {
   webhookConfigName: spec('webhook-config-name', 'string', 'MutatingWebhookConfiguration whose caBundle is kept in step'),
   certDir: spec('cert-dir', 'string', 'where self-managed mode writes the serving pair'),
   certExtraSans: spec('cert-extra-sans', 'string', 'extra DNS names/IPs for the self-managed certificate, comma-separated'),
+  certPollSeconds: spec('cert-poll-seconds', 'integer', "re-read the certificate Secret this often (another replica's renewal)"),
 } as const satisfies Record<keyof ServeOptions, OptionSpec>;
 
 type OptionKey = keyof typeof OPTION_SPECS;
@@ -127,6 +130,7 @@ const DEFAULTS = {
   serviceName: 'sandbox-injector',
   webhookConfigName: 'sandbox-injector',
   certDir: 'certs/self-managed',
+  certPollSeconds: 60,
 } as const satisfies Partial<ServeOptions>;
 
 const DNS_LABEL = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
@@ -159,6 +163,7 @@ const SCHEMA: JSONSchemaType<ServeOptions> = {
     webhookConfigName: { type: 'string', pattern: DNS_SUBDOMAIN, default: DEFAULTS.webhookConfigName },
     certDir: { type: 'string', minLength: 1, default: DEFAULTS.certDir },
     certExtraSans: { type: 'string', minLength: 1, nullable: true },
+    certPollSeconds: { type: 'integer', minimum: 1, maximum: 86_400, default: DEFAULTS.certPollSeconds },
   },
   required: [
     'host',
@@ -178,6 +183,7 @@ const SCHEMA: JSONSchemaType<ServeOptions> = {
     'serviceName',
     'webhookConfigName',
     'certDir',
+    'certPollSeconds',
   ],
 };
 

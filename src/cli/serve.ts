@@ -193,6 +193,7 @@ async function resolveTlsFiles(
       webhookConfigName: options.webhookConfigName,
       dir: options.certDir,
       extraSans: (options.certExtraSans ?? '').split(',').map((s) => s.trim()).filter((s) => s !== ''),
+      pollIntervalMs: options.certPollSeconds * 1000,
       logger,
     });
     closers.push(() => certificates.stop());

@@ -1,10 +1,18 @@
 // Two real `sandbox-injector serve` processes in self-managed certificate mode, started together against a real
 // kube-apiserver: they must settle on one Secret, fill the webhook's caBundle, and serve a certificate that the
-// bundle verifies, which kube-apiserver itself proves by calling them.
+// bundle verifies, which kube-apiserver itself proves by calling them. A renewal made by another replica is
+// adopted by both while a client keeps sending reviews, without one failed admission.
 import { X509Certificate } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { request } from 'node:https';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSelfManagedCertificates } from '../../src/certs/self-managed.js';
+import { createKubeClients } from '../../src/sources/kube/clients.js';
+import { reviewFor } from '../support/conformance.js';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
 import { freePort, startWebhookProcess, webhookConfiguration, type WebhookProcess } from './support/webhook-process.js';
 
@@ -45,8 +53,8 @@ beforeAll(async () => {
   await cluster.kubectlOk(['apply', '-f', '-'], { input: JSON.stringify(webhookConfiguration('sandbox-injector', url, undefined)) });
   replicas.push(
     ...(await Promise.all([
-      startWebhookProcess(cluster, { selfManaged: true, port }),
-      startWebhookProcess(cluster, { selfManaged: true }),
+      startWebhookProcess(cluster, { selfManaged: true, port, extraArgs: ['--cert-poll-seconds', '1'] }),
+      startWebhookProcess(cluster, { selfManaged: true, extraArgs: ['--cert-poll-seconds', '1'] }),
     ])),
   );
 });
@@ -105,4 +113,72 @@ describe('self-managed certificates, two serve processes started together', () =
     }
     expect(names).toEqual(['agent-runtime']);
   });
+
+  it('adopt a renewal made by another replica, with zero failed admissions from a client looping meanwhile', async () => {
+    const bundle = await caBundle();
+    const before = await servedCertificate(replicas[0]?.port ?? 0, bundle);
+    let ok = 0;
+    const failures: string[] = [];
+    let looping = true;
+    const review = JSON.stringify(reviewFor({ metadata: { generateName: 'loop-' }, spec: { containers: [{ name: 'main' }] } }));
+    const loop = (async () => {
+      while (looping) {
+        for (const replica of replicas) {
+          // A new connection each time, so every request also proves the certificate it is served then.
+          const outcome = await admit(replica.port, bundle, review);
+          if (outcome === 'ok') ok += 1;
+          else failures.push(outcome);
+        }
+      }
+    })();
+
+    // A third replica renews, as the first one to see the certificate near its expiry would.
+    const other = startSelfManagedCertificates({
+      clients: createKubeClients(cluster.kubeconfigPath),
+      namespace: 'sandbox-system',
+      secretName: 'sandbox-injector-tls',
+      serviceName: 'sandbox-injector',
+      webhookConfigName: 'sandbox-injector',
+      dir: mkdtempSync(path.join(tmpdir(), 'si-e2e-renewer-')),
+      extraSans: ['127.0.0.1'],
+    });
+    try {
+      await other.ready;
+      await other.renewNow();
+      const deadline = Date.now() + 30_000;
+      let adopted = false;
+      while (!adopted && Date.now() < deadline) {
+        const now = await Promise.all(replicas.map((r) => servedCertificate(r.port, bundle)));
+        adopted = now.every((cert) => cert.fingerprint256 !== before.fingerprint256);
+        if (!adopted) await sleep(200);
+      }
+      expect(adopted).toBe(true);
+      await sleep(500);
+    } finally {
+      looping = false;
+      await loop;
+      await other.stop();
+    }
+    expect(failures).toEqual([]);
+    expect(ok).toBeGreaterThan(20);
+  });
 });
+
+/** One review over a fresh TLS connection that trusts `caPem` for the service name: 'ok' or what went wrong. */
+function admit(port: number, caPem: string, body: string): Promise<string> {
+  return new Promise((resolve) => {
+    const req = request(
+      { host: '127.0.0.1', port, path: '/mutate', method: 'POST', servername: SERVICE_NAME, ca: caPem, agent: false, headers: { 'content-type': 'application/json' } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve(res.statusCode === 200 && text.includes('"allowed":true') ? 'ok' : `HTTP ${res.statusCode ?? 0}: ${text.slice(0, 100)}`);
+        });
+      },
+    );
+    req.on('error', (error) => resolve(error.message));
+    req.end(body);
+  });
+}

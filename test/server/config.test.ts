@@ -38,6 +38,7 @@ describe('parseServeOptions', () => {
       serviceName: 'sandbox-injector',
       webhookConfigName: 'sandbox-injector',
       certDir: 'certs/self-managed',
+      certPollSeconds: 60,
     });
     expect(DEFAULT_CONFIG_FILE).toMatch(/\/manifests\/injection-config\.yaml$/);
   });
