@@ -39,6 +39,10 @@ export interface WebhookProcessOptions {
   selfManaged?: boolean;
   /** Listen here instead of on a fresh free port, e.g. one a webhook configuration already names. */
   port?: number;
+  /** Where to use instead of the cluster's admin kubeconfig, e.g. one with a service-account token. */
+  kubeconfigPath?: string;
+  /** Return once the process is up (/healthz) rather than ready (/readyz), to watch it become ready. */
+  untilHealthy?: boolean;
 }
 
 export async function startWebhookProcess(cluster: TestCluster, options: WebhookProcessOptions = {}): Promise<WebhookProcess> {
@@ -60,7 +64,7 @@ export async function startWebhookProcess(cluster: TestCluster, options: Webhook
   const start = async (): Promise<void> => {
     const args = [
       CLI, 'serve', '--host', '127.0.0.1', '--port', String(port), '--metrics-port', '0',
-      '--kubeconfig', cluster.kubeconfigPath, ...certArgs,
+      '--kubeconfig', options.kubeconfigPath ?? cluster.kubeconfigPath, ...certArgs,
       '--log-level', 'debug', ...(options.extraArgs ?? []),
     ];
     const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -79,7 +83,7 @@ export async function startWebhookProcess(cluster: TestCluster, options: Webhook
       }
     });
     proc.stderr?.on('data', (chunk: Buffer) => logs.push({ stderr: chunk.toString('utf8') }));
-    await waitReady(port, probeCa, proc);
+    await waitFor(options.untilHealthy === true ? '/healthz' : '/readyz', port, probeCa, proc);
   };
 
   const stop = async (): Promise<void> => {
@@ -94,20 +98,21 @@ export async function startWebhookProcess(cluster: TestCluster, options: Webhook
   return { port, ca, logs, url: `https://127.0.0.1:${port}/mutate`, stop, start };
 }
 
-async function waitReady(port: number, caPem: string | undefined, proc: ChildProcess): Promise<void> {
+async function waitFor(path: string, port: number, caPem: string | undefined, proc: ChildProcess): Promise<void> {
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     if (proc.exitCode !== null) throw new Error(`webhook exited with ${proc.exitCode} before it was ready`);
-    if ((await readyz(port, caPem)) === 200) return;
+    if ((await probe(path, port, caPem)) === 200) return;
     await sleep(100);
   }
   throw new Error('webhook not ready within 60 s');
 }
 
-function readyz(port: number, caPem: string | undefined): Promise<number> {
+/** The status of GET `path`, 0 when the server does not answer. */
+export function probe(path: string, port: number, caPem: string | undefined): Promise<number> {
   const trust = caPem === undefined ? { rejectUnauthorized: false } : { ca: caPem };
   return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path: '/readyz', method: 'GET', ...trust }, (res) => {
+    const req = request({ host: '127.0.0.1', port, path, method: 'GET', ...trust }, (res) => {
       res.resume();
       resolve(res.statusCode ?? 0);
     });
