@@ -1,4 +1,4 @@
-import type { Container, LifecycleHandler, Pod, Volume } from './types.js';
+import type { LifecycleHandler, Pod } from './types.js';
 
 /** Names of every container and init container of the pod, as they stand now. */
 export function containerNames(pod: Pod): Set<string> {
@@ -25,10 +25,3 @@ export function isValidHandler(handler: LifecycleHandler | undefined): handler i
   return HANDLER_KINDS.some((kind) => handler[kind] !== undefined && handler[kind] !== null);
 }
 
-export function mainContainer(pod: Pod): Container | undefined {
-  return pod.spec.containers[0];
-}
-
-export function hasVolume(pod: Pod, name: string): boolean {
-  return (pod.spec.volumes ?? []).some((v: Volume) => v.name === name);
-}
