@@ -55,7 +55,7 @@ export function createMetrics(options: MetricsOptions): ServerMetrics {
   });
   const configReloads = new Counter({
     name: `${PREFIX}config_reloads_total`,
-    help: 'Injection config file loads, by result (failure: the last valid config stays in use)',
+    help: 'Injection config loads from the file or the ConfigMap watch, by result (failure: the last valid config stays in use)',
     labelNames: ['result'] as const,
     registers: [registry],
   });
