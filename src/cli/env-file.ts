@@ -15,7 +15,10 @@ const USAGE = `usage: sandbox-injector env-file --dir DIR [KEY=VALUE...]
 
 Writes DIR/env.sh (mode 0600, atomically) and then DIR/.env_ready, releasing containers
 wrapped by run_with_envs.sh. With no variables it only signals readiness.
---from-json FILE reads a JSON object of string values.
+--from-json FILE reads either a JSON object of string values ({"KEY": "value", ...}) or the
+JSON of a Sandbox's agents.kruise.io/init-runtime-request annotation, of which only envVars
+is used ({"envVars": {"KEY": "value", ...}, "accessToken": ...}). An object with an envVars
+key is read as the latter, unless envVars holds a string: then it is a variable of a flat map.
 `;
 
 const EXIT_OK = 0;

@@ -1,4 +1,4 @@
-import { readdir, writeFile } from 'node:fs/promises';
+import { readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -72,6 +72,67 @@ describe('sandbox-injector env-file', () => {
     }
   });
 
+  it('writes only the envVars of an init-runtime-request --from-json file', async () => {
+    const json = path.join(dir, 'init-runtime-request.json');
+    const accessToken = 'runtime-token-7f3a';
+    // The annotation agents.kruise.io/init-runtime-request as OpenKruise Agents writes it on a claimed Sandbox.
+    await writeFile(
+      json,
+      JSON.stringify({
+        envVars: { OPENAI_API_KEY: 'sk-abc', GREETING: "it's $HOME\nbye", EMPTY: '' },
+        accessToken,
+        skipRefresh: true,
+      }),
+    );
+    const envDir = await makeTempDir('env-file-cli-target');
+    try {
+      const run = await cli(['--dir', envDir, '--from-json', json]);
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      expect(run.stdout).toMatch(/wrote 3 variables to .*env\.sh; signalled .*\.env_ready/);
+
+      const seen = await seenThroughWrapper(envDir);
+      expect(seen.get('OPENAI_API_KEY')).toBe('sk-abc');
+      expect(seen.get('GREETING')).toBe("it's $HOME\nbye");
+      expect(seen.get('EMPTY')).toBe('');
+      for (const field of ['envVars', 'accessToken', 'skipRefresh']) {
+        expect(seen.has(field), field).toBe(false);
+      }
+      expect(await readFile(path.join(envDir, 'env.sh'), 'utf8')).not.toContain(accessToken);
+    } finally {
+      await removeDir(envDir);
+    }
+  });
+
+  it('only signals readiness for an init-runtime-request whose envVars is null', async () => {
+    const json = path.join(dir, 'init-runtime-request.json');
+    await writeFile(json, JSON.stringify({ envVars: null, accessToken: 'runtime-token-7f3a' }));
+    const envDir = await makeTempDir('env-file-cli-target');
+    try {
+      const run = await cli(['--dir', envDir, '--from-json', json]);
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      expect(run.stdout).toMatch(/wrote 0 variables/);
+      expect(await exists(path.join(envDir, '.env_ready'))).toBe(true);
+      expect(await readFile(path.join(envDir, 'env.sh'), 'utf8')).not.toMatch(/^export /m);
+    } finally {
+      await removeDir(envDir);
+    }
+  });
+
+  it('writes a string envVars of a flat --from-json map as a variable', async () => {
+    const json = path.join(dir, 'vars.json');
+    await writeFile(json, JSON.stringify({ envVars: 'a plain value', OTHER: 'o' }));
+    const envDir = await makeTempDir('env-file-cli-target');
+    try {
+      const run = await cli(['--dir', envDir, '--from-json', json]);
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      const seen = await seenThroughWrapper(envDir);
+      expect(seen.get('envVars')).toBe('a plain value');
+      expect(seen.get('OTHER')).toBe('o');
+    } finally {
+      await removeDir(envDir);
+    }
+  });
+
   it('only signals readiness when given no variables', async () => {
     const run = await cli([`--dir=${dir}`]);
     expect(run).toMatchObject({ code: 0, stderr: '' });
@@ -120,6 +181,10 @@ describe('sandbox-injector env-file errors', () => {
     ['a NUL in a value', '{"Z": "a\\u0000b"}', /variable Z: value contains a NUL byte/],
     ['a bad key', '{"BAD KEY": "x"}', /invalid variable name "BAD KEY"/],
     ['invalid UTF-8', Buffer.from([0x7b, 0x22, 0x41, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]), /is not valid UTF-8/],
+    ['a number in envVars', '{"envVars": {"OK": "x", "FOO": 3}}', /vars\.json: envVars\.FOO must be a string/],
+    ['envVars as an array', '{"envVars": ["A=1"]}', /vars\.json: envVars must be an object of string values/],
+    ['a bad key in envVars', '{"envVars": {"BAD KEY": "x"}}', /invalid variable name "BAD KEY"/],
+    ['a bash-managed key in envVars', '{"envVars": {"SHLVL": "9"}}', /"SHLVL" is managed by bash/],
   ])('refuses --from-json with %s', async (_label, content, message) => {
     const json = path.join(dir, 'vars.json');
     await writeFile(json, content);
@@ -128,6 +193,15 @@ describe('sandbox-injector env-file errors', () => {
     expect(run.stderr).toMatch(message);
     await expectNothingWritten();
     expect(await readdir(dir)).toEqual(['vars.json']);
+  });
+
+  it('does not echo --from-json content in its errors', async () => {
+    const json = path.join(dir, 'vars.json');
+    await writeFile(json, '{"envVars": {"API_KEY": s3cr3t}}');
+    const run = await cli(['--dir', dir, '--from-json', json]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(`sandbox-injector env-file: ${json} is not valid JSON\n`);
+    await expectNothingWritten();
   });
 
   it('refuses a --from-json file that cannot be read', async () => {
