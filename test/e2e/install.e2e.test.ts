@@ -2,6 +2,8 @@
 // the real kubectl, the API server accepts every object (server-side apply, dry run, strict field
 // validation, Pod Security "restricted"), the cert-manager overlay is well formed, and the RBAC grants the
 // service account exactly what the webhook uses (kubectl auth can-i, and real requests as that account).
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseAllDocuments, stringify as toYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -96,9 +98,8 @@ describe('kubectl kustomize manifests/', () => {
     expect(at(webhook, 'rules')).toEqual([
       { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'], scope: 'Namespaced' },
     ]);
-    expect(at(webhook, 'objectSelector')).toEqual({
-      matchExpressions: [{ key: 'agents.kruise.io/sandbox-name', operator: 'Exists' }],
-    });
+    // The label the OpenKruise Agents Sandbox controller puts on every pod it creates.
+    expect(at(webhook, 'objectSelector')).toEqual({ matchLabels: { 'agents.kruise.io/created-by': 'sandbox' } });
     expect(at(webhook, 'namespaceSelector')).toEqual({
       matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['sandbox-system', 'kube-system'] }],
     });
@@ -129,6 +130,8 @@ describe('kubectl kustomize manifests/', () => {
     expect(at(deployment, 'spec', 'replicas')).toBe(2);
     expect(at(pod, 'serviceAccountName')).toBe('sandbox-injector');
     expect(at(container, 'image')).toBe('ghcr.io/example/sandbox-injector:0.1.0');
+    // The wrapper init container for policy Auto runs the injector's own image.
+    expect(at(container, 'env')).toEqual([{ name: 'SANDBOX_INJECTOR_WRAPPER_IMAGE', value: 'ghcr.io/example/sandbox-injector:0.1.0' }]);
     expect(at(container, 'args')).toEqual(
       expect.arrayContaining([
         'serve',
@@ -204,6 +207,67 @@ describe('kubectl kustomize manifests/', () => {
   });
 });
 
+describe('one retag through kustomize images: changes the container image and the wrapper image', () => {
+  const IMAGE = 'ghcr.io/example/sandbox-injector';
+  let tree: string;
+
+  beforeAll(() => {
+    // A copy of manifests/, edited the way a user would edit theirs.
+    tree = mkdtempSync(path.join(tmpdir(), 'si-e2e-kustomize-'));
+    cpSync(BASE, path.join(tree, 'manifests'), { recursive: true });
+  });
+
+  afterAll(() => {
+    rmSync(tree, { recursive: true, force: true });
+  });
+
+  const imagesEntry = (entry: Record<string, string>): string => `images:\n${toYaml([{ name: IMAGE, ...entry }])}`;
+  const appendTo = (file: string, text: string): void => writeFileSync(file, `${readFileSync(file, 'utf8').trimEnd()}\n${text}`);
+
+  async function imagesOf(dir: string): Promise<{ image: unknown; wrapper: unknown }> {
+    const deployment = find(parseObjects(await cluster().kubectlOk(['kustomize', dir])), 'Deployment', 'sandbox-injector');
+    const container = at(deployment, 'spec', 'template', 'spec', 'containers', 0);
+    const env = (at(container, 'env') ?? []) as { name: string; value?: string }[];
+    return { image: at(container, 'image'), wrapper: env.find((e) => e.name === 'SANDBOX_INJECTOR_WRAPPER_IMAGE')?.value };
+  }
+
+  it('in manifests/kustomization.yaml', async () => {
+    const dir = path.join(tree, 'top');
+    cpSync(BASE, dir, { recursive: true });
+    appendTo(path.join(dir, 'kustomization.yaml'), imagesEntry({ newName: 'registry.example.com/team/sandbox-injector', newTag: '1.2.3' }));
+    const image = 'registry.example.com/team/sandbox-injector:1.2.3';
+    expect(await imagesOf(dir)).toEqual({ image, wrapper: image });
+  });
+
+  it('in an overlay of your own on top of manifests/ (by digest)', async () => {
+    const dir = path.join(tree, 'overlay');
+    mkdirSync(dir);
+    const digest = `sha256:${'0123456789abcdef'.repeat(4)}`;
+    writeFileSync(path.join(dir, 'kustomization.yaml'), `resources:\n  - ../manifests\n${imagesEntry({ newName: 'registry.example.com/ov/sandbox-injector', digest })}`);
+    const image = `registry.example.com/ov/sandbox-injector@${digest}`;
+    expect(await imagesOf(dir)).toEqual({ image, wrapper: image });
+  });
+
+  it('in overlays/cert-manager', async () => {
+    const dir = path.join(tree, 'cm');
+    cpSync(BASE, dir, { recursive: true });
+    appendTo(path.join(dir, 'overlays', 'cert-manager', 'kustomization.yaml'), imagesEntry({ newTag: '9.9.9' }));
+    const image = `${IMAGE}:9.9.9`;
+    expect(await imagesOf(path.join(dir, 'overlays', 'cert-manager'))).toEqual({ image, wrapper: image });
+  });
+
+  it('would leave the wrapper image behind without base/kustomizeconfig/images.yaml (control for the checks above)', async () => {
+    const dir = path.join(tree, 'no-config');
+    cpSync(BASE, dir, { recursive: true });
+    const base = path.join(dir, 'base', 'kustomization.yaml');
+    const text = readFileSync(base, 'utf8');
+    expect(text).toContain('  - kustomizeconfig/images.yaml\n');
+    writeFileSync(base, text.replace(/^configurations:\n {2}- kustomizeconfig\/images\.yaml\n/m, ''));
+    appendTo(path.join(dir, 'kustomization.yaml'), imagesEntry({ newTag: '2.0.0' }));
+    expect(await imagesOf(dir)).toEqual({ image: `${IMAGE}:2.0.0`, wrapper: `${IMAGE}:0.1.0` });
+  });
+});
+
 describe('kubectl kustomize manifests/overlays/cert-manager', () => {
   it('adds the issuers and the Certificate, and drops the rights only self-managed certificates need', () => {
     const expected = ids(base)
@@ -252,6 +316,9 @@ describe('kubectl kustomize manifests/overlays/cert-manager', () => {
     );
     expect(JSON.stringify(args)).not.toMatch(/self-managed|--cert-dir|--cert-secret-name|--webhook-config-name/);
     expect(at(pod, 'containers', 0, 'volumeMounts')).toEqual([{ name: 'tls', mountPath: '/var/run/sandbox-injector/tls', readOnly: true }]);
+    // The wrapper image stays the injector's own.
+    const baseEnv = at(find(base, 'Deployment', 'sandbox-injector'), 'spec', 'template', 'spec', 'containers', 0, 'env');
+    expect(at(pod, 'containers', 0, 'env')).toEqual(baseEnv);
     expect(at(pod, 'volumes')).toEqual([{ name: 'tls', secret: { secretName: 'sandbox-injector-tls', defaultMode: 0o440 } }]);
   });
 
