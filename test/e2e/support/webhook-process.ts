@@ -138,7 +138,8 @@ export function webhookConfiguration(
         name: `${name}.agents.kruise.io`,
         clientConfig: { url, ...caBundle },
         rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
-        objectSelector: { matchExpressions: [{ key: 'agents.kruise.io/sandbox-name', operator: 'Exists' }] },
+        // The label the Sandbox controller puts on every pod it creates, as manifests/ selects it.
+        objectSelector: { matchLabels: { 'agents.kruise.io/created-by': 'sandbox' } },
         sideEffects: 'None',
         admissionReviewVersions: ['v1'],
         reinvocationPolicy: 'IfNeeded',
