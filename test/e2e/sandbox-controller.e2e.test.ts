@@ -8,7 +8,7 @@
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
 import { at } from './support/json.js';
@@ -45,6 +45,8 @@ let webhook: WebhookProcess;
 let plainConfig: ConfigMapObject;
 /** The webhook configuration as `kubectl kustomize manifests/` renders it. */
 let rendered: Json;
+/** A Sandbox whose pod is dry-run to see which webhook process kube-apiserver calls. */
+let warmup: SandboxObject;
 
 function c(): TestCluster {
   return cluster;
@@ -106,14 +108,14 @@ function statusOf(pod: StoredPod): Status | undefined {
   return raw === undefined ? undefined : (JSON.parse(raw) as Status);
 }
 
-/** The webhook's `admission` log lines for a pod of NS. */
-const admissionLines = (pod: string): Json[] =>
-  webhook.logs.filter((l) => l.msg === 'admission' && l.namespace === NS && l.pod === pod);
+/** The `admission` log lines for a pod of NS, of the main webhook process or of `from`. */
+const admissionLines = (pod: string, from: WebhookProcess = webhook): Json[] =>
+  from.logs.filter((l) => l.msg === 'admission' && l.namespace === NS && l.pod === pod);
 
 /** The admission log line of `pod`; log lines reach us a little after kube-apiserver has the answer. */
-async function admissionLine(pod: string): Promise<Json> {
+async function admissionLine(pod: string, from: WebhookProcess = webhook): Promise<Json> {
   for (let i = 0; i < 100; i++) {
-    const [line] = admissionLines(pod);
+    const [line] = admissionLines(pod, from);
     if (line !== undefined) return line;
     await sleep(50);
   }
@@ -145,16 +147,23 @@ beforeAll(async () => {
   rendered = found;
   await apply(pointedAtProcess(rendered, webhook.url, webhook.ca.certPem));
 
-  // kube-apiserver picks the configuration up asynchronously: dry-run a controller's pod until the webhook
-  // logs that it was called for it.
-  const warmup = await createSandbox('warmup', { runtimes: ['agent-runtime'] });
+  warmup = await createSandbox('warmup', { runtimes: ['agent-runtime'] });
+  await pointAt(webhook);
+});
+
+/**
+ * Installs the shipped configuration pointed at `target`. kube-apiserver picks the change up asynchronously:
+ * dry-run a controller's pod until that process logs that it was called for it.
+ */
+async function pointAt(target: WebhookProcess): Promise<void> {
+  await apply(pointedAtProcess(rendered, target.url, target.ca.certPem));
   const pod = podFromSandbox(warmup, { configData: plainConfig.data });
-  for (let i = 0; admissionLines('warmup').length === 0; i++) {
-    if (i > 200) throw new Error('kube-apiserver never called the webhook for a Sandbox pod');
+  for (let i = 0; admissionLines('warmup', target).length === 0; i++) {
+    if (i > 200) throw new Error(`kube-apiserver never called ${target.url} for a Sandbox pod`);
     await createPod(pod, ['--dry-run=server']);
     await sleep(100);
   }
-});
+}
 
 afterAll(async () => {
   await webhook?.stop();
@@ -318,6 +327,46 @@ describe('EnvVarsInjectionPolicy Auto in cluster mode', () => {
     expect(at(sandbox, 'spec', 'envVarsInjectionPolicy')).toBeUndefined();
     const { pod: stored } = await createPodOk(podFromSandbox(sandbox, { configData: plainConfig.data }));
     expectNotWrapped(stored);
+  });
+});
+
+describe('the wrapper image as the Deployment passes it (SANDBOX_INJECTOR_WRAPPER_IMAGE)', () => {
+  const DEPLOYMENT_IMAGE = 'registry.example.com/sandbox-injector:from-env';
+  let other: WebhookProcess | undefined;
+
+  afterEach(async () => {
+    await other?.stop();
+    other = undefined;
+  });
+
+  afterAll(async () => {
+    await pointAt(webhook);
+  });
+
+  async function autoPod(name: string, target: WebhookProcess): Promise<StoredPod> {
+    await pointAt(target);
+    const sandbox = await createSandbox(name, { runtimes: ['agent-runtime'], annotations: { [POLICY]: 'Auto' } });
+    const { pod } = await createPodOk(podFromSandbox(sandbox, { configData: plainConfig.data }));
+    await admissionLine(name, target);
+    return pod;
+  }
+
+  it('adds the wrapper init container with that image', async () => {
+    other = await startWebhookProcess(cluster, { env: { SANDBOX_INJECTOR_WRAPPER_IMAGE: DEPLOYMENT_IMAGE } });
+    const stored = await autoPod('sbx-env-wrapper', other);
+    expect(stored.spec.containers[0]?.command).toEqual(WRAPPED_COMMAND);
+    expect(stored.spec.initContainers?.find((c) => c.name === 'sandbox-env-wrapper')?.image).toBe(DEPLOYMENT_IMAGE);
+  });
+
+  it('--agent-runtime-has-wrapper: commands still wrapped, no wrapper init container', async () => {
+    other = await startWebhookProcess(cluster, {
+      env: { SANDBOX_INJECTOR_WRAPPER_IMAGE: DEPLOYMENT_IMAGE },
+      extraArgs: ['--agent-runtime-has-wrapper'],
+    });
+    const stored = await autoPod('sbx-has-wrapper', other);
+    expect(stored.spec.containers[0]?.command).toEqual(WRAPPED_COMMAND);
+    expect(names(stored.spec.volumes)).toContain('sandbox-env');
+    expect(names(stored.spec.initContainers)).toEqual(['agent-runtime']);
   });
 });
 

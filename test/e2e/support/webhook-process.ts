@@ -43,6 +43,8 @@ export interface WebhookProcessOptions {
   kubeconfigPath?: string;
   /** Return once the process is up (/healthz) rather than ready (/readyz), to watch it become ready. */
   untilHealthy?: boolean;
+  /** Environment variables on top of this process's, e.g. the SANDBOX_INJECTOR_* ones a Deployment sets. */
+  env?: Record<string, string>;
 }
 
 export async function startWebhookProcess(cluster: TestCluster, options: WebhookProcessOptions = {}): Promise<WebhookProcess> {
@@ -67,7 +69,7 @@ export async function startWebhookProcess(cluster: TestCluster, options: Webhook
       '--kubeconfig', options.kubeconfigPath ?? cluster.kubeconfigPath, ...certArgs,
       '--log-level', 'debug', ...(options.extraArgs ?? []),
     ];
-    const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...(options.env ?? {}) } });
     child = proc;
     let pending = '';
     proc.stdout?.on('data', (chunk: Buffer) => {
