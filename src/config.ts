@@ -9,6 +9,7 @@
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { Ajv, type JSONSchemaType, type ErrorObject } from 'ajv';
+import { POSTSTART_CONFLICT_MODES, type PostStartConflict } from './injection/index.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -43,6 +44,10 @@ export interface ServeOptions {
   allowAnnotationRuntimes: boolean;
   /** Image with run_with_envs.sh, added as an init container to pods whose commands are wrapped. */
   wrapperImage?: string;
+  /** The agent-runtime image carries run_with_envs.sh itself: no wrapper init container, whatever wrapperImage says. */
+  agentRuntimeHasWrapper: boolean;
+  /** A postStart hook on both the main container and agent-runtime's config: skip the runtime, or chain them. */
+  postStartConflict: PostStartConflict;
   /** files: serve the given pair; self-managed: a CA and cert kept in a Secret; auto: pick by what is given. */
   certMode: CertMode;
   certNamespace: string;
@@ -96,6 +101,8 @@ export const OPTION_SPECS = {
   configName: spec('config-name', 'string', 'name of the injection ConfigMap (cluster mode)'),
   allowAnnotationRuntimes: spec('allow-annotation-runtimes', 'boolean', 'cluster mode: honour runtime annotations on pods without a Sandbox owner'),
   wrapperImage: spec('wrapper-image', 'string', 'image whose init container installs run_with_envs.sh'),
+  agentRuntimeHasWrapper: spec('agent-runtime-has-wrapper', 'boolean', 'the agent-runtime image carries run_with_envs.sh: add no wrapper init container'),
+  postStartConflict: spec('poststart-conflict', 'string', `${POSTSTART_CONFLICT_MODES.join('|')}: main container and agent-runtime both have a postStart hook`),
   certMode: spec('cert-mode', 'string', `${CERT_MODES.join('|')}: given files, or a CA and cert kept in a Secret`),
   certNamespace: spec('cert-namespace', 'string', 'namespace of the certificate Secret and the Service'),
   certSecretName: spec('cert-secret-name', 'string', 'Secret holding the self-managed CA and certificate'),
@@ -124,6 +131,8 @@ const DEFAULTS = {
   configNamespace: 'sandbox-system',
   configName: 'sandbox-injection-config',
   allowAnnotationRuntimes: false,
+  agentRuntimeHasWrapper: false,
+  postStartConflict: 'skip',
   certMode: 'auto',
   certNamespace: 'sandbox-system',
   certSecretName: 'sandbox-injector-tls',
@@ -156,6 +165,8 @@ const SCHEMA: JSONSchemaType<ServeOptions> = {
     configName: { type: 'string', pattern: DNS_SUBDOMAIN, default: DEFAULTS.configName },
     allowAnnotationRuntimes: { type: 'boolean', default: DEFAULTS.allowAnnotationRuntimes },
     wrapperImage: { type: 'string', minLength: 1, nullable: true },
+    agentRuntimeHasWrapper: { type: 'boolean', default: DEFAULTS.agentRuntimeHasWrapper },
+    postStartConflict: { type: 'string', enum: [...POSTSTART_CONFLICT_MODES], default: DEFAULTS.postStartConflict },
     certMode: { type: 'string', enum: [...CERT_MODES], default: DEFAULTS.certMode },
     certNamespace: { type: 'string', pattern: DNS_LABEL, default: DEFAULTS.certNamespace },
     certSecretName: { type: 'string', pattern: DNS_SUBDOMAIN, default: DEFAULTS.certSecretName },
@@ -177,6 +188,8 @@ const SCHEMA: JSONSchemaType<ServeOptions> = {
     'configNamespace',
     'configName',
     'allowAnnotationRuntimes',
+    'agentRuntimeHasWrapper',
+    'postStartConflict',
     'certMode',
     'certNamespace',
     'certSecretName',
@@ -272,6 +285,15 @@ function isOptionKey(key: string): key is OptionKey {
 
 function optionKeys(): OptionKey[] {
   return Object.keys(OPTION_SPECS).filter(isOptionKey);
+}
+
+/** How reviews inject, as the options say; the CLI's review and inject take the same choices as flags. */
+export function injectionSettings(options: Readonly<ServeOptions>): {
+  postStartConflict: PostStartConflict;
+  wrapperImage?: string;
+} {
+  const wrapperImage = options.agentRuntimeHasWrapper ? undefined : options.wrapperImage;
+  return { postStartConflict: options.postStartConflict, ...(wrapperImage === undefined ? {} : { wrapperImage }) };
 }
 
 /** `serve --help`: one line per option, generated from the same table the parser uses. */

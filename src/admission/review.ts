@@ -1,11 +1,13 @@
 import {
   injectRuntimes,
   type Pod,
+  type PostStartConflict,
   type RequestedRuntime,
   type SkipReason,
 } from '../injection/index.js';
 import { diffPods, encodePatch } from './patch.js';
 import type { ConfigSnapshot, RuntimeSelection } from './ports.js';
+import { warningSubject } from './sandbox-owner.js';
 import { describePodError, describeReviewError } from './schema-errors.js';
 import { validatePod, validateReview } from './schema.js';
 import type { AdmissionRequest, AdmissionResponse, AdmissionReview, AdmissionReviewRequest } from './types.js';
@@ -18,6 +20,8 @@ export interface ReviewDeps {
   selectRuntimes(pod: Pod, request: AdmissionRequest): RuntimeSelection | Promise<RuntimeSelection>;
   /** Image carrying run_with_envs.sh, injected as an init container when commands are wrapped. */
   wrapperImage?: string;
+  /** A postStart hook on both the main container and agent-runtime's config: skip the runtime, or chain them. */
+  postStartConflict?: PostStartConflict;
 }
 
 export type Decision = 'injected' | 'unchanged' | 'denied';
@@ -29,9 +33,13 @@ export interface AdmissionSummary {
   pod: string | undefined;
   runtimes: string[];
   decision: Decision;
+  /** Runtimes this admission found already in the pod. */
+  present: string[];
   skipped: { runtime: string; reason: SkipReason }[];
   patchBytes: number;
   warnings: number;
+  /** Why, for a denial. */
+  message?: string;
 }
 
 export type ReviewOutcome =
@@ -66,11 +74,16 @@ export async function reviewAdmission(body: unknown, deps: ReviewDeps): Promise<
     policy: selection.policy,
     allConfigs: config.valid,
     wrapperImage: deps.wrapperImage,
+    postStartConflict: deps.postStartConflict,
   });
-  answer.skipped = result.report.skipped.map(({ runtime, reason }) => ({ runtime, reason }));
-  answer.warnings.push(...resolved.warnings, ...result.report.warnings);
+  const { report } = result;
+  answer.present = report.present;
+  answer.skipped = report.skipped.map(({ runtime, reason }) => ({ runtime, reason }));
+  answer.warnings.push(...resolved.warnings, ...report.warnings);
   if (!result.changed) return answer.allow();
-  return answer.allow(encodePatch(diffPods(pod, result.pod)));
+  // A patch that only records the status annotation (runtimes found present, all skipped) injected nothing.
+  const injected = report.injected.length > 0 || report.wrapped.length > 0;
+  return answer.allow(encodePatch(diffPods(pod, result.pod)), injected ? 'injected' : 'unchanged');
 }
 
 function isPodCreate(request: AdmissionRequest): boolean {
@@ -111,10 +124,12 @@ function resolveRuntimes(names: readonly string[], config: ConfigSnapshot & { pr
 /** Builds the response and the log/metrics summary side by side, so the two cannot disagree. */
 class Answer {
   runtimes: string[] = [];
+  present: string[] = [];
   skipped: AdmissionSummary['skipped'] = [];
   readonly warnings: string[] = [];
   private namespace: string | undefined;
   private podName: string | undefined;
+  private subject: string | undefined;
 
   constructor(private readonly review: AdmissionReviewRequest) {
     this.namespace = review.request.namespace;
@@ -123,25 +138,28 @@ class Answer {
   describePod(pod: Pod): void {
     this.namespace = this.namespace ?? pod.metadata.namespace;
     this.podName = pod.metadata.name ?? pod.metadata.generateName ?? this.review.request.name;
+    this.subject = warningSubject(pod, this.namespace);
   }
 
-  allow(patch?: string): ReviewOutcome {
+  allow(patch?: string, decision: Decision = patch === undefined ? 'unchanged' : 'injected'): ReviewOutcome {
     const response: AdmissionResponse = { uid: this.review.request.uid, allowed: true };
     if (patch !== undefined) {
       response.patchType = 'JSONPatch';
       response.patch = patch;
     }
-    return this.finish(response, patch === undefined ? 'unchanged' : 'injected', patch?.length ?? 0);
+    return this.finish(response, decision, patch?.length ?? 0);
   }
 
   deny(code: number, message: string): ReviewOutcome {
     const reason = code >= 500 ? 'InternalError' : 'BadRequest';
     const response: AdmissionResponse = { uid: this.review.request.uid, allowed: false, status: { code, message, reason } };
-    return this.finish(response, 'denied', 0);
+    return this.finish(response, 'denied', 0, message);
   }
 
-  private finish(response: AdmissionResponse, decision: Decision, patchBytes: number): ReviewOutcome {
-    const warnings = limitWarnings(this.warnings);
+  private finish(response: AdmissionResponse, decision: Decision, patchBytes: number, message?: string): ReviewOutcome {
+    const subject = this.subject;
+    const lines = subject === undefined ? this.warnings : this.warnings.map((warning) => `${subject}: ${warning}`);
+    const warnings = limitWarnings(lines);
     if (warnings.length > 0) response.warnings = warnings;
     return {
       kind: 'response',
@@ -152,9 +170,11 @@ class Answer {
         pod: this.podName,
         runtimes: this.runtimes,
         decision,
+        present: this.present,
         skipped: this.skipped,
         patchBytes,
         warnings: warnings.length,
+        ...(message === undefined ? {} : { message }),
       },
     };
   }

@@ -1,5 +1,7 @@
 import { Ajv } from 'ajv';
 import type { Pod } from '../injection/index.js';
+import { jsonSchemaOf } from '../shapes/json-schema.js';
+import { pod as podShape } from '../shapes/kubernetes.js';
 import type { AdmissionReviewRequest } from './types.js';
 
 /** The API versions of AdmissionReview we speak; the answer always carries the request's own. */
@@ -37,73 +39,6 @@ const reviewSchema = {
   },
 } as const;
 
-const stringArray = { type: 'array', items: { type: 'string' } } as const;
-const named = { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } as const;
-const probe = { type: 'object', properties: { exec: { type: 'object', properties: { command: stringArray } } } } as const;
-const container = {
-  type: 'object',
-  required: ['name'],
-  properties: {
-    name: { type: 'string' },
-    command: stringArray,
-    args: stringArray,
-    env: { type: 'array', items: named },
-    volumeMounts: {
-      type: 'array',
-      items: {
-        type: 'object',
-        required: ['name', 'mountPath'],
-        properties: { name: { type: 'string' }, mountPath: { type: 'string' } },
-      },
-    },
-    lifecycle: { type: 'object', properties: { postStart: { type: 'object' } } },
-    startupProbe: probe,
-    livenessProbe: probe,
-    readinessProbe: probe,
-  },
-} as const;
-const stringMap = { type: 'object', additionalProperties: { type: 'string' } } as const;
-
-/** The parts of a pod the injection reads or writes; a pod that breaks these would be broken by a patch. */
-const podSchema = {
-  type: 'object',
-  required: ['metadata', 'spec'],
-  properties: {
-    metadata: {
-      type: 'object',
-      properties: {
-        name: { type: 'string' },
-        generateName: { type: 'string' },
-        namespace: { type: 'string' },
-        labels: stringMap,
-        annotations: stringMap,
-        ownerReferences: {
-          type: 'array',
-          items: {
-            type: 'object',
-            required: ['apiVersion', 'kind', 'name', 'uid'],
-            properties: {
-              apiVersion: { type: 'string' },
-              kind: { type: 'string' },
-              name: { type: 'string' },
-              uid: { type: 'string' },
-              controller: { type: 'boolean' },
-            },
-          },
-        },
-      },
-    },
-    spec: {
-      type: 'object',
-      required: ['containers'],
-      properties: {
-        containers: { type: 'array', items: container },
-        initContainers: { type: 'array', items: container },
-        volumes: { type: 'array', items: named },
-      },
-    },
-  },
-} as const;
-
 export const validateReview = ajv.compile<AdmissionReviewRequest>(reviewSchema);
-export const validatePod = ajv.compile<Pod>(podSchema);
+/** The pod's shape is shared with the injection config's (see shapes/kubernetes.ts). */
+export const validatePod = ajv.compile<Pod>(jsonSchemaOf(podShape));

@@ -13,11 +13,11 @@ import {
   runtimesFromAnnotations,
 } from '../sources/pod-annotations.js';
 import { CliError, type CliIo, readInput, writeLine } from './io.js';
-import { offlineDeps } from './offline-deps.js';
+import { offlineDeps, POSTSTART_CONFLICT_FLAG, POSTSTART_CONFLICT_USAGE } from './offline-deps.js';
 
 export const INJECT_USAGE =
   'usage: sandbox-injector inject [--config-file CONFIGMAP] [-f POD|-] [--runtimes a,b] ' +
-  '[--env-vars-injection-policy Auto|None] [--wrapper-image IMAGE] [-o yaml|json]';
+  `[--env-vars-injection-policy Auto|None] [--wrapper-image IMAGE] ${POSTSTART_CONFLICT_USAGE} [-o yaml|json]`;
 
 /** Prints the pod as the webhook would admit it, like `istioctl kube-inject`; warnings go to stderr. */
 export async function injectCommand(argv: string[], io: CliIo): Promise<number> {
@@ -30,6 +30,7 @@ export async function injectCommand(argv: string[], io: CliIo): Promise<number> 
       'env-vars-injection-policy': { type: 'string' },
       'wrapper-image': { type: 'string' },
       output: { type: 'string', short: 'o', default: 'yaml' },
+      ...POSTSTART_CONFLICT_FLAG,
     },
     strict: true,
     allowPositionals: false,
@@ -42,7 +43,7 @@ export async function injectCommand(argv: string[], io: CliIo): Promise<number> 
     const checked = parsePolicy(flagPolicy, '--env-vars-injection-policy');
     if (!checked.ok) throw new CliError(checked.message);
   }
-  const deps = await offlineDeps(values['config-file'], io);
+  const deps = await offlineDeps(values['config-file'], values['poststart-conflict'], io);
   const pod = parsePod(await readInput(values.filename, io), values.filename);
 
   const outcome = await reviewAdmission(podCreateReview(pod), {

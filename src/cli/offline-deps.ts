@@ -1,20 +1,40 @@
 import type { ReviewDeps } from '../admission/review.js';
+import { POSTSTART_CONFLICT_MODES, type PostStartConflict } from '../injection/index.js';
 import { parseConfigMapManifest } from '../sources/configmap-manifest.js';
 import { InjectionConfigStore } from '../sources/injection-config.js';
 import { runtimesFromAnnotations } from '../sources/pod-annotations.js';
-import { type CliIo, readInput, writeLine } from './io.js';
+import { CliError, type CliIo, readInput, writeLine } from './io.js';
+
+/** The flag review and inject share with serve, as parseArgs options. */
+export const POSTSTART_CONFLICT_FLAG = { 'poststart-conflict': { type: 'string', default: 'skip' } } as const;
+export const POSTSTART_CONFLICT_USAGE = `[--poststart-conflict ${POSTSTART_CONFLICT_MODES.join('|')}]`;
 
 /**
  * The review dependencies for a run without a cluster: the ConfigMap from a file (none given = the ConfigMap
  * does not exist), runtimes and policy from the pod's annotations.
  */
-export async function offlineDeps(configFile: string | undefined, io: CliIo): Promise<ReviewDeps> {
+export async function offlineDeps(
+  configFile: string | undefined,
+  postStartConflict: string,
+  io: CliIo,
+): Promise<ReviewDeps> {
+  if (!isPostStartConflict(postStartConflict)) {
+    throw new CliError(`--poststart-conflict: "${postStartConflict}" is not one of ${POSTSTART_CONFLICT_MODES.join(', ')}`);
+  }
   const store = new InjectionConfigStore();
   if (configFile !== undefined) {
     const data = parseConfigMapManifest(await readInput(configFile, io), configFile);
-    for (const invalid of store.update(data).invalidKeys) {
+    const report = store.update(data);
+    for (const invalid of report.invalidKeys) {
       writeLine(io.stderr, `warning: ${configFile}: key "${invalid.key}" is invalid: ${invalid.message}`);
     }
+    for (const { key, fields } of report.unknownFields) {
+      writeLine(io.stderr, `warning: ${configFile}: key "${key}": unknown fields ignored: ${fields.join(', ')}`);
+    }
   }
-  return { config: () => store.snapshot(), selectRuntimes: runtimesFromAnnotations };
+  return { config: () => store.snapshot(), selectRuntimes: runtimesFromAnnotations, postStartConflict };
+}
+
+function isPostStartConflict(value: string): value is PostStartConflict {
+  return (POSTSTART_CONFLICT_MODES as readonly string[]).includes(value);
 }

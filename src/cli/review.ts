@@ -1,9 +1,9 @@
 import { parseArgs } from 'node:util';
 import { reviewAdmission } from '../admission/review.js';
 import { CliError, type CliIo, readInput, writeLine } from './io.js';
-import { offlineDeps } from './offline-deps.js';
+import { offlineDeps, POSTSTART_CONFLICT_FLAG, POSTSTART_CONFLICT_USAGE } from './offline-deps.js';
 
-export const REVIEW_USAGE = 'usage: sandbox-injector review [--config-file CONFIGMAP] [-f REVIEW|-]';
+export const REVIEW_USAGE = `usage: sandbox-injector review [--config-file CONFIGMAP] [-f REVIEW|-] ${POSTSTART_CONFLICT_USAGE}`;
 
 /** Prints the AdmissionReview response the webhook would send. A denial is an answer, so it exits 0. */
 export async function reviewCommand(argv: string[], io: CliIo): Promise<number> {
@@ -12,11 +12,12 @@ export async function reviewCommand(argv: string[], io: CliIo): Promise<number> 
     options: {
       'config-file': { type: 'string' },
       filename: { type: 'string', short: 'f', default: '-' },
+      ...POSTSTART_CONFLICT_FLAG,
     },
     strict: true,
     allowPositionals: false,
   });
-  const deps = await offlineDeps(values['config-file'], io);
+  const deps = await offlineDeps(values['config-file'], values['poststart-conflict'], io);
   const text = await readInput(values.filename, io);
   let body: unknown;
   try {

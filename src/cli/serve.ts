@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import type { ReviewDeps } from '../admission/review.js';
-import { OptionsError, parseServeOptions, serveUsage, type ServeOptions } from '../config.js';
+import { injectionSettings, OptionsError, parseServeOptions, serveUsage, type ServeOptions } from '../config.js';
 import { buildApp } from '../server/app.js';
 import { createMetrics, type ServerMetrics } from '../server/metrics.js';
 import { startMetricsServer } from '../server/metrics-server.js';
@@ -15,7 +15,7 @@ import { loadTlsMaterial, httpsServerOptions, type TlsFiles } from '../server/tl
 import { startTlsReloader, type TlsReloadResult } from '../server/tls/reloader.js';
 import { ensureSelfSignedCertificates } from '../server/tls/self-signed.js';
 import { directoryWatcher, systemTimers } from '../server/watch.js';
-import { logInvalidKeys, startConfigFileWatch, type ConfigLoadResult } from '../sources/config-file-watch.js';
+import { logConfigProblems, startConfigFileWatch, type ConfigLoadResult } from '../sources/config-file-watch.js';
 import { InjectionConfigStore, type ConfigUpdateReport } from '../sources/injection-config.js';
 // Cluster-mode modules are imported where used: @kubernetes/client-node alone costs ~70 MiB of RSS, which a
 // local run (npm start, the benchmark) has no use for.
@@ -101,7 +101,7 @@ async function run(options: Readonly<ServeOptions>, logger: Logger): Promise<num
     } else {
       review = await startClusterSources(options, kube, store, metrics, logger, closers);
     }
-    if (options.wrapperImage !== undefined) review = { ...review, wrapperImage: options.wrapperImage };
+    review = { ...review, ...injectionSettings(options) };
 
     const app = buildApp({ https: httpsServerOptions(material), review, ready, logger, metrics });
     let drained = false;
@@ -255,7 +255,7 @@ function recordConfigMapChange(
 ): void {
   metrics.configReload('success', report.invalidKeys.length);
   logger.info({ configMap, event, invalidKeys: report.invalidKeys.length }, 'injection config applied');
-  logInvalidKeys(logger, { configMap }, report.invalidKeys);
+  logConfigProblems(logger, { configMap }, report);
 }
 
 /**

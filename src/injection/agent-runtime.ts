@@ -3,31 +3,59 @@ import { appendMainMounts, mainContainerFor } from './main-container.js';
 import { addMissingVolumes, appendContainers, appendEnv, editContainer } from './merge.js';
 import { isValidHandler } from './pod-parts.js';
 import { skip, type InjectionReport } from './report.js';
-import { AGENT_RUNTIME, type Lifecycle, type RuntimeConfig } from './types.js';
+import { AGENT_RUNTIME, type Lifecycle, type LifecycleHandler, type RuntimeConfig } from './types.js';
+
+export const POSTSTART_CONFLICT_MODES = ['skip', 'merge'] as const;
+/** skip: the spec's rule, the whole runtime is left out. merge: the Sandbox controller's current rule. */
+export type PostStartConflict = (typeof POSTSTART_CONFLICT_MODES)[number];
 
 /**
  * agent-runtime: sidecars, the main container's postStart hook, env and mounts, and volumes, all or nothing.
  * Env is appended without de-duplication on purpose: the appended value is the one that takes effect.
  */
-export function injectAgentRuntime(editor: PodEditor, config: RuntimeConfig, report: InjectionReport): void {
+export function injectAgentRuntime(
+  editor: PodEditor,
+  config: RuntimeConfig,
+  report: InjectionReport,
+  postStartConflict: PostStartConflict,
+): void {
   const sidecars = config.csiSidecar ?? [];
   const main = mainContainerFor(editor, AGENT_RUNTIME, sidecars, report);
   if (main === undefined) return;
-  const postStart = config.mainContainer?.lifecycle?.postStart;
-  const configHasPostStart = isValidHandler(postStart);
-  if (configHasPostStart && isValidHandler(main.lifecycle?.postStart)) {
-    skip(report, AGENT_RUNTIME, 'poststart-conflict', `postStart conflict: container "${main.name}" has its own`);
-    return;
+  const configHook = config.mainContainer?.lifecycle?.postStart;
+  const ownHook = main.lifecycle?.postStart;
+  let hook = isValidHandler(configHook) ? configHook : undefined;
+  if (hook !== undefined && isValidHandler(ownHook)) {
+    if (postStartConflict === 'skip') {
+      skip(report, AGENT_RUNTIME, 'poststart-conflict', `postStart conflict: container "${main.name}" has its own`);
+      return;
+    }
+    hook = chainedHook(hook, ownHook);
+    if (hook === undefined) {
+      report.warnings.push(
+        `${AGENT_RUNTIME}: postStart not added, "${main.name}" has its own and only two exec hooks can be chained`,
+      );
+    }
   }
 
   appendContainers(editor, 'initContainers', sidecars);
-  if (configHasPostStart) {
+  if (hook !== undefined) {
     const edited = editContainer(editor, 'containers', 0);
     const lifecycle = editor.own(edited, 'lifecycle', (): Lifecycle => ({}));
-    lifecycle.postStart = postStart;
+    lifecycle.postStart = hook;
   }
   appendEnv(editor, 0, config.mainContainer?.env ?? []);
   appendMainMounts(editor, AGENT_RUNTIME, main, config.mainContainer?.volumeMounts ?? [], report);
   addMissingVolumes(editor, config.volume ?? []);
   report.injected.push(AGENT_RUNTIME);
+}
+
+/**
+ * The controller's merge: the config's command runs the container's own after `--`. Only two exec hooks can be
+ * chained that way; otherwise the container keeps its hook (undefined here).
+ */
+function chainedHook(configHook: LifecycleHandler, ownHook: LifecycleHandler): LifecycleHandler | undefined {
+  if (configHook.exec == null || ownHook.exec == null) return undefined;
+  const command = [...(configHook.exec.command ?? []), '--', ...(ownHook.exec.command ?? [])];
+  return { ...ownHook, exec: { ...ownHook.exec, command } };
 }

@@ -1,10 +1,11 @@
-import { injectAgentRuntime } from './agent-runtime.js';
+import { injectAgentRuntime, type PostStartConflict } from './agent-runtime.js';
 import { injectCsi } from './csi.js';
 import { PodEditor } from './editor.js';
 import { wrapForEnvInjection } from './env-wrapper.js';
 import { injectGeneric } from './generic.js';
-import { emptyReport, skip, type InjectionReport } from './report.js';
-import { previouslyInjected, STATUS_ANNOTATION, statusAfter } from './status.js';
+import { isPresent } from './present.js';
+import { emptyReport, type InjectionReport } from './report.js';
+import { recordedStatus, settledRuntimes, STATUS_ANNOTATION, statusAfter } from './status.js';
 import { AGENT_RUNTIME, CSI, type EnvVarsInjectionPolicy, type Pod, type RuntimeConfig } from './types.js';
 
 export interface RequestedRuntime {
@@ -23,6 +24,8 @@ export interface InjectionInput {
   allConfigs?: ReadonlyMap<string, RuntimeConfig>;
   /** Image carrying run_with_envs.sh, for clusters whose agent-runtime image does not have it. */
   wrapperImage?: string;
+  /** When the main container and agent-runtime's config both have a postStart hook: skip the runtime (default). */
+  postStartConflict?: PostStartConflict;
 }
 
 export interface InjectionResult {
@@ -36,13 +39,17 @@ export interface InjectionResult {
 export function injectRuntimes(pod: Pod, input: InjectionInput): InjectionResult {
   const editor = new PodEditor(pod);
   const report = emptyReport();
-  const before = previouslyInjected(pod);
+  const before = recordedStatus(pod);
+  // Runtimes an earlier admission decided on are left alone: a reinvocation must change nothing, and a
+  // runtime skipped then may look different now only because of what later runtimes added.
+  const settled = settledRuntimes(before);
 
   for (const { name, config } of inOrder(input.runtimes)) {
-    if (before.has(name)) {
-      skip(report, name, 'already-injected', 'already injected by an earlier admission');
+    if (settled.has(name)) continue;
+    if (isPresent(editor.pod, name, config)) {
+      report.present.push(name);
     } else if (name === AGENT_RUNTIME) {
-      injectAgentRuntime(editor, config, report);
+      injectAgentRuntime(editor, config, report, input.postStartConflict ?? 'skip');
     } else if (name === CSI) {
       injectCsi(editor, config, report);
     } else {
@@ -53,19 +60,20 @@ export function injectRuntimes(pod: Pod, input: InjectionInput): InjectionResult
   if (input.policy === 'Auto') {
     const agentRuntime =
       input.runtimes.find((r) => r.name === AGENT_RUNTIME)?.config ?? input.allConfigs?.get(AGENT_RUNTIME);
+    const inPod = new Set([...before.injected, ...before.present, ...report.injected, ...report.present]);
     wrapForEnvInjection(
       editor,
       {
         sidecarNames: (agentRuntime?.csiSidecar ?? []).map((c) => c.name),
         injectedNow: report.injected.includes(AGENT_RUNTIME),
-        injectedContainerNames: templateContainerNames(input.runtimes),
+        injectedContainerNames: templateContainerNames(input.runtimes, inPod),
         wrapperImage: input.wrapperImage,
       },
       report,
     );
   }
 
-  if (editor.changed) recordStatus(editor, before, report);
+  if (input.runtimes.length > 0) recordStatus(editor, statusAfter(before, report));
   return { pod: editor.pod, changed: editor.changed, report };
 }
 
@@ -76,23 +84,33 @@ function inOrder(runtimes: readonly RequestedRuntime[]): RequestedRuntime[] {
   return unique.sort((a, b) => rank(a.name) - rank(b.name));
 }
 
-/** Containers a generic runtime template adds to spec.containers: never the pod's own, even on reinvocation. */
-function templateContainerNames(runtimes: readonly RequestedRuntime[]): Set<string> {
+/**
+ * Containers that a generic runtime in the pod (injected now, found present, or recorded earlier) put in
+ * spec.containers: they are the runtime's, not the pod's own. A skipped runtime brought none, so a container of
+ * the pod that merely shares a name with its template is the pod's own.
+ */
+function templateContainerNames(runtimes: readonly RequestedRuntime[], inPod: ReadonlySet<string>): Set<string> {
   const names = new Set<string>();
   for (const { name, config } of runtimes) {
-    if (name === AGENT_RUNTIME || name === CSI) continue;
+    if (name === AGENT_RUNTIME || name === CSI || !inPod.has(name)) continue;
     for (const c of config.containers ?? []) names.add(c.name);
   }
   return names;
 }
 
-/** The status annotation is written only along with a real change, so an unchanged pod gets no patch at all. */
-function recordStatus(editor: PodEditor, before: ReadonlySet<string>, report: InjectionReport): void {
+/**
+ * Every pod that asked for runtimes carries the status, so its absence means the webhook never saw the pod. It
+ * is left alone when it already says the same, which keeps a reinvocation's patch empty.
+ */
+function recordStatus(editor: PodEditor, status: string): void {
+  if (editor.pod.metadata?.annotations?.[STATUS_ANNOTATION] === status) return;
   const metadata = editor.own(editor.root(), 'metadata', () => ({}));
   const annotations = editor.own(metadata, 'annotations', (): Record<string, string> => ({}));
-  annotations[STATUS_ANNOTATION] = statusAfter(before, report);
+  annotations[STATUS_ANNOTATION] = status;
 }
 
+export type { PostStartConflict } from './agent-runtime.js';
+export { POSTSTART_CONFLICT_MODES } from './agent-runtime.js';
 export type { InjectionReport, RuntimeSkip, SkipReason } from './report.js';
 export { STATUS_ANNOTATION } from './status.js';
 export * from './types.js';

@@ -1,10 +1,5 @@
 /** Why a runtime (or part of one) was left out. The codes are stable: metrics and the status annotation use them. */
-export type SkipReason =
-  | 'already-injected'
-  | 'container-name-conflict'
-  | 'poststart-conflict'
-  | 'volume-name-conflict'
-  | 'no-main-container';
+export type SkipReason = 'container-name-conflict' | 'poststart-conflict' | 'volume-name-conflict' | 'no-main-container';
 
 export interface RuntimeSkip {
   runtime: string;
@@ -15,20 +10,20 @@ export interface RuntimeSkip {
 export interface InjectionReport {
   /** Runtimes injected by this admission, in the order applied. */
   injected: string[];
+  /** Runtimes this admission found already in the pod (the Sandbox controller injects them itself). */
+  present: string[];
   skipped: RuntimeSkip[];
-  /** Containers whose command was wrapped for EnvVarsInjectionPolicy Auto. */
+  /** Containers whose command was wrapped for EnvVarsInjectionPolicy Auto by this admission. */
   wrapped: string[];
   /** One line each, for the admission response and the CLI's stderr. */
   warnings: string[];
 }
 
 export function emptyReport(): InjectionReport {
-  return { injected: [], skipped: [], wrapped: [], warnings: [] };
+  return { injected: [], present: [], skipped: [], wrapped: [], warnings: [] };
 }
 
 export function skip(report: InjectionReport, runtime: string, reason: SkipReason, message: string): void {
   report.skipped.push({ runtime, reason, message });
-  if (reason !== 'already-injected') {
-    report.warnings.push(`${runtime}: skipped, ${message}`);
-  }
+  report.warnings.push(`${runtime}: skipped, ${message}`);
 }

@@ -1,4 +1,4 @@
-import type { InjectionReport, SkipReason } from './report.js';
+import type { InjectionReport, RuntimeSkip } from './report.js';
 import type { Pod } from './types.js';
 
 /** Records what the webhook did to a pod, for people and for the next admission of the same pod. */
@@ -6,30 +6,71 @@ export const STATUS_ANNOTATION = 'agents.kruise.io/runtime-injection-status';
 
 export interface InjectionStatus {
   injected: string[];
-  skipped: { runtime: string; reason: SkipReason; message: string }[];
+  present: string[];
+  skipped: RuntimeSkip[];
   wrapped: string[];
 }
 
-/** Runtimes an earlier admission recorded as injected. A status we cannot read records nothing. */
-export function previouslyInjected(pod: Pod): Set<string> {
-  const raw = pod.metadata?.annotations?.[STATUS_ANNOTATION];
-  if (typeof raw !== 'string') return new Set();
-  try {
-    const parsed: unknown = JSON.parse(raw);
-    if (parsed === null || typeof parsed !== 'object' || !('injected' in parsed)) return new Set();
-    const injected = parsed.injected;
-    return new Set(Array.isArray(injected) ? injected.filter((n): n is string => typeof n === 'string') : []);
-  } catch {
-    return new Set();
-  }
+/** What an earlier admission recorded. A status we cannot read records nothing. */
+export interface RecordedStatus {
+  injected: readonly string[];
+  present: readonly string[];
+  skipped: readonly RuntimeSkip[];
+  wrapped: readonly string[];
 }
 
-/** The annotation value after this admission: earlier injections stay recorded, skips are this admission's. */
-export function statusAfter(before: ReadonlySet<string>, report: InjectionReport): string {
-  const injected = [...new Set([...before, ...report.injected])];
-  const skipped = report.skipped
-    .filter((s) => s.reason !== 'already-injected')
-    .map(({ runtime, reason, message }) => ({ runtime, reason, message }));
-  const status: InjectionStatus = { injected, skipped, wrapped: report.wrapped };
+export function recordedStatus(pod: Pod): RecordedStatus {
+  const raw = pod.metadata?.annotations?.[STATUS_ANNOTATION];
+  let parsed: unknown;
+  try {
+    parsed = typeof raw === 'string' ? JSON.parse(raw) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  const status = parsed !== null && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : {};
+  return {
+    injected: names(status.injected),
+    present: names(status.present),
+    skipped: skips(status.skipped),
+    wrapped: names(status.wrapped),
+  };
+}
+
+/** Runtimes an earlier admission decided on: a reinvocation leaves them as they were. */
+export function settledRuntimes(status: RecordedStatus): Set<string> {
+  return new Set([...status.injected, ...status.present, ...status.skipped.map((s) => s.runtime)]);
+}
+
+function skips(value: unknown): RuntimeSkip[] {
+  if (!Array.isArray(value)) return [];
+  return value.filter(
+    (s: unknown): s is RuntimeSkip =>
+      s !== null &&
+      typeof s === 'object' &&
+      typeof (s as RuntimeSkip).runtime === 'string' &&
+      typeof (s as RuntimeSkip).reason === 'string' &&
+      typeof (s as RuntimeSkip).message === 'string',
+  );
+}
+
+function names(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((n): n is string => typeof n === 'string') : [];
+}
+
+/**
+ * The annotation value after this admission. What earlier admissions decided and wrapped stays recorded, so a
+ * reinvocation computes the very same value (and so no patch).
+ */
+export function statusAfter(before: RecordedStatus, report: InjectionReport): string {
+  const status: InjectionStatus = {
+    injected: union(before.injected, report.injected),
+    present: union(before.present, report.present),
+    skipped: [...before.skipped, ...report.skipped].map(({ runtime, reason, message }) => ({ runtime, reason, message })),
+    wrapped: union(before.wrapped, report.wrapped),
+  };
   return JSON.stringify(status);
+}
+
+function union(first: readonly string[], second: readonly string[]): string[] {
+  return [...new Set([...first, ...second])];
 }

@@ -129,10 +129,12 @@ function admissionLogFields(summary: AdmissionSummary, elapsedMs: number): Recor
     pod: summary.pod,
     runtimes: summary.runtimes,
     decision: summary.decision,
+    present: summary.present,
     skipped: summary.skipped,
     patchBytes: summary.patchBytes,
     warnings: summary.warnings,
     durationMs: round(elapsedMs),
+    ...(summary.message === undefined ? {} : { message: summary.message }),
   };
 }
 

@@ -11,7 +11,7 @@ import { readFile as fsReadFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { coalesced } from '../util/coalesce.js';
 import { parseConfigMapManifest } from './configmap-manifest.js';
-import type { ConfigUpdateReport, InvalidKey } from './injection-config.js';
+import type { ConfigUpdateReport } from './injection-config.js';
 
 /** The part of InjectionConfigStore this module writes to. */
 export interface ConfigSink {
@@ -27,7 +27,7 @@ export interface ConfigWatchLogger {
 }
 
 export type ConfigLoadResult =
-  | { kind: 'loaded'; absent: boolean; invalidKeys: InvalidKey[] }
+  | ({ kind: 'loaded'; absent: boolean } & ConfigUpdateReport)
   /** Same bytes as the data in use: the store is left alone. */
   | { kind: 'unchanged' }
   | { kind: 'failed'; message: string };
@@ -76,7 +76,7 @@ export async function startConfigFileWatch(deps: ConfigFileWatchDeps): Promise<C
     }
     const report = deps.store.update(data);
     applied = text;
-    return { kind: 'loaded', absent: data === undefined, invalidKeys: report.invalidKeys };
+    return { kind: 'loaded', absent: data === undefined, ...report };
   };
 
   const load = async (): Promise<ConfigLoadResult> => {
@@ -114,18 +114,25 @@ function logResult({ file, logger }: ConfigFileWatchDeps, result: ConfigLoadResu
   } else {
     logger.info({ file, invalidKeys: result.invalidKeys.length }, 'injection config loaded');
   }
-  logInvalidKeys(logger, { file }, result.invalidKeys);
+  logConfigProblems(logger, { file }, result);
 }
 
-/** One warning per bad key, saying what happens to admissions that ask for it; the file and ConfigMap sources share it. */
-export function logInvalidKeys(
+/**
+ * One warning per bad key, saying what happens to admissions that ask for it, and one line for every field
+ * ignored in this version of the config; the file and ConfigMap sources share it.
+ */
+export function logConfigProblems(
   logger: ConfigWatchLogger,
   source: Record<string, string>,
-  invalidKeys: readonly InvalidKey[],
+  report: ConfigUpdateReport,
 ): void {
-  for (const { key, message, fellBack } of invalidKeys) {
+  for (const { key, message, fellBack } of report.invalidKeys) {
     const consequence = fellBack ? 'its last valid version stays in use' : 'runtimes asking for it are denied';
     logger.warn({ ...source, key, error: message }, `injection config key is invalid: ${consequence}`);
+  }
+  if (report.unknownFields.length > 0) {
+    const fields = report.unknownFields.flatMap(({ key, fields }) => fields.map((field) => `${key}${field}`));
+    logger.warn({ ...source, fields }, 'injection config has fields the Sandbox controller ignores too: ignored');
   }
 }
 

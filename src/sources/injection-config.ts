@@ -3,12 +3,16 @@ import type { ConfigEntry, ConfigSnapshot } from '../admission/ports.js';
 import type { RuntimeConfig } from '../injection/index.js';
 import { deepFreeze } from './deep-freeze.js';
 import { describeJsonError, describeSchemaError } from './json-errors.js';
-import { runtimeConfigSchema } from './runtime-config-schema.js';
+import { readLikeGo } from '../shapes/go-json.js';
+import { jsonSchemaOf } from '../shapes/json-schema.js';
+import { runtimeConfig } from '../shapes/kubernetes.js';
 
 export const DEFAULT_CONFIG_NAMESPACE = 'sandbox-system';
 export const DEFAULT_CONFIG_NAME = 'sandbox-injection-config';
 
-const validateRuntimeConfig = new Ajv({ allErrors: false, strict: true }).compile<RuntimeConfig>(runtimeConfigSchema);
+const validateRuntimeConfig = new Ajv({ allErrors: false, strict: true }).compile<RuntimeConfig>(
+  jsonSchemaOf(runtimeConfig),
+);
 
 export interface InvalidKey {
   key: string;
@@ -17,24 +21,37 @@ export interface InvalidKey {
   fellBack: boolean;
 }
 
-export interface ConfigUpdateReport {
-  invalidKeys: InvalidKey[];
+/** Fields of a key that Go ignores (and so do we): reported once per config version, never refused. */
+export interface UnknownFields {
+  key: string;
+  /** JSON pointers into the key's value, e.g. `/csiSidecar/0/imagePullSecret`. */
+  fields: string[];
 }
 
-export type ParsedKey = { ok: true; config: RuntimeConfig } | { ok: false; message: string };
+export interface ConfigUpdateReport {
+  invalidKeys: InvalidKey[];
+  unknownFields: UnknownFields[];
+}
 
-/** One ConfigMap key's JSON value, parsed and checked against the fields the rules read. */
+export type ParsedKey = { ok: true; config: RuntimeConfig; unknownFields: string[] } | { ok: false; message: string };
+
+/**
+ * One ConfigMap key's JSON value, read as the Sandbox controller's Go code reads it (nulls absent, field names
+ * case-insensitive, unknown fields ignored), then checked against the types the rules read. It is refused only
+ * where Go would refuse it too: not JSON, or a wrong type.
+ */
 export function parseRuntimeConfig(text: string): ParsedKey {
-  let value: unknown;
+  let parsed: unknown;
   try {
-    value = JSON.parse(text);
+    parsed = JSON.parse(text);
   } catch (error) {
     return { ok: false, message: describeJsonError(text, error) };
   }
+  const { value, unknownFields } = readLikeGo(parsed, runtimeConfig);
   if (!validateRuntimeConfig(value)) {
     return { ok: false, message: describeSchemaError(validateRuntimeConfig.errors) };
   }
-  return { ok: true, config: deepFreeze(value) };
+  return { ok: true, config: deepFreeze(value), unknownFields };
 }
 
 /**
@@ -66,11 +83,12 @@ export class InjectionConfigStore {
     this.updatedAt = this.now();
     if (data === undefined) {
       this.current = { present: false, name: this.configMapName };
-      return { invalidKeys: [] };
+      return { invalidKeys: [], unknownFields: [] };
     }
     const entries = new Map<string, ConfigEntry>();
     const valid = new Map<string, RuntimeConfig>();
     const invalidKeys: InvalidKey[] = [];
+    const unknownFields: UnknownFields[] = [];
     for (const [key, text] of Object.entries(data)) {
       if (text.trim() === '') continue; // an empty key is treated as a missing one
       const parsed = parseRuntimeConfig(text);
@@ -78,6 +96,7 @@ export class InjectionConfigStore {
         this.lastValid.set(key, parsed.config);
         entries.set(key, { config: parsed.config, error: undefined });
         valid.set(key, parsed.config);
+        if (parsed.unknownFields.length > 0) unknownFields.push({ key, fields: parsed.unknownFields });
         continue;
       }
       const fallback = this.lastValid.get(key);
@@ -86,6 +105,6 @@ export class InjectionConfigStore {
       invalidKeys.push({ key, message: parsed.message, fellBack: fallback !== undefined });
     }
     this.current = { present: true, name: this.configMapName, entries, valid };
-    return { invalidKeys };
+    return { invalidKeys, unknownFields };
   }
 }

@@ -24,6 +24,26 @@ export function parsePolicy(
   };
 }
 
+/** A value for the policy and the field it was read from, for the message if it is bad. */
+export type PolicySource = readonly [value: unknown, field: string];
+
+/**
+ * The first policy that is set among `sources`, in order. Every value that is set is checked, not only the one
+ * that wins: a bad value is bad input wherever it is.
+ */
+export function firstPolicy(
+  sources: readonly PolicySource[],
+): { ok: true; policy: EnvVarsInjectionPolicy } | { ok: false; message: string } {
+  let chosen: EnvVarsInjectionPolicy | undefined;
+  for (const [value, field] of sources) {
+    if (value === undefined || value === null || value === '') continue;
+    const parsed = parsePolicy(value, field);
+    if (!parsed.ok) return parsed;
+    chosen ??= parsed.policy;
+  }
+  return { ok: true, policy: chosen ?? 'None' };
+}
+
 /** Runtimes and policy as the pod names them itself: offline use, and cluster mode when the operator allows it. */
 export function runtimesFromAnnotations(pod: Pod): RuntimeSelection {
   const annotations = pod.metadata?.annotations ?? {};

@@ -15,7 +15,7 @@ describe('conformance cases through the built CLI (`sandbox-injector review`)', 
     it(testCase.file, async () => {
       const reviewPath = join(work, `${testCase.name}.review.json`);
       writeFileSync(reviewPath, JSON.stringify(reviewFor(testCase.pod, `uid-${testCase.name}`)));
-      const args = [CLI, 'review', '-f', reviewPath];
+      const args = [CLI, 'review', '-f', reviewPath, ...(testCase.flags ?? [])];
       if (testCase.configMap !== undefined && testCase.configMap !== null) {
         const configPath = join(work, `${testCase.name}.configmap.json`);
         writeFileSync(configPath, JSON.stringify(testCase.configMap));

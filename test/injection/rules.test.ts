@@ -5,6 +5,14 @@ import { AGENT_CONFIG, CONFIGS, CSI_CONFIG, inject, pod } from '../support/build
 const W = ['/bin/bash', '/var/sandbox/run_with_envs.sh'];
 const main = (extra: Partial<Container> = {}): Container => ({ name: 'main', image: 'app:1', ...extra });
 const names = (list: readonly Container[] | undefined): string[] => (list ?? []).map((c) => c.name);
+/** The pod without the status annotation: a skip leaves the pod as it was, apart from that record. */
+const withoutStatus = (p: Pod): Pod => {
+  const { annotations = {}, ...metadata } = p.metadata;
+  const rest = Object.fromEntries(Object.entries(annotations).filter(([key]) => key !== STATUS_ANNOTATION));
+  return { ...p, metadata: Object.keys(rest).length === 0 ? metadata : { ...metadata, annotations: rest } };
+};
+const statusOf = (p: Pod): Record<string, unknown> =>
+  JSON.parse(p.metadata.annotations?.[STATUS_ANNOTATION] ?? 'null') as Record<string, unknown>;
 const first = (p: Pod): Container => {
   const c = p.spec.containers[0];
   if (c === undefined) throw new Error('no main container');
@@ -35,18 +43,45 @@ describe('order', () => {
 describe('agent-runtime', () => {
   it('container name conflict with a regular container skips the whole runtime', () => {
     const input = pod([main(), { name: 'agent-runtime', image: 'x' }]);
-    const { pod: out, changed, report } = inject(input, ['agent-runtime']);
-    expect(changed).toBe(false);
-    expect(out).toBe(input);
+    const { pod: out, report } = inject(input, ['agent-runtime']);
+    expect(withoutStatus(out)).toEqual(input);
     expect(report.warnings[0]).toMatch(/agent-runtime: skipped, container name conflict: "agent-runtime"/);
   });
 
   it('postStart conflict skips the whole runtime, sidecars, env, mounts and volumes included', () => {
     const input = pod([main({ lifecycle: { postStart: { httpGet: { port: 80 } } } })]);
-    const { changed, report } = inject(input, ['agent-runtime']);
-    expect(changed).toBe(false);
+    const { pod: out, report } = inject(input, ['agent-runtime']);
+    expect(withoutStatus(out)).toEqual(input);
     expect(report.skipped[0]?.reason).toBe('poststart-conflict');
     expect(report.warnings).toHaveLength(1);
+  });
+
+  describe('with --poststart-conflict=merge', () => {
+    const merge = (input: Pod) => inject(input, ['agent-runtime'], 'None', CONFIGS, undefined, 'merge');
+
+    it('chains two exec hooks: the config command, "--", then the container\'s own', () => {
+      const { pod: out, report } = merge(pod([main({ lifecycle: { postStart: { exec: { command: ['sh', '-c', 'hi'] } } } })]));
+      expect(first(out).lifecycle?.postStart).toEqual({
+        exec: { command: ['bash', '/mnt/envd/envd-run.sh', '--', 'sh', '-c', 'hi'] },
+      });
+      expect(report.injected).toEqual(['agent-runtime']);
+      expect(report.warnings).toEqual([]);
+    });
+
+    it('keeps a hook that is not exec, drops the config\'s with a warning, and injects the rest', () => {
+      const own = { httpGet: { port: 80 } };
+      const { pod: out, report } = merge(pod([main({ lifecycle: { postStart: own } })]));
+      expect(first(out).lifecycle?.postStart).toEqual(own);
+      expect(report.injected).toEqual(['agent-runtime']);
+      expect(names(out.spec.initContainers)).toEqual(['agent-runtime']);
+      expect(first(out).env?.map((e) => e.name)).toEqual(['ENVD_DIR', 'RUNTIME']);
+      expect(report.warnings.join()).toMatch(/agent-runtime: postStart not added, "main" has its own/);
+    });
+
+    it('changes nothing when the container has no hook of its own', () => {
+      const { pod: out } = merge(pod([main()]));
+      expect(first(out).lifecycle?.postStart).toEqual(AGENT_CONFIG.mainContainer?.lifecycle?.postStart);
+    });
   });
 
   it('postStart: {} is not a valid handler and counts as absent', () => {
@@ -98,16 +133,18 @@ describe('agent-runtime', () => {
   });
 
   it('skips when the pod has no containers instead of failing', () => {
-    const { changed, report } = inject(pod([]), ['agent-runtime']);
-    expect(changed).toBe(false);
+    const input = pod([]);
+    const { pod: out, report } = inject(input, ['agent-runtime']);
+    expect(withoutStatus(out)).toEqual(input);
     expect(report.skipped[0]?.reason).toBe('no-main-container');
   });
 });
 
 describe('csi', () => {
   it('container name conflict skips the whole runtime', () => {
-    const { changed, report } = inject(pod([main()], { initContainers: [{ name: 'csi-sidecar' }] }), ['csi']);
-    expect(changed).toBe(false);
+    const input = pod([main()], { initContainers: [{ name: 'csi-sidecar' }] });
+    const { pod: out, report } = inject(input, ['csi']);
+    expect(withoutStatus(out)).toEqual(input);
     expect(report.skipped[0]).toMatchObject({ runtime: 'csi', reason: 'container-name-conflict' });
   });
 
@@ -145,14 +182,16 @@ describe('csi', () => {
 
 describe('generic runtimes', () => {
   it('skips the whole runtime on a container name conflict, with a warning', () => {
-    const { changed, report } = inject(pod([main(), { name: 'traffic-proxy' }]), ['traffic-proxy']);
-    expect(changed).toBe(false);
+    const input = pod([main(), { name: 'traffic-proxy' }]);
+    const { pod: out, report } = inject(input, ['traffic-proxy']);
+    expect(withoutStatus(out)).toEqual(input);
     expect(report.warnings[0]).toMatch(/traffic-proxy: skipped, container name conflict/);
   });
 
   it('skips the whole runtime on a volume name conflict', () => {
-    const { changed, report } = inject(pod([main()], { volumes: [{ name: 'proxy-certs' }] }), ['traffic-proxy']);
-    expect(changed).toBe(false);
+    const input = pod([main()], { volumes: [{ name: 'proxy-certs' }] });
+    const { pod: out, report } = inject(input, ['traffic-proxy']);
+    expect(withoutStatus(out)).toEqual(input);
     expect(report.skipped[0]?.reason).toBe('volume-name-conflict');
   });
 
@@ -164,6 +203,80 @@ describe('generic runtimes', () => {
     expect(names(out.spec.initContainers)).toEqual(['proxy-init']);
     expect(names(out.spec.containers)).toEqual(['main', 'traffic-proxy']);
     expect(out.spec.volumes).toEqual([{ name: 'proxy-certs', emptyDir: {} }]);
+  });
+});
+
+describe('runtimes already present (the Sandbox controller injected them)', () => {
+  const sidecar = (name: string, image: string): Container => ({ name, image, restartPolicy: 'Always' });
+
+  it('a runtime whose containers are all there with the same name and image is present: no change, no warning', () => {
+    const input = pod([main()], { initContainers: [sidecar('agent-runtime', 'agent-runtime:1'), sidecar('csi-sidecar', 'csi:1')] });
+    const { pod: out, report } = inject(input, ['agent-runtime', 'csi']);
+    expect(report).toMatchObject({ injected: [], present: ['agent-runtime', 'csi'], skipped: [], warnings: [] });
+    expect(withoutStatus(out)).toEqual(input);
+    expect(statusOf(out)).toEqual({ injected: [], present: ['agent-runtime', 'csi'], skipped: [], wrapped: [] });
+  });
+
+  it('a generic runtime is present when its init containers and containers are both in their lists', () => {
+    const input = pod([main(), { name: 'traffic-proxy', image: 'proxy:2', command: ['proxy'] }], {
+      initContainers: [{ name: 'proxy-init', image: 'proxy-init:1' }],
+    });
+    expect(inject(input, ['traffic-proxy']).report.present).toEqual(['traffic-proxy']);
+    const inWrongList = pod([main()], {
+      initContainers: [{ name: 'proxy-init', image: 'proxy-init:1' }, { name: 'traffic-proxy', image: 'proxy:2' }],
+    });
+    expect(inject(inWrongList, ['traffic-proxy']).report.skipped[0]?.reason).toBe('container-name-conflict');
+  });
+
+  it('the same name with another image is still a name conflict', () => {
+    const { report } = inject(pod([main()], { initContainers: [sidecar('agent-runtime', 'agent-runtime:0')] }), ['agent-runtime']);
+    expect(report.present).toEqual([]);
+    expect(report.skipped[0]).toMatchObject({ runtime: 'agent-runtime', reason: 'container-name-conflict' });
+  });
+
+  it('only some of the containers is still a name conflict', () => {
+    const configs = new Map(CONFIGS).set('agent-runtime', {
+      ...AGENT_CONFIG,
+      csiSidecar: [...(AGENT_CONFIG.csiSidecar ?? []), sidecar('envd-helper', 'helper:1')],
+    });
+    const input = pod([main()], { initContainers: [sidecar('agent-runtime', 'agent-runtime:1')] });
+    const { report } = inject(input, ['agent-runtime'], 'None', configs);
+    expect(report.skipped[0]).toMatchObject({ reason: 'container-name-conflict' });
+  });
+
+  it('a config that adds no container is never present: it is injected', () => {
+    const configs = new Map(CONFIGS).set('volumes-only', { volume: [{ name: 'scratch', emptyDir: {} }] });
+    const { report } = inject(pod([main()]), ['volumes-only'], 'None', configs);
+    expect(report.injected).toEqual(['volumes-only']);
+  });
+
+  it('Auto wraps a pod whose agent-runtime is present, and mounts sandbox-env on its sidecar only', () => {
+    const input = pod([main({ command: ['run'] })], {
+      initContainers: [sidecar('agent-runtime', 'agent-runtime:1'), sidecar('csi-sidecar', 'csi:1')],
+    });
+    const { pod: out, report } = inject(input, ['agent-runtime', 'csi'], 'Auto');
+    expect(first(out).command).toEqual([...W, '--']);
+    expect(report.wrapped).toEqual(['main']);
+    expect(report.warnings).toEqual([]);
+    const mounts = (name: string) => out.spec.initContainers?.find((c) => c.name === name)?.volumeMounts;
+    expect(mounts('agent-runtime')).toEqual([{ name: 'sandbox-env', mountPath: '/var/sandbox' }]);
+    expect(mounts('csi-sidecar')).toBeUndefined();
+  });
+
+  it('Auto leaves the containers of a present generic runtime alone', () => {
+    const input = pod([main({ command: ['run'] }), { name: 'traffic-proxy', image: 'proxy:2', command: ['proxy'] }], {
+      initContainers: [sidecar('agent-runtime', 'agent-runtime:1'), { name: 'proxy-init', image: 'proxy-init:1' }],
+    });
+    const { pod: out } = inject(input, ['agent-runtime', 'traffic-proxy'], 'Auto');
+    expect(out.spec.containers.find((c) => c.name === 'traffic-proxy')?.command).toEqual(['proxy']);
+  });
+
+  it('Auto wraps a container of the pod that only shares its name with a skipped runtime\'s template', () => {
+    const own = { name: 'traffic-proxy', image: 'my-proxy:7', command: ['serve'] };
+    const { pod: out, report } = inject(pod([main({ command: ['run'] }), own]), ['agent-runtime', 'traffic-proxy'], 'Auto');
+    expect(report.skipped.map((s) => s.runtime)).toEqual(['traffic-proxy']);
+    expect(out.spec.containers.find((c) => c.name === 'traffic-proxy')?.command).toEqual([...W, '--']);
+    expect(report.wrapped).toEqual(['main', 'traffic-proxy']);
   });
 });
 
@@ -259,9 +372,30 @@ describe('idempotency and the status annotation', () => {
     expect(status).toMatchObject({ injected: ['agent-runtime'], skipped: [{ runtime: 'csi', reason: 'container-name-conflict' }] });
   });
 
-  it('writes no annotation when nothing else changed', () => {
+  it('records the status on a pod where every runtime was skipped, and only once', () => {
     const input = pod([main()], { initContainers: [{ name: 'csi-sidecar' }] });
-    expect(inject(input, ['csi']).changed).toBe(false);
+    const once = inject(input, ['csi']);
+    expect(withoutStatus(once.pod)).toEqual(input);
+    expect(statusOf(once.pod)).toEqual({
+      injected: [],
+      present: [],
+      skipped: [{ runtime: 'csi', reason: 'container-name-conflict', message: 'container name conflict: "csi-sidecar" already exists' }],
+      wrapped: [],
+    });
+    expect(inject(once.pod, ['csi']).changed).toBe(false);
+  });
+
+  it('writes no status on a pod that asked for no runtime', () => {
+    const input = pod([main()]);
+    expect(inject(input, []).changed).toBe(false);
+  });
+
+  it('keeps what an earlier admission injected, found and wrapped in the record', () => {
+    const sidecar = { name: 'csi-sidecar', image: 'csi:1', restartPolicy: 'Always' };
+    const once = inject(pod([main({ command: ['run'] })], { initContainers: [sidecar] }), ['agent-runtime', 'csi'], 'Auto');
+    expect(statusOf(once.pod)).toMatchObject({ injected: ['agent-runtime'], present: ['csi'], wrapped: ['main'] });
+    const twice = inject(once.pod, ['agent-runtime', 'csi'], 'Auto');
+    expect(twice.changed).toBe(false);
   });
 
   it('never writes to the input pod or the configs', () => {

@@ -88,7 +88,7 @@ describe('POST /mutate', () => {
     expect(logs).toHaveLength(1);
     expect(logs[0]).toMatchObject({ level: 'info', message: 'admission' });
     expect(Object.keys(logs[0]?.fields ?? {}).sort()).toEqual(
-      ['decision', 'durationMs', 'namespace', 'patchBytes', 'pod', 'runtimes', 'skipped', 'uid', 'warnings'].sort(),
+      ['decision', 'durationMs', 'namespace', 'patchBytes', 'pod', 'present', 'runtimes', 'skipped', 'uid', 'warnings'].sort(),
     );
     expect(await metricValue(metrics, 'sandbox_injector_admissions_total', { outcome: 'injected' })).toBe(1);
   });

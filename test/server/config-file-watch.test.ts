@@ -83,7 +83,7 @@ describe('startConfigFileWatch', () => {
     const file = `${await freshDir()}/injection-config.yaml`;
     await writeFile(file, manifest);
     const { watch, store, results } = await rig(file);
-    expect(watch.first).toEqual({ kind: 'loaded', absent: false, invalidKeys: [] });
+    expect(watch.first).toEqual({ kind: 'loaded', absent: false, invalidKeys: [], unknownFields: [] });
     expect(results).toEqual([watch.first]);
     expect(keys(store)).toEqual(['agent-runtime', 'csi', 'traffic-proxy']);
     expect(store.loadedAt).toBeDefined();
@@ -127,7 +127,7 @@ describe('startConfigFileWatch', () => {
   it('treats a missing file as "no ConfigMap", with a warning', async () => {
     const file = `${await freshDir()}/absent.yaml`;
     const { watch, store, logs } = await rig(file);
-    expect(watch.first).toEqual({ kind: 'loaded', absent: true, invalidKeys: [] });
+    expect(watch.first).toEqual({ kind: 'loaded', absent: true, invalidKeys: [], unknownFields: [] });
     expect(store.snapshot().present).toBe(false);
     expect(store.loadedAt).toBeDefined();
     expect(logs[0]).toMatchObject({ level: 'warn' });

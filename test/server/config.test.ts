@@ -32,6 +32,8 @@ describe('parseServeOptions', () => {
       configNamespace: 'sandbox-system',
       configName: 'sandbox-injection-config',
       allowAnnotationRuntimes: false,
+      agentRuntimeHasWrapper: false,
+      postStartConflict: 'skip',
       certMode: 'auto',
       certNamespace: 'sandbox-system',
       certSecretName: 'sandbox-injector-tls',

@@ -12,11 +12,12 @@ describe('parseRuntimeConfig', () => {
 
   it.each([
     ['{"csiSidecar": {}}', 'field /csiSidecar must be array'],
-    ['{"volume": [{"emptyDir": {}}]}', "field /volume/0 must have required property 'name'"],
     ['{"labels": {"a": 1}}', 'field /labels/a must be string'],
-    ['{"mainContainer": {"volumeMounts": [{"name": "v"}]}}', "field /mainContainer/volumeMounts/0 must have required property 'mountPath'"],
+    ['{"csiSidecar": [{"name": "s", "command": "run"}]}', 'field /csiSidecar/0/command must be array'],
+    ['{"mainContainer": {"Env": [{"name": 7}]}}', 'field /mainContainer/env/0/name must be string'],
     ['[]', 'field (top level) must be object'],
-  ])('names the field of a shape error in %s', (text, message) => {
+    ['"x"', 'field (top level) must be object'],
+  ])('names the field of a type error, where Go would fail too, in %s', (text, message) => {
     const parsed = parseRuntimeConfig(text);
     expect(parsed.ok ? '' : parsed.message).toBe(message);
   });
@@ -29,7 +30,64 @@ describe('parseRuntimeConfig', () => {
   });
 });
 
+describe('parseRuntimeConfig reads a key as the Sandbox controller\'s Go code does', () => {
+  const read = (text: string) => {
+    const parsed = parseRuntimeConfig(text);
+    if (!parsed.ok) throw new Error(parsed.message);
+    return parsed;
+  };
+
+  it('takes null anywhere for absent, as encoding/json marshals empty Go fields', () => {
+    const { config } = read(
+      '{"mainContainer":{"name":"","env":null,"lifecycle":null},"csiSidecar":[{"name":"s","args":null,"securityContext":{"privileged":null,"runAsUser":0}}],' +
+        '"volume":null,"labels":null,"annotations":null,"initContainers":null,"containers":null}',
+    );
+    expect(config).toEqual({
+      mainContainer: { name: '' },
+      csiSidecar: [{ name: 's', securityContext: { runAsUser: 0 } }],
+    });
+  });
+
+  it('matches field names case-insensitively, an exact match first, and the later of two duplicates wins', () => {
+    const { config } = read('{"CsiSidecar":[{"NAME":"s","Image":"i:1","volumemounts":[{"Name":"v","MountPath":"/v"}]}],"Volume":[{"name":"v","EmptyDir":{}}]}');
+    expect(config).toEqual({
+      csiSidecar: [{ name: 's', image: 'i:1', volumeMounts: [{ name: 'v', mountPath: '/v' }] }],
+      volume: [{ name: 'v', emptyDir: {} }],
+    });
+    expect(read('{"labels":{"a":"1"},"Labels":{"b":"2"},"volume":[{"name":"x"}],"VOLUME":[{"name":"y"}]}').config).toEqual({
+      labels: { a: '1', b: '2' },
+      volume: [{ name: 'y' }],
+    });
+  });
+
+  it('drops fields Go does not know and reports where they were', () => {
+    const parsed = read('{"csiSidecar":[{"name":"s","imagePullSecret":"x"}],"sidecars":[],"mainContainer":{"lifecycle":{"postStart":{"exec":{"command":["a"],"shell":true}}}}}');
+    expect(parsed.config).toEqual({ csiSidecar: [{ name: 's' }], mainContainer: { name: '', lifecycle: { postStart: { exec: { command: ['a'] } } } } });
+    expect(parsed.unknownFields).toEqual(['/csiSidecar/0/imagePullSecret', '/sidecars', '/mainContainer/lifecycle/postStart/exec/shell']);
+  });
+
+  it('gives fields Go always writes their zero value, and a null list element its zero value', () => {
+    expect(read('{"volume":[{"emptyDir":{}}],"csiSidecar":[null],"labels":{"a":null}}').config).toEqual({
+      volume: [{ name: '', emptyDir: {} }],
+      csiSidecar: [{ name: '' }],
+      labels: { a: '' },
+    });
+    expect(read('null').config).toEqual({});
+  });
+
+  it('keeps a "__proto__" map key as a key, never as the prototype', () => {
+    const { config } = read('{"annotations":{"__proto__":"x"}}');
+    expect(Object.keys(config.annotations ?? {})).toEqual(['__proto__']);
+    expect(Object.getPrototypeOf(config.annotations)).toBe(Object.prototype);
+  });
+});
+
 describe('InjectionConfigStore', () => {
+  it('reports unknown fields per key, for one log line per config version', () => {
+    const report = new InjectionConfigStore().update({ csi: '{"csiSidecar":[{"name":"s","x":1}]}', gpu: '{}' });
+    expect(report.unknownFields).toEqual([{ key: 'csi', fields: ['/csiSidecar/0/x'] }]);
+  });
+
   it('is absent until loaded, and after the ConfigMap is deleted', () => {
     const store = new InjectionConfigStore();
     expect(store.snapshot().present).toBe(false);

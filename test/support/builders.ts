@@ -1,4 +1,11 @@
-import { injectRuntimes, type Container, type EnvVarsInjectionPolicy, type Pod, type RuntimeConfig } from '../../src/injection/index.js';
+import {
+  injectRuntimes,
+  type Container,
+  type EnvVarsInjectionPolicy,
+  type Pod,
+  type PostStartConflict,
+  type RuntimeConfig,
+} from '../../src/injection/index.js';
 
 export const AGENT_CONFIG: RuntimeConfig = {
   mainContainer: {
@@ -60,6 +67,7 @@ export function inject(
   policy: EnvVarsInjectionPolicy = 'None',
   configs: ReadonlyMap<string, RuntimeConfig> = CONFIGS,
   wrapperImage?: string,
+  postStartConflict?: PostStartConflict,
 ): ReturnType<typeof injectRuntimes> {
   return injectRuntimes(input, {
     runtimes: runtimes.map((name) => {
@@ -70,5 +78,6 @@ export function inject(
     policy,
     allConfigs: configs,
     wrapperImage,
+    postStartConflict,
   });
 }

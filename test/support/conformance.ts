@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { expect } from 'vitest';
 import { STATUS_ANNOTATION } from '../../src/injection/index.js';
 import { applyStrict, type PatchOperation } from './strict-patch.js';
@@ -9,13 +10,18 @@ export const CONFORMANCE_DIR = new URL('../fixtures/conformance/', import.meta.u
 export interface ConformanceCase {
   file: string;
   name: string;
+  /** Extra flags of `serve` (and of `review`) for this case. */
+  flags?: string[];
   configMap?: Record<string, unknown> | null;
   pod: Record<string, unknown>;
   expect: {
     allowed: boolean;
+    /** Whether the pod changed, apart from the status annotation (whose format is ours). */
     changed?: boolean;
     pod?: Record<string, unknown>;
     warnings?: boolean;
+    /** Not a single warning allowed. */
+    noWarnings?: boolean;
     messageMentions?: string[];
   };
 }
@@ -89,12 +95,32 @@ export function expectConformance(testCase: ConformanceCase, response: ReviewRes
     for (const word of testCase.expect.messageMentions ?? []) expect(response.status?.message).toContain(word);
     return;
   }
+  const admitted = admittedPod(testCase.pod, response);
   if (testCase.expect.changed !== undefined) {
-    expect(response.patch !== undefined).toBe(testCase.expect.changed);
-    expect(response.patchType).toBe(testCase.expect.changed ? 'JSONPatch' : undefined);
+    expect(admitted.pod).toEqual(testCase.expect.pod);
+    expect(isDeepStrictEqual(admitted.pod, testCase.pod)).toBe(!testCase.expect.changed);
   }
-  expect(admittedPod(testCase.pod, response).pod).toEqual(testCase.expect.pod);
+  expect(response.patchType).toBe(response.patch === undefined ? undefined : 'JSONPatch');
+  expect(admitted.pod).toEqual(testCase.expect.pod);
   if (testCase.expect.warnings !== undefined) {
     expect((response.warnings ?? []).length > 0).toBe(testCase.expect.warnings);
   }
+  if (testCase.expect.noWarnings === true) expect(response.warnings).toBeUndefined();
+  expectStatusRecorded(testCase, admitted.status);
+}
+
+/**
+ * A pod that asked for runtimes, with a ConfigMap to read them from, carries the status annotation afterwards
+ * (the webhook writes it unless the pod already holds the same value); one that asked for none does not get it.
+ */
+function expectStatusRecorded(testCase: ConformanceCase, status: string | undefined): void {
+  const annotations = (testCase.pod as WithAnnotations).metadata?.annotations ?? {};
+  const asked = (annotations['agents.kruise.io/runtimes'] ?? '').trim() !== '';
+  const configured = testCase.configMap !== undefined && testCase.configMap !== null;
+  if (!asked || !configured) {
+    expect(status).toBeUndefined();
+    return;
+  }
+  const parsed = JSON.parse(status ?? 'null') as Record<string, unknown>;
+  expect(Object.keys(parsed)).toEqual(['injected', 'present', 'skipped', 'wrapped']);
 }

@@ -1,14 +1,12 @@
 import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
 import type { RuntimeSelection } from '../../admission/ports.js';
+import { SANDBOX_GROUP, SANDBOX_VERSION, sandboxOwner } from '../../admission/sandbox-owner.js';
 import type { AdmissionRequest } from '../../admission/types.js';
-import type { OwnerReference, Pod } from '../../injection/index.js';
-import { parsePolicy, runtimesFromAnnotations } from '../pod-annotations.js';
+import type { Pod } from '../../injection/index.js';
+import { firstPolicy, POLICY_ANNOTATION, runtimesFromAnnotations } from '../pod-annotations.js';
 import type { KubeClients } from './clients.js';
 import { ResilientWatch } from './resilient-watch.js';
 
-export const SANDBOX_GROUP = 'agents.kruise.io';
-export const SANDBOX_VERSION = 'v1alpha1';
-export const SANDBOX_API_VERSION = `${SANDBOX_GROUP}/${SANDBOX_VERSION}`;
 export const SANDBOX_PLURAL = 'sandboxes';
 
 export interface Sandbox extends KubernetesObject {
@@ -18,16 +16,10 @@ export interface Sandbox extends KubernetesObject {
 /** Finds a Sandbox by namespace and name: the cache first, the API when the cache has not seen it yet. */
 export type SandboxLookup = (namespace: string, name: string, uid: string) => Promise<Sandbox | undefined>;
 
-/** The pod's controller owner, when it is a Sandbox. */
-export function sandboxOwner(pod: Pod): OwnerReference | undefined {
-  return (pod.metadata.ownerReferences ?? []).find(
-    (ref) => ref.controller === true && ref.apiVersion === SANDBOX_API_VERSION && ref.kind === 'Sandbox',
-  );
-}
-
 /**
- * Runtimes and policy from the owning Sandbox. Pod annotations count only for pods without a Sandbox owner,
- * and only when the operator allows it: otherwise anyone who may create a pod could ask for privileged sidecars.
+ * Runtimes and policy from the owning Sandbox. The runtime annotation counts only for pods without a Sandbox
+ * owner, and only when the operator allows it: otherwise anyone who may create a pod could ask for privileged
+ * sidecars. The policy may also come from the pod (see selectionFromSandbox).
  */
 export async function runtimesFromOwner(
   pod: Pod,
@@ -51,10 +43,16 @@ export async function runtimesFromOwner(
   if (sandbox === undefined) {
     return { ok: false, code: 404, message: `owner ${label} (uid ${owner.uid}) not found` };
   }
-  return selectionFromSandbox(sandbox, label);
+  return selectionFromSandbox(sandbox, pod, label);
 }
 
-export function selectionFromSandbox(sandbox: Sandbox, label: string): RuntimeSelection {
+/**
+ * Runtimes come only from the Sandbox's spec. The policy is the first set of: the Sandbox's
+ * spec.envVarsInjectionPolicy (proposed; today's CRD prunes it), the Sandbox's annotation, and the pod's own
+ * annotation, which the Sandbox controller copies from the template. Reading it from the pod is safe because
+ * wrapping grants nothing: it only makes the pod's own commands wait for their environment.
+ */
+export function selectionFromSandbox(sandbox: Sandbox, pod: Pod, label: string): RuntimeSelection {
   const runtimes = sandbox.spec?.runtimes ?? [];
   if (!Array.isArray(runtimes)) return { ok: false, code: 400, message: `${label}: spec.runtimes must be a list` };
   const names: string[] = [];
@@ -65,7 +63,11 @@ export function selectionFromSandbox(sandbox: Sandbox, label: string): RuntimeSe
     }
     if (!names.includes(name)) names.push(name);
   }
-  const policy = parsePolicy(sandbox.spec?.envVarsInjectionPolicy, `${label}: spec.envVarsInjectionPolicy`);
+  const policy = firstPolicy([
+    [sandbox.spec?.envVarsInjectionPolicy, `${label}: spec.envVarsInjectionPolicy`],
+    [sandbox.metadata?.annotations?.[POLICY_ANNOTATION], `${label}: annotation ${POLICY_ANNOTATION}`],
+    [pod.metadata.annotations?.[POLICY_ANNOTATION], `pod annotation ${POLICY_ANNOTATION}`],
+  ]);
   if (!policy.ok) return { ok: false, code: 400, message: policy.message };
   return { ok: true, runtimes: names, policy: policy.policy, source: label };
 }

@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Server } from 'node:https';
+import { injectionSettings, parseServeOptions } from '../../../src/config.js';
 import { buildApp, type AppLogger } from '../../../src/server/app.js';
 import { createMetrics, type ServerMetrics } from '../../../src/server/metrics.js';
 import { httpsServerOptions, loadTlsMaterial, type TlsFiles } from '../../../src/server/tls/material.js';
@@ -42,14 +43,21 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(options: { tls: TlsFiles; caFile: string }): Promise<TestServer> {
+/** `flags` are serve's own: parsed by its parser, they shape reviews as they do in `serve`. */
+export async function startTestServer(options: { tls: TlsFiles; caFile: string; flags?: string[] }): Promise<TestServer> {
+  const parsed = parseServeOptions(options.flags ?? [], {});
+  if (parsed.kind !== 'options') throw new Error('flags asked for --help');
   let store = new InjectionConfigStore();
   const logger = recordingLogger();
   const metrics = createMetrics({ defaultMetrics: false, configLoadedAt: () => store.loadedAt, now: Date.now });
   const material = await loadTlsMaterial(options.tls);
   const app = buildApp({
     https: httpsServerOptions(material),
-    review: { config: () => store.snapshot(), selectRuntimes: (pod) => runtimesFromAnnotations(pod) },
+    review: {
+      config: () => store.snapshot(),
+      selectRuntimes: (pod) => runtimesFromAnnotations(pod),
+      ...injectionSettings(parsed.options),
+    },
     ready: () => store.loadedAt !== undefined,
     logger,
     metrics,

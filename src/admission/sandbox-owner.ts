@@ -1,0 +1,24 @@
+import type { OwnerReference, Pod } from '../injection/index.js';
+
+export const SANDBOX_GROUP = 'agents.kruise.io';
+export const SANDBOX_VERSION = 'v1alpha1';
+export const SANDBOX_API_VERSION = `${SANDBOX_GROUP}/${SANDBOX_VERSION}`;
+
+/** The pod's controller owner, when it is a Sandbox. */
+export function sandboxOwner(pod: Pod): OwnerReference | undefined {
+  return (pod.metadata.ownerReferences ?? []).find(
+    (ref) => ref.controller === true && ref.apiVersion === SANDBOX_API_VERSION && ref.kind === 'Sandbox',
+  );
+}
+
+/**
+ * Who a warning is about, as `Sandbox namespace/name`: the Sandbox controller reads admission warnings, and a
+ * line that does not say which sandbox is of no use in its log. A pod without a Sandbox owner (offline use,
+ * annotation-driven pods) is named itself.
+ */
+export function warningSubject(pod: Pod, namespace: string | undefined): string {
+  const ns = namespace ?? pod.metadata.namespace ?? 'default';
+  const owner = sandboxOwner(pod);
+  if (owner !== undefined) return `Sandbox ${ns}/${owner.name}`;
+  return `pod ${ns}/${pod.metadata.name ?? pod.metadata.generateName ?? ''}`;
+}
