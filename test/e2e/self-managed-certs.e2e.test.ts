@@ -155,7 +155,7 @@ async function createPodThroughWebhook(): Promise<void> {
   const pod = {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name: `p${podCount}`, namespace: POD_NS, labels: { 'agents.kruise.io/sandbox-name': 'sb' } },
+    metadata: { name: `p${podCount}`, namespace: POD_NS, labels: { 'agents.kruise.io/created-by': 'sandbox' } },
     spec: { containers: [{ name: 'main', image: 'busybox:1.36' }] },
   };
   const before = server(0).admissionRequests;
@@ -204,7 +204,7 @@ beforeAll(async () => {
     timeoutSeconds: 5,
     clientConfig: { url: 'https://127.0.0.1:1/mutate' },
     rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }],
-    objectSelector: { matchExpressions: [{ key: 'agents.kruise.io/sandbox-name', operator: 'Exists' }] },
+    objectSelector: { matchLabels: { 'agents.kruise.io/created-by': 'sandbox' } },
     namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': POD_NS } },
   });
   await c().kubectlOk(['apply', '-f', '-'], {

@@ -95,7 +95,7 @@ describe('self-managed certificates, two serve processes started together', () =
       metadata: {
         generateName: 'sbx-',
         namespace: NS,
-        labels: { 'agents.kruise.io/sandbox-name': 'sbx' },
+        labels: { 'agents.kruise.io/created-by': 'sandbox' },
         ownerReferences: [{ apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name: 'sbx', uid: sandbox.metadata.uid, controller: true }],
       },
       spec: { automountServiceAccountToken: false, containers: [{ name: 'main', image: 'python:3.12' }] },
