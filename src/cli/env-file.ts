@@ -19,6 +19,7 @@ wrapped by run_with_envs.sh. With no variables it only signals readiness.
 JSON of a Sandbox's agents.kruise.io/init-runtime-request annotation, of which only envVars
 is used ({"envVars": {"KEY": "value", ...}, "accessToken": ...}). An object with an envVars
 key is read as the latter, unless envVars holds a string: then it is a variable of a flat map.
+Without envVars, an accessToken or skipRefresh key also marks a request (with no variables).
 `;
 
 const EXIT_OK = 0;

@@ -28,18 +28,23 @@ export function parseEnvJson(text: string, source: string): [string, string][] {
   return stringPairs(parsed, (name) => `${source}: value of ${JSON.stringify(name)}`);
 }
 
+/** Fields only a request has; OpenKruise Agents leaves `envVars` out altogether when there are no variables. */
+const REQUEST_ONLY_FIELDS = ['accessToken', 'skipRefresh'] as const;
+
 /**
  * A flat map's values are all strings, so an `envVars` holding anything else cannot be one of its variables
- * and must be the request's field. An `envVars` holding a string stays a variable of that name, so every flat
- * map accepted before this form existed is still read the same way.
+ * and must be the request's field; an `envVars` holding a string stays a variable of that name. A request with
+ * no variables has no `envVars` at all, so `accessToken` or `skipRefresh` also mark a request: read as a flat
+ * map, the runtime's access token would become a variable of the app.
  */
 function isInitRuntimeRequest(object: JsonObject): boolean {
-  return Object.hasOwn(object, 'envVars') && typeof object.envVars !== 'string';
+  if (Object.hasOwn(object, 'envVars')) return typeof object.envVars !== 'string';
+  return REQUEST_ONLY_FIELDS.some((field) => Object.hasOwn(object, field));
 }
 
 function requestVars(envVars: unknown, source: string): [string, string][] {
-  // Writers encode "no variables" as null (a nil Go map without omitempty) as readily as {}.
-  if (envVars === null) {
+  // Writers encode "no variables" as null (a nil Go map without omitempty) as readily as {}, or leave it out.
+  if (envVars === null || envVars === undefined) {
     return [];
   }
   if (!isJsonObject(envVars)) {

@@ -144,3 +144,49 @@ describe('warnings', () => {
     expect(limited[limited.length - 1]).toMatch(/^\d+ more warnings omitted$/);
   });
 });
+
+describe('reviewAdmission: saying why', () => {
+  const owner = { apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name: 'box-7', uid: 'u', controller: true };
+
+  it('names the pod\'s Sandbox in every warning', async () => {
+    const pod = sandboxPod({ 'agents.kruise.io/runtimes': 'csi', 'agents.kruise.io/env-vars-injection-policy': 'Auto' });
+    (pod.metadata as Record<string, unknown>).ownerReferences = [owner];
+    const review = reviewFor(pod);
+    (review.request as Record<string, unknown>).namespace = 'team-a';
+    const warnings = response(await reviewAdmission(review, deps())).warnings ?? [];
+    expect(warnings.length).toBeGreaterThan(0);
+    for (const warning of warnings) expect(warning).toMatch(/^Sandbox team-a\/box-7: /);
+  });
+
+  it('names the pod itself when it has no Sandbox owner', async () => {
+    const pod = sandboxPod({ 'agents.kruise.io/runtimes': 'csi', 'agents.kruise.io/env-vars-injection-policy': 'Auto' });
+    const warnings = response(await reviewAdmission(reviewFor(pod), deps())).warnings ?? [];
+    expect(warnings[0]).toMatch(/^pod default\/sbx-: EnvVarsInjectionPolicy Auto: commands not wrapped/);
+  });
+
+  it('carries a denial\'s message in the summary the log line is made of', async () => {
+    const outcome = await reviewAdmission(reviewFor(sandboxPod({ 'agents.kruise.io/runtimes': 'gpu' })), deps());
+    if (outcome.kind !== 'response') throw new Error('expected a response');
+    expect(outcome.summary).toMatchObject({ decision: 'denied', message: expect.stringMatching(/runtime "gpu" has no key/) as unknown });
+  });
+
+  it('records runtimes found present without calling the admission an injection', async () => {
+    const sidecar = AGENT_CONFIG.csiSidecar?.[0];
+    const pod = sandboxPod({ 'agents.kruise.io/runtimes': 'agent-runtime' });
+    (pod.spec as Record<string, unknown>).initContainers = [sidecar];
+    const outcome = await reviewAdmission(reviewFor(pod), deps());
+    if (outcome.kind !== 'response') throw new Error('expected a response');
+    expect(outcome.summary).toMatchObject({ decision: 'unchanged', present: ['agent-runtime'], warnings: 0 });
+    const admitted = admittedPod(pod, outcome.review.response ?? { uid: '', allowed: false });
+    expect(JSON.parse(admitted.status ?? 'null')).toEqual({ injected: [], present: ['agent-runtime'], skipped: [], wrapped: [] });
+  });
+
+  it('chains postStart hooks when asked to merge', async () => {
+    const pod = sandboxPod({ 'agents.kruise.io/runtimes': 'agent-runtime' }, { lifecycle: { postStart: { exec: { command: ['mine'] } } } });
+    const merged = response(await reviewAdmission(reviewFor(pod), { ...deps(), postStartConflict: 'merge' }));
+    const out = admittedPod(pod, merged).pod as { spec: { containers: { lifecycle?: unknown }[] } };
+    expect(out.spec.containers[0]?.lifecycle).toEqual({ postStart: { exec: { command: ['bash', '/mnt/envd/envd-run.sh', '--', 'mine'] } } });
+    const skipped = response(await reviewAdmission(reviewFor(pod), deps()));
+    expect(skipped.warnings?.join()).toMatch(/agent-runtime: skipped, postStart conflict/);
+  });
+});

@@ -61,6 +61,7 @@ describe('sandbox-injector review', () => {
     ['a missing file', () => ['-f', join(work, 'absent.json')], /cannot read .*absent\.json: ENOENT/],
     ['a ConfigMap that is not a ConfigMap', () => ['--config-file', file('secret.yaml', 'apiVersion: v1\nkind: Secret\n'), '-f', file('ok.json', reviewFor(pod))], /secret\.yaml: not a ConfigMap/],
     ['an unknown flag', () => ['--nope'], /Unknown option '--nope'/],
+    ['a --poststart-conflict that is neither skip nor merge', () => ['--poststart-conflict', 'chain', '-f', file('ok.json', reviewFor(pod))], /--poststart-conflict: "chain" is not one of skip, merge/],
   ])('refuses %s with a message on stderr and a non-zero exit', async (_name, args, message) => {
     const run = await cli(['review', ...args()]);
     expect(run.code).not.toBe(0);
@@ -93,6 +94,19 @@ describe('sandbox-injector inject', () => {
     const out = JSON.parse(run.stdout) as { spec: { initContainers: { name: string; image?: string; command?: string[] }[] } };
     expect(out.spec.initContainers.map((c) => c.name)).toEqual(['agent-runtime', 'sandbox-env-wrapper']);
     expect(out.spec.initContainers[1]).toMatchObject({ image: 'injector:9', command: ['node', '/app/dist/cli/main.js', 'install-wrapper', '--dir', '/var/sandbox'] });
+  });
+
+  it('--poststart-conflict merge chains the main container\'s postStart after the config\'s', async () => {
+    const hooked = structuredClone(pod) as typeof pod & { spec: { containers: Record<string, unknown>[] } };
+    const main = hooked.spec.containers[0];
+    if (main === undefined) throw new Error('no container');
+    main.lifecycle = { postStart: { exec: { command: ['mine'] } } };
+    const skipped = await cli(['inject', '--config-file', CONFIG, '-o', 'json'], JSON.stringify(hooked));
+    expect(skipped.stderr).toMatch(/agent-runtime: skipped, postStart conflict/);
+    const merged = await cli(['inject', '--config-file', CONFIG, '--poststart-conflict', 'merge', '-o', 'json'], JSON.stringify(hooked));
+    expect(merged.code).toBe(0);
+    const out = JSON.parse(merged.stdout) as { spec: { containers: { lifecycle: { postStart: { exec: { command: string[] } } } }[] } };
+    expect(out.spec.containers[0]?.lifecycle.postStart.exec.command.slice(-2)).toEqual(['--', 'mine']);
   });
 
   it('refuses a bad policy value, naming the flag and the allowed values', async () => {

@@ -103,9 +103,12 @@ describe('sandbox-injector env-file', () => {
     }
   });
 
-  it('only signals readiness for an init-runtime-request whose envVars is null', async () => {
+  it.each([
+    ['whose envVars is null', { envVars: null, accessToken: 'runtime-token-7f3a' }],
+    ['without envVars, as OpenKruise Agents writes it then', { accessToken: 'runtime-token-7f3a', skipRefresh: true }],
+  ])('only signals readiness for an init-runtime-request %s', async (_name, request) => {
     const json = path.join(dir, 'init-runtime-request.json');
-    await writeFile(json, JSON.stringify({ envVars: null, accessToken: 'runtime-token-7f3a' }));
+    await writeFile(json, JSON.stringify(request));
     const envDir = await makeTempDir('env-file-cli-target');
     try {
       const run = await cli(['--dir', envDir, '--from-json', json]);
@@ -113,6 +116,7 @@ describe('sandbox-injector env-file', () => {
       expect(run.stdout).toMatch(/wrote 0 variables/);
       expect(await exists(path.join(envDir, '.env_ready'))).toBe(true);
       expect(await readFile(path.join(envDir, 'env.sh'), 'utf8')).not.toMatch(/^export /m);
+      expect(await readFile(path.join(envDir, 'env.sh'), 'utf8')).not.toContain('runtime-token-7f3a');
     } finally {
       await removeDir(envDir);
     }

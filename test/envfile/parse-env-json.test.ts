@@ -36,10 +36,11 @@ describe('parseEnvJson, flat map', () => {
     ]);
   });
 
-  it('reads an object without envVars as a flat map even when it has the other request fields', () => {
-    expect(refusal('{"accessToken": "t", "skipRefresh": true}')).toBe(
-      `${SOURCE}: value of "skipRefresh" must be a string, got boolean`,
-    );
+  it('reads an object without envVars but with accessToken or skipRefresh as a request with no variables', () => {
+    // OpenKruise Agents drops an empty envVars (omitempty): the token must never become a variable.
+    expect(parse({ accessToken: 'runtime-token' })).toEqual([]);
+    expect(parse({ accessToken: 'runtime-token', skipRefresh: true })).toEqual([]);
+    expect(parse({ skipRefresh: false })).toEqual([]);
   });
 
   it('matches the envVars key case-sensitively', () => {

@@ -119,3 +119,4 @@ export const configsArbitrary = fc
 
 export const runtimesArbitrary = fc.shuffledSubarray(['agent-runtime', 'csi', 'gen/x~y']);
 export const policyArbitrary = fc.constantFrom('None' as const, 'Auto' as const);
+export const postStartConflictArbitrary = fc.constantFrom('skip' as const, 'merge' as const);

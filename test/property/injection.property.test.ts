@@ -1,17 +1,36 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { diffPods } from '../../src/admission/patch.js';
-import { injectRuntimes, type EnvVarsInjectionPolicy, type Pod, type RuntimeConfig } from '../../src/injection/index.js';
+import {
+  injectRuntimes,
+  type EnvVarsInjectionPolicy,
+  type Pod,
+  type PostStartConflict,
+  type RuntimeConfig,
+} from '../../src/injection/index.js';
 import { applyStrict } from '../support/strict-patch.js';
-import { configsArbitrary, podArbitrary, policyArbitrary, runtimesArbitrary } from './arbitraries.js';
+import {
+  configsArbitrary,
+  podArbitrary,
+  policyArbitrary,
+  postStartConflictArbitrary,
+  runtimesArbitrary,
+} from './arbitraries.js';
 
 const RUNS = 10_000;
 
-function run(pod: Pod, configs: Map<string, RuntimeConfig>, runtimes: string[], policy: EnvVarsInjectionPolicy) {
+function run(
+  pod: Pod,
+  configs: Map<string, RuntimeConfig>,
+  runtimes: string[],
+  policy: EnvVarsInjectionPolicy,
+  postStartConflict: PostStartConflict = 'skip',
+) {
   return injectRuntimes(pod, {
     runtimes: runtimes.map((name) => ({ name, config: configs.get(name) ?? {} })),
     policy,
     allConfigs: configs,
+    postStartConflict,
   });
 }
 
@@ -22,9 +41,9 @@ function decodePointer(path: string): string[] {
 describe('injection properties', () => {
   it(`for ${RUNS} generated pods and configs: the patch applies strictly, reproduces the pod, and is stable`, () => {
     fc.assert(
-      fc.property(podArbitrary, configsArbitrary, runtimesArbitrary, policyArbitrary, (pod, configs, runtimes, policy) => {
+      fc.property(podArbitrary, configsArbitrary, runtimesArbitrary, policyArbitrary, postStartConflictArbitrary, (pod, configs, runtimes, policy, postStart) => {
         const before = structuredClone(pod);
-        const result = run(pod, configs, runtimes, policy);
+        const result = run(pod, configs, runtimes, policy, postStart);
         expect(pod).toEqual(before);
 
         const operations = diffPods(pod, result.pod);
@@ -42,7 +61,7 @@ describe('injection properties', () => {
         }
 
         // Reinvocation: the admitted pod, admitted again, needs no patch.
-        const again = run(result.pod, configs, runtimes, policy);
+        const again = run(result.pod, configs, runtimes, policy, postStart);
         expect(again.changed).toBe(false);
         expect(diffPods(result.pod, again.pod)).toEqual([]);
       }),

@@ -93,6 +93,15 @@ describe('POST /mutate', () => {
     expect(await metricValue(metrics, 'sandbox_injector_admissions_total', { outcome: 'injected' })).toBe(1);
   });
 
+  it('logs a denial with its message, so the log says why', async () => {
+    const { app, logs } = harness();
+    const pod = structuredClone(basic.pod) as { metadata: { annotations: Record<string, string> } };
+    pod.metadata.annotations['agents.kruise.io/runtimes'] = 'gpu';
+    const res = await app.inject({ method: 'POST', url: '/mutate', payload: reviewFor(pod, 'u-2') });
+    expect(res.json<{ response: { allowed: boolean } }>().response.allowed).toBe(false);
+    expect(logs[0]?.fields).toMatchObject({ decision: 'denied', message: expect.stringContaining('runtime "gpu" has no key') as unknown });
+  });
+
   it('never logs env values or pod contents', async () => {
     const { app, logs } = harness();
     const pod = structuredClone(basic.pod) as { spec: { containers: { env?: unknown[] }[] } };

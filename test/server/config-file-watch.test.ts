@@ -158,6 +158,19 @@ describe('startConfigFileWatch', () => {
     expect(snapshot.present && snapshot.valid.has('csi')).toBe(true);
   });
 
+  it('logs the fields Go would ignore in one line for the config version, and uses the rest', async () => {
+    const file = `${await freshDir()}/config.yaml`;
+    const withUnknown = JSON.parse(manifest) as { data: Record<string, string> };
+    withUnknown.data.csi = '{"csiSidecar":[{"name":"s","imagePullSecret":"x"}],"sidecar":[]}';
+    withUnknown.data.gpu = '{"Volume":[{"name":"g","hostpath":{"path":"/dev"}}],"extra":1}';
+    await writeFile(file, JSON.stringify(withUnknown));
+    const { watch, logs } = await rig(file);
+    expect(watch.first).toMatchObject({ kind: 'loaded', invalidKeys: [] });
+    const lines = logs.filter((line) => line.message.includes('ignores'));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]?.fields).toMatchObject({ fields: ['csi/csiSidecar/0/imagePullSecret', 'csi/sidecar', 'gpu/extra'] });
+  });
+
   it('fails to start when the directory cannot be watched', async () => {
     const watch = directoryWatcher({ debounceMs: 10, resyncMs: 0, timers: systemTimers, onError: () => undefined });
     await expect(rig(`${root}/no-such-dir/config.yaml`, { watch })).rejects.toThrow(/ENOENT/);

@@ -1,6 +1,6 @@
 /** Process options: flags over env over defaults, validated once, frozen, with errors that name the flag. */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_CONFIG_FILE, OptionsError, parseServeOptions, serveUsage, type ServeOptions } from '../../src/config.js';
+import { DEFAULT_CONFIG_FILE, injectionSettings, OptionsError, parseServeOptions, serveUsage, type ServeOptions } from '../../src/config.js';
 
 function options(argv: string[], env: NodeJS.ProcessEnv = {}): Readonly<ServeOptions> {
   const parsed = parseServeOptions(argv, env);
@@ -52,6 +52,16 @@ describe('parseServeOptions', () => {
     expect(() => options(['--cert-mode', 'files'])).toThrow(/--cert-mode \(SANDBOX_INJECTOR_CERT_MODE\) files needs --tls-cert-file/);
     expect(() => options(['--cert-mode', 'magic'])).toThrow(/--cert-mode .*must be equal to one of the allowed values \(auto, files, self-managed\)/);
     expect(() => options(['--config-namespace', 'Bad_NS'])).toThrow(/--config-namespace/);
+  });
+
+  it('parses how reviews inject: --poststart-conflict, and --agent-runtime-has-wrapper over --wrapper-image', () => {
+    expect(injectionSettings(options([]))).toEqual({ postStartConflict: 'skip' });
+    expect(injectionSettings(options(['--poststart-conflict=merge', '--wrapper-image', 'inj:1']))).toEqual({
+      postStartConflict: 'merge',
+      wrapperImage: 'inj:1',
+    });
+    expect(injectionSettings(options(['--wrapper-image', 'inj:1', '--agent-runtime-has-wrapper']))).toEqual({ postStartConflict: 'skip' });
+    expect(() => options(['--poststart-conflict', 'chain'])).toThrow(/--poststart-conflict .*allowed values \(skip, merge\)/);
   });
 
   it('returns a frozen object', () => {

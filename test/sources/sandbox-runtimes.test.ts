@@ -68,4 +68,44 @@ describe('runtimes from the owning Sandbox', () => {
   ])('denies a Sandbox with a bad spec (%j)', async (spec, message) => {
     expect(await runtimesFromOwner(pod([owner]), request, lookupOf(sandbox(spec)), false)).toEqual({ ok: false, code: 400, message });
   });
+
+  describe('the policy', () => {
+    const POLICY = 'agents.kruise.io/env-vars-injection-policy';
+    const box = (spec: Sandbox['spec'], annotations?: Record<string, string>): Sandbox => ({
+      metadata: { name: 'sbx', namespace: 'team-a', uid: 'uid-1', ...(annotations === undefined ? {} : { annotations }) },
+      spec,
+    });
+    const select = (sandbox: Sandbox, podAnnotations: Record<string, string> = {}) =>
+      runtimesFromOwner(pod([owner], podAnnotations), request, lookupOf(sandbox), false);
+
+    it('comes from the Sandbox annotation when the spec has none (today\'s CRD prunes the field)', async () => {
+      expect(await select(box({ runtimes: [{ name: 'agent-runtime' }] }, { [POLICY]: 'Auto' }))).toMatchObject({ ok: true, policy: 'Auto' });
+    });
+
+    it('comes from the pod annotation the controller copies from the template, after the Sandbox\'s', async () => {
+      expect(await select(box({}), { [POLICY]: 'Auto' })).toMatchObject({ ok: true, policy: 'Auto' });
+      expect(await select(box({}, { [POLICY]: 'None' }), { [POLICY]: 'Auto' })).toMatchObject({ ok: true, policy: 'None' });
+      expect(await select(box({ envVarsInjectionPolicy: 'Auto' }, { [POLICY]: 'None' }), { [POLICY]: 'None' })).toMatchObject({ policy: 'Auto' });
+    });
+
+    it('is None when no source sets it, and an empty value counts as unset', async () => {
+      expect(await select(box({}, { [POLICY]: '' }), { [POLICY]: '' })).toMatchObject({ ok: true, policy: 'None' });
+    });
+
+    it('denies a bad value in any source, naming it, even when a source before it is set', async () => {
+      expect(await select(box({}, { [POLICY]: 'always' }))).toEqual({
+        ok: false,
+        code: 400,
+        message: `Sandbox team-a/sbx: annotation ${POLICY}: "always" is not a valid EnvVarsInjectionPolicy (allowed: None, Auto)`,
+      });
+      expect(await select(box({ envVarsInjectionPolicy: 'Auto' }), { [POLICY]: 'yes' })).toMatchObject({
+        ok: false,
+        message: expect.stringMatching(/^pod annotation agents\.kruise\.io\/env-vars-injection-policy: "yes"/) as unknown,
+      });
+    });
+
+    it('never takes runtimes from the pod, only the policy', async () => {
+      expect(await select(box({}), { 'agents.kruise.io/runtimes': 'csi', [POLICY]: 'Auto' })).toMatchObject({ runtimes: [], policy: 'Auto' });
+    });
+  });
 });
