@@ -7,6 +7,7 @@ import {
 } from '../injection/index.js';
 import { diffPods, encodePatch } from './patch.js';
 import type { ConfigSnapshot, RuntimeSelection } from './ports.js';
+import { podOverLimits } from './pod-limits.js';
 import { warningSubject } from './sandbox-owner.js';
 import { describePodError, describeReviewError } from './schema-errors.js';
 import { validatePod, validateReview } from './schema.js';
@@ -54,6 +55,8 @@ export async function reviewAdmission(body: unknown, deps: ReviewDeps): Promise<
 
   if (!isPodCreate(request)) return answer.allow();
   const pod = request.object;
+  const overLimits = podOverLimits(pod);
+  if (overLimits !== undefined) return answer.deny(400, overLimits);
   // Checked before anything reads the pod: kube-apiserver only sends well-typed pods, so a failure here is a
   // hand-made or corrupted review, and it must be refused rather than crash a reader or get a broken patch.
   if (!validatePod(pod)) return answer.deny(400, describePodError(validatePod.errors));

@@ -12,7 +12,7 @@ import {
   RUNTIMES_ANNOTATION,
   runtimesFromAnnotations,
 } from '../sources/pod-annotations.js';
-import { CliError, type CliIo, readInput, writeLine } from './io.js';
+import { CliError, type CliIo, readInput, refusePrototypeKeys, writeLine } from './io.js';
 import { offlineDeps, POSTSTART_CONFLICT_FLAG, POSTSTART_CONFLICT_USAGE } from './offline-deps.js';
 
 export const INJECT_USAGE =
@@ -82,6 +82,7 @@ function parsePod(text: string, origin: string): Pod {
   const firstError = document.errors[0];
   if (firstError !== undefined) throw new CliError(`${origin}: not valid YAML or JSON: ${firstError.message.split('\n')[0] ?? ''}`);
   const value: unknown = document.toJS();
+  refusePrototypeKeys(value, origin);
   if (value === null || typeof value !== 'object' || (value as { kind?: unknown }).kind !== 'Pod') {
     throw new CliError(`${origin}: not a Pod manifest (kind Pod)`);
   }

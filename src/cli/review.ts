@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { reviewAdmission } from '../admission/review.js';
-import { CliError, type CliIo, readInput, writeLine } from './io.js';
+import { CliError, type CliIo, parseJsonInput, readInput, writeLine } from './io.js';
 import { offlineDeps, POSTSTART_CONFLICT_FLAG, POSTSTART_CONFLICT_USAGE } from './offline-deps.js';
 
 export const REVIEW_USAGE = `usage: sandbox-injector review [--config-file CONFIGMAP] [-f REVIEW|-] ${POSTSTART_CONFLICT_USAGE}`;
@@ -19,12 +19,7 @@ export async function reviewCommand(argv: string[], io: CliIo): Promise<number> 
   });
   const deps = await offlineDeps(values['config-file'], values['poststart-conflict'], io);
   const text = await readInput(values.filename, io);
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch (error) {
-    throw new CliError(`${values.filename}: not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
-  }
+  const body = parseJsonInput(text, values.filename);
   const outcome = await reviewAdmission(body, deps);
   if (outcome.kind === 'bad-request') throw new CliError(`${values.filename}: ${outcome.message}`);
   writeLine(io.stdout, JSON.stringify(outcome.review, null, 2));

@@ -31,7 +31,8 @@ export function parseConfigMapManifest(text: string, origin: string): Record<str
     if (typeof value !== 'string') {
       throw new ConfigMapManifestError(`${origin}: field data.${key} must be a string, found ${typeof value}`);
     }
-    result[key] = value;
+    // "__proto__" is a valid ConfigMap key; a plain assignment would set the prototype and drop it.
+    Object.defineProperty(result, key, { value, enumerable: true, writable: true, configurable: true });
   }
   return result;
 }

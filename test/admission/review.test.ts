@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ConfigSnapshot } from '../../src/admission/ports.js';
 import { reviewAdmission, type ReviewDeps, type ReviewOutcome } from '../../src/admission/review.js';
+import { MAX_ANNOTATIONS_BYTES } from '../../src/admission/pod-limits.js';
 import { MAX_WARNINGS_BYTES, MAX_WARNING_LENGTH, limitWarnings } from '../../src/admission/warnings.js';
 import { InjectionConfigStore } from '../../src/sources/injection-config.js';
 import { runtimesFromAnnotations } from '../../src/sources/pod-annotations.js';
@@ -188,5 +189,29 @@ describe('reviewAdmission: saying why', () => {
     expect(out.spec.containers[0]?.lifecycle).toEqual({ postStart: { exec: { command: ['bash', '/mnt/envd/envd-run.sh', '--', 'mine'] } } });
     const skipped = response(await reviewAdmission(reviewFor(pod), deps()));
     expect(skipped.warnings?.join()).toMatch(/agent-runtime: skipped, postStart conflict/);
+  });
+});
+
+describe('reviewAdmission: pods kube-apiserver would refuse for their size', () => {
+  const withAnnotationBytes = (bytes: number): Record<string, unknown> => {
+    const annotations: Record<string, string> = { 'agents.kruise.io/runtimes': 'csi' };
+    const used = Object.entries(annotations).reduce((n, [k, v]) => n + k.length + v.length, 0);
+    annotations.filler = 'x'.repeat(bytes - used - 'filler'.length);
+    return sandboxPod(annotations);
+  };
+
+  it('denies annotations over 256 KiB in all, before any other work, naming the limit', async () => {
+    const r = response(await reviewAdmission(reviewFor(withAnnotationBytes(MAX_ANNOTATIONS_BYTES + 1)), deps()));
+    expect(r).toMatchObject({ allowed: false, status: { code: 400 } });
+    expect(r.status?.message).toMatch(/metadata\.annotations exceed 262144 bytes/);
+  });
+
+  it('admits annotations of exactly 256 KiB', async () => {
+    expect(response(await reviewAdmission(reviewFor(withAnnotationBytes(MAX_ANNOTATIONS_BYTES)), deps())).allowed).toBe(true);
+  });
+
+  it('counts bytes, not characters', async () => {
+    const pod = sandboxPod({ big: 'é'.repeat(MAX_ANNOTATIONS_BYTES / 2) });
+    expect(response(await reviewAdmission(reviewFor(pod), deps())).allowed).toBe(false);
   });
 });

@@ -1,10 +1,12 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { MAX_INPUT_BYTES } from '../../src/cli/io.js';
 import { STATUS_ANNOTATION } from '../../src/injection/index.js';
+import { BODY_LIMIT_BYTES } from '../../src/server/app.js';
 import { reviewFor } from '../support/conformance.js';
 
 const CLI = new URL('../../dist/cli/main.js', import.meta.url).pathname;
@@ -125,6 +127,43 @@ describe('sandbox-injector inject', () => {
     const run = await cli(['inject'], 'apiVersion: v1\nkind: Service\n');
     expect(run.code).not.toBe(0);
     expect(run.stderr).toMatch(/not a Pod manifest/);
+  });
+});
+
+describe('sandbox-injector review and inject read what the server would read', () => {
+  const poisoned = '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","object":{"metadata":{"annotations":{"__proto__":{"x":"1"}}},"spec":{"containers":[]}}}}';
+
+  it('review refuses a __proto__ key, as the server\'s body parser does', async () => {
+    const run = await cli(['review', '-f', file('proto.json', poisoned)]);
+    expect(run.code).not.toBe(0);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/proto\.json: not valid JSON: Object contains forbidden prototype property/);
+  });
+
+  it('inject refuses a __proto__ key in a YAML pod', async () => {
+    const yaml = 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n    __proto__: x\nspec:\n  containers: [{name: main}]\n';
+    const run = await cli(['inject', '-f', file('proto.yaml', yaml)]);
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toMatch(/proto\.yaml: Object contains forbidden prototype property/);
+  });
+
+  it('refuses a file over the server\'s body limit without reading it', async () => {
+    const big = join(work, 'big.json');
+    writeFileSync(big, '');
+    truncateSync(big, MAX_INPUT_BYTES + 1);
+    const run = await cli(['inject', '-f', big]);
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toMatch(new RegExp(`big\\.json is larger than ${MAX_INPUT_BYTES} bytes`));
+  });
+
+  it('stops reading standard input once it passes the limit', async () => {
+    const run = await cli(['review'], ' '.repeat(MAX_INPUT_BYTES + 10));
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toMatch(/standard input is larger than/);
+  });
+
+  it('uses the server\'s default body limit', () => {
+    expect(MAX_INPUT_BYTES).toBe(BODY_LIMIT_BYTES);
   });
 });
 

@@ -123,6 +123,15 @@ describe('parseConfigMapManifest', () => {
     expect(parseConfigMapManifest('{"apiVersion":"v1","kind":"ConfigMap","data":{"a":"{}"}}', 'cm.json')).toEqual({ a: '{}' });
   });
 
+  it('keeps a key named __proto__ as a key (a valid ConfigMap key), not as the prototype', () => {
+    const data = parseConfigMapManifest('apiVersion: v1\nkind: ConfigMap\ndata:\n  __proto__: "{}"\n  csi: "{}"\n', 'cm');
+    expect(Object.keys(data)).toEqual(['__proto__', 'csi']);
+    const snapshot = new InjectionConfigStore();
+    snapshot.update(data);
+    const state = snapshot.snapshot();
+    expect(state.present && state.valid.has('__proto__')).toBe(true);
+  });
+
   it.each([
     ['apiVersion: v1\nkind: Secret\ndata: {}\n', /cm: not a ConfigMap \(apiVersion v1, kind ConfigMap\); found kind "Secret"/],
     ['apiVersion: v1\nkind: ConfigMap\ndata:\n  a: 1\n', /cm: field data\.a must be a string, found number/],
