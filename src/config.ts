@@ -42,6 +42,8 @@ export interface ServeOptions {
   configName: string;
   /** Honour the runtime/policy pod annotations in cluster mode, for pods without a Sandbox owner. */
   allowAnnotationRuntimes: boolean;
+  /** Cluster mode: the only users (`NAME`, `user:NAME`) and groups (`group:NAME`) whose pods may claim a Sandbox owner. */
+  trustedCreators?: string;
   /** Image with run_with_envs.sh, added as an init container to pods whose commands are wrapped. */
   wrapperImage?: string;
   /** The agent-runtime image carries run_with_envs.sh itself: no wrapper init container, whatever wrapperImage says. */
@@ -100,6 +102,7 @@ export const OPTION_SPECS = {
   configNamespace: spec('config-namespace', 'string', 'namespace of the injection ConfigMap (cluster mode)'),
   configName: spec('config-name', 'string', 'name of the injection ConfigMap (cluster mode)'),
   allowAnnotationRuntimes: spec('allow-annotation-runtimes', 'boolean', 'cluster mode: honour runtime annotations on pods without a Sandbox owner'),
+  trustedCreators: spec('trusted-creators', 'string', 'cluster mode: only these may create Sandbox-owned pods; comma-separated NAME|user:NAME|group:NAME (unset: everyone)'),
   wrapperImage: spec('wrapper-image', 'string', 'image whose init container installs run_with_envs.sh'),
   agentRuntimeHasWrapper: spec('agent-runtime-has-wrapper', 'boolean', 'the agent-runtime image carries run_with_envs.sh: add no wrapper init container'),
   postStartConflict: spec('poststart-conflict', 'string', `${POSTSTART_CONFLICT_MODES.join('|')}: main container and agent-runtime both have a postStart hook`),
@@ -144,6 +147,10 @@ const DEFAULTS = {
 
 const DNS_LABEL = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
 const DNS_SUBDOMAIN = '^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$';
+// Comma-separated entries, none empty, and no `user:` or `group:` without a name: a stray comma must not pass
+// for a deliberate list. Parsed by parseTrustedCreators in src/sources/kube/sandbox-runtimes.ts.
+const TRUSTED_CREATOR = String.raw`\s*(?!(?:user|group):\s*(?:,|$))[^\s,][^,]*`;
+const TRUSTED_CREATORS = `^${TRUSTED_CREATOR}(?:,${TRUSTED_CREATOR})*$`;
 
 const SCHEMA: JSONSchemaType<ServeOptions> = {
   type: 'object',
@@ -164,6 +171,7 @@ const SCHEMA: JSONSchemaType<ServeOptions> = {
     configNamespace: { type: 'string', pattern: DNS_LABEL, default: DEFAULTS.configNamespace },
     configName: { type: 'string', pattern: DNS_SUBDOMAIN, default: DEFAULTS.configName },
     allowAnnotationRuntimes: { type: 'boolean', default: DEFAULTS.allowAnnotationRuntimes },
+    trustedCreators: { type: 'string', pattern: TRUSTED_CREATORS, nullable: true },
     wrapperImage: { type: 'string', minLength: 1, nullable: true },
     agentRuntimeHasWrapper: { type: 'boolean', default: DEFAULTS.agentRuntimeHasWrapper },
     postStartConflict: { type: 'string', enum: [...POSTSTART_CONFLICT_MODES], default: DEFAULTS.postStartConflict },

@@ -16,7 +16,11 @@ export interface AdmissionRequest {
   namespace?: string;
   object?: unknown;
   dryRun?: boolean;
-  userInfo?: { username?: string };
+  /**
+   * Who sent the object, as kube-apiserver authenticated them (after impersonation). The review's schema does not
+   * check it, so readers must not trust its shape: a hand-made review can put anything here.
+   */
+  userInfo?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
 }
 
 export interface AdmissionStatus {

@@ -98,6 +98,9 @@ async function run(options: Readonly<ServeOptions>, logger: Logger): Promise<num
       });
       closers.push(() => configWatch.close());
       review = { config: () => store.snapshot(), selectRuntimes: (pod) => runtimesFromAnnotations(pod) };
+      if (options.trustedCreators !== undefined) {
+        logger.warn('--trusted-creators has no effect in local mode: runtimes come from pod annotations, whoever wrote them');
+      }
     } else {
       review = await startClusterSources(options, kube, store, metrics, logger, closers);
     }
@@ -222,7 +225,15 @@ async function startClusterSources(
   closers: (() => Promise<void>)[],
 ): Promise<ReviewDeps> {
   const { watchInjectionConfigMap } = await import('../sources/kube/configmap-watch.js');
-  const { runtimesFromOwner, watchSandboxes } = await import('../sources/kube/sandbox-runtimes.js');
+  const { parseTrustedCreators, runtimesFromOwner, watchSandboxes } = await import('../sources/kube/sandbox-runtimes.js');
+  // Unset keeps the behaviour from before the flag existed, so a run outside the manifests (a laptop with a
+  // kubeconfig) is not broken by it; the manifests set it, and the warning says what unset means.
+  const trustedCreators = options.trustedCreators === undefined ? undefined : parseTrustedCreators(options.trustedCreators);
+  if (trustedCreators === undefined) {
+    logger.warn('every pod creator is trusted: any pod naming a Sandbox as its controller owner gets its runtimes (see --trusted-creators)');
+  } else {
+    logger.info({ users: [...trustedCreators.users], groups: [...trustedCreators.groups] }, 'only trusted creators may create pods owned by a Sandbox');
+  }
   const configWatch = watchInjectionConfigMap({
     clients: kube,
     namespace: options.configNamespace,
@@ -242,7 +253,7 @@ async function startClusterSources(
   return {
     config: () => store.snapshot(),
     selectRuntimes: (pod, request) =>
-      runtimesFromOwner(pod, request, sandboxes.lookup, options.allowAnnotationRuntimes),
+      runtimesFromOwner(pod, request, sandboxes.lookup, options.allowAnnotationRuntimes, trustedCreators),
   };
 }
 

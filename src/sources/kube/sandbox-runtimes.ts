@@ -17,15 +17,71 @@ export interface Sandbox extends KubernetesObject {
 export type SandboxLookup = (namespace: string, name: string, uid: string) => Promise<Sandbox | undefined>;
 
 /**
+ * Who may create pods that name a Sandbox as their controller owner (--trusted-creators), matched exactly
+ * against the review's userInfo. Without this list, anyone allowed to create pods could write that
+ * ownerReference and get the Sandbox's runtimes, which can be privileged sidecars.
+ */
+export interface TrustedCreators {
+  readonly users: ReadonlySet<string>;
+  readonly groups: ReadonlySet<string>;
+}
+
+const GROUP_PREFIX = 'group:';
+// Lets a user name that itself starts with "group:" be listed.
+const USER_PREFIX = 'user:';
+/** A user name in a denial is cut here: a hand-made review can send megabytes of it, and the message is logged. */
+const MAX_NAME_IN_MESSAGE = 256;
+
+/**
+ * `NAME` and `user:NAME` are user names, `group:NAME` a group; entries are comma-separated and trimmed. The
+ * option schema (src/config.ts) refuses empty entries before this runs; throwing here keeps other callers honest.
+ */
+export function parseTrustedCreators(list: string): TrustedCreators {
+  const users = new Set<string>();
+  const groups = new Set<string>();
+  for (const raw of list.split(',')) {
+    const entry = raw.trim();
+    const [into, name] = entry.startsWith(GROUP_PREFIX)
+      ? [groups, entry.slice(GROUP_PREFIX.length).trim()]
+      : [users, entry.startsWith(USER_PREFIX) ? entry.slice(USER_PREFIX.length).trim() : entry];
+    if (name === '') throw new Error(`trusted creators: empty entry in ${JSON.stringify(list)}`);
+    into.add(name);
+  }
+  return { users, groups };
+}
+
+/**
+ * userInfo is read as untyped data: the review schema does not check it. A review without a user name or
+ * groups matches nothing, so a hand-made client that leaves userInfo out is not trusted.
+ */
+export function isTrustedCreator(trusted: TrustedCreators, userInfo: unknown): boolean {
+  const info = typeof userInfo === 'object' && userInfo !== null ? (userInfo as Record<string, unknown>) : {};
+  if (typeof info.username === 'string' && trusted.users.has(info.username)) return true;
+  return Array.isArray(info.groups) && info.groups.some((group) => typeof group === 'string' && trusted.groups.has(group));
+}
+
+function describeCreator(userInfo: unknown): string {
+  const username = typeof userInfo === 'object' && userInfo !== null ? (userInfo as { username?: unknown }).username : undefined;
+  if (typeof username !== 'string' || username === '') return 'a request without a user name';
+  const shown = username.length > MAX_NAME_IN_MESSAGE ? `${username.slice(0, MAX_NAME_IN_MESSAGE)}...` : username;
+  // JSON quoting keeps control characters and quotes in a name from forging the rest of the message or log line.
+  return `user ${JSON.stringify(shown)}`;
+}
+
+/**
  * Runtimes and policy from the owning Sandbox. The runtime annotation counts only for pods without a Sandbox
  * owner, and only when the operator allows it: otherwise anyone who may create a pod could ask for privileged
  * sidecars. The policy may also come from the pod (see selectionFromSandbox).
+ *
+ * With `trustedCreators`, a pod claiming a Sandbox owner from anyone else is denied before the Sandbox is looked
+ * up, so an untrusted creator cannot even learn whether the Sandbox exists. Without it every creator is trusted.
  */
 export async function runtimesFromOwner(
   pod: Pod,
   request: AdmissionRequest,
   lookup: SandboxLookup,
   allowAnnotationRuntimes: boolean,
+  trustedCreators?: TrustedCreators,
 ): Promise<RuntimeSelection> {
   const owner = sandboxOwner(pod);
   if (owner === undefined) {
@@ -34,6 +90,15 @@ export async function runtimesFromOwner(
   }
   const namespace = request.namespace ?? pod.metadata.namespace ?? 'default';
   const label = `Sandbox ${namespace}/${owner.name}`;
+  if (trustedCreators !== undefined && !isTrustedCreator(trustedCreators, request.userInfo)) {
+    return {
+      ok: false,
+      code: 403,
+      message:
+        `${describeCreator(request.userInfo)} may not create a pod owned by ${label}: ` +
+        'only the webhook\'s trusted creators may (--trusted-creators)',
+    };
+  }
   let sandbox: Sandbox | undefined;
   try {
     sandbox = await lookup(namespace, owner.name, owner.uid);
