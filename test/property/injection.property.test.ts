@@ -8,6 +8,7 @@ import {
   type PostStartConflict,
   type RuntimeConfig,
 } from '../../src/injection/index.js';
+import { propertyRuns, propertyTimeout } from '../support/property-runs.js';
 import { applyStrict } from '../support/strict-patch.js';
 import {
   configsArbitrary,
@@ -17,7 +18,7 @@ import {
   runtimesArbitrary,
 } from './arbitraries.js';
 
-const RUNS = 10_000;
+const RUNS = propertyRuns(10_000);
 
 function run(
   pod: Pod,
@@ -67,7 +68,7 @@ describe('injection properties', () => {
       }),
       { numRuns: RUNS },
     );
-  });
+  }, propertyTimeout(RUNS));
 
   it('escapes `/` and `~` in annotation and label keys', () => {
     const pod: Pod = { metadata: { annotations: { 'a/b': '1' } }, spec: { containers: [{ name: 'main' }] } };

@@ -9,6 +9,7 @@ import { runtimesFromAnnotations } from '../../src/sources/pod-annotations.js';
 import { AGENT_CONFIG, CSI_CONFIG, PROXY_CONFIG } from '../support/builders.js';
 import { decodePatch, reviewFor } from '../support/conformance.js';
 import { applyStrict } from '../support/strict-patch.js';
+import { propertyRuns, propertyTimeout } from '../support/property-runs.js';
 import { podArbitrary } from './arbitraries.js';
 
 const store = new InjectionConfigStore();
@@ -86,15 +87,18 @@ async function expectSound(body: unknown, deps: ReviewDeps, pod: unknown): Promi
   if (response?.patch !== undefined) applyStrict(pod, decodePatch(response.patch));
 }
 
+const DAMAGED = propertyRuns(2000);
+const OTHERS = propertyRuns(1000);
+
 describe('reviews with damaged parts never crash, never patch what they cannot', () => {
-  it('2,000 pods with a part replaced by arbitrary JSON, runtimes from annotations', async () => {
+  it(`${DAMAGED} pods with a part replaced by arbitrary JSON, runtimes from annotations`, async () => {
     await fc.assert(
       fc.asyncProperty(damagedPod, async (pod) => expectSound(reviewFor(pod), annotationDeps, pod)),
-      { numRuns: 2000 },
+      { numRuns: DAMAGED },
     );
-  });
+  }, propertyTimeout(DAMAGED));
 
-  it('1,000 owned pods whose Sandbox has an arbitrary spec', async () => {
+  it(`${OTHERS} owned pods whose Sandbox has an arbitrary spec`, async () => {
     const owned = podArbitrary.map((pod): Pod => ({
       ...pod,
       metadata: { ...pod.metadata, ownerReferences: [{ apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name: 's', uid: 'u', controller: true }] },
@@ -103,11 +107,11 @@ describe('reviews with damaged parts never crash, never patch what they cannot',
       fc.asyncProperty(owned, fc.jsonValue({ maxDepth: 3 }), async (pod, spec) =>
         expectSound(reviewFor(pod), ownerDeps({ metadata: { uid: 'u' }, spec }), pod),
       ),
-      { numRuns: 1000 },
+      { numRuns: OTHERS },
     );
-  });
+  }, propertyTimeout(OTHERS));
 
-  it('1,000 arbitrary bodies and envelopes are answered, not thrown', async () => {
+  it(`${OTHERS} arbitrary bodies and envelopes are answered, not thrown`, async () => {
     const envelope = fc.record({
       apiVersion: fc.oneof(fc.constant('admission.k8s.io/v1'), fc.jsonValue()),
       kind: fc.oneof(fc.constant('AdmissionReview'), fc.jsonValue()),
@@ -117,7 +121,7 @@ describe('reviews with damaged parts never crash, never patch what they cannot',
       fc.asyncProperty(fc.oneof(fc.jsonValue(), envelope), async (body) => {
         await expect(reviewAdmission(body, annotationDeps)).resolves.toBeDefined();
       }),
-      { numRuns: 1000 },
+      { numRuns: OTHERS },
     );
-  });
+  }, propertyTimeout(OTHERS));
 });

@@ -11,6 +11,7 @@ import { InjectionConfigStore } from '../../src/sources/injection-config.js';
 import { runtimesFromAnnotations } from '../../src/sources/pod-annotations.js';
 import { podArbitrary } from '../property/arbitraries.js';
 import { loadConformanceCases, reviewFor } from '../support/conformance.js';
+import { propertyRuns, propertyTimeout } from '../support/property-runs.js';
 import { servingPki, temporaryDirectory } from './support/pki.js';
 import { recordingLogger } from './support/server.js';
 
@@ -45,10 +46,11 @@ const body = fc.oneof(
     return text.slice(0, cut % text.length);
   }),
 );
+const RUNS = propertyRuns(1000);
 const contentType = fc.constantFrom('application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', '');
 
 describe('POST /mutate with any input', () => {
-  it('answers 1,000 arbitrary bodies and content types without a 5xx', async () => {
+  it(`answers ${RUNS} arbitrary bodies and content types without a 5xx`, async () => {
     const server = app();
     try {
       await fc.assert(
@@ -64,10 +66,10 @@ describe('POST /mutate with any input', () => {
             expect(typeof answer.message).toBe('string');
           }
         }),
-        { numRuns: 1000 },
+        { numRuns: RUNS },
       );
     } finally {
       await server.close();
     }
-  });
+  }, propertyTimeout(RUNS));
 });

@@ -1,7 +1,8 @@
 /**
  * Certificate rotation as Kubernetes performs it, under load: the Secret volume's `..data` symlink is swapped
  * while requests run over real TLS sockets. No request may fail, connections opened before the swap carry on
- * with the old certificate, and new connections see the new one within 2 s.
+ * with the old certificate, and the first new connection after the reload sees the new one. Every step waits
+ * for an event (a reload, requests completed), never for a time, so a busy machine only makes it slower.
  */
 import { readFile } from 'node:fs/promises';
 import { Agent } from 'node:https';
@@ -26,6 +27,8 @@ let trust: Buffer[];
 let next: { cert: Buffer; key: Buffer; fingerprint: string };
 let firstFingerprint: string;
 let removeDir: () => Promise<void>;
+/** Resolves at the reload that serves `next`. */
+let nextServed: Promise<void>;
 
 beforeAll(async () => {
   const { dir, remove } = await temporaryDirectory('tls-swap');
@@ -40,6 +43,9 @@ beforeAll(async () => {
   server.setConfig(basic.configMap?.data as Record<string, string>);
   const initial = await loadTlsMaterial(files);
   firstFingerprint = initial.fingerprint256;
+  const nextMaterial = await loadTlsMaterial(b);
+  let served: () => void = () => undefined;
+  nextServed = new Promise((resolve) => (served = resolve));
   reloader = startTlsReloader({
     files,
     initial,
@@ -48,9 +54,10 @@ beforeAll(async () => {
     sleep: (ms) => sleep(ms),
     attempts: 5,
     retryDelayMs: 100,
-    onResult: () => undefined,
+    onResult: (result) => {
+      if (result.kind === 'reloaded' && result.material.fingerprint256 === nextMaterial.fingerprint256) served();
+    },
   });
-  const nextMaterial = await loadTlsMaterial(b);
   next = { cert: nextMaterial.cert, key: nextMaterial.key, fingerprint: nextMaterial.fingerprint256 };
   trust = [await readFile(a.caCertFile), await readFile(b.caCertFile)];
 });
@@ -86,8 +93,15 @@ async function requestLoop(stop: () => boolean, agent: Agent | undefined, report
   }
 }
 
+/** Waits until every loop has completed (or failed) at least two more requests than now. */
+async function allProgressed(reports: readonly LoopReport[]): Promise<void> {
+  const done = (r: LoopReport): number => r.ok + r.failures.length;
+  const start = reports.map(done);
+  while (reports.some((r, i) => done(r) < (start[i] ?? 0) + 2)) await sleep(10);
+}
+
 describe('certificate swap by ..data symlink under load', () => {
-  it('fails no request; new connections get the new certificate within 2 s', async () => {
+  it('fails no request; the first new connection after the reload gets the new certificate', async () => {
     let stopped = false;
     const stop = (): boolean => stopped;
     const keepAlive = new Agent({ keepAlive: true, maxSockets: 2 });
@@ -100,30 +114,21 @@ describe('certificate swap by ..data symlink under load', () => {
       requestLoop(stop, keepAlive, reusedB),
     ];
 
-    await sleep(300);
-    const swappedAt = Date.now();
+    await allProgressed(reports);
     await swapKubeVolume(volume, { 'tls.crt': next.cert, 'tls.key': next.key });
-
-    let seenAfterMs = Number.POSITIVE_INFINITY;
-    while (Date.now() - swappedAt < 5000) {
-      const probe = await postJson(`${server.url}/mutate`, reviewFor(basic.pod), { ca: trust });
-      if (probe.peerFingerprint === next.fingerprint) {
-        seenAfterMs = Date.now() - swappedAt;
-        break;
-      }
-      await sleep(20);
-    }
-    await sleep(300);
+    await nextServed;
+    const probe = await postJson(`${server.url}/mutate`, reviewFor(basic.pod), { ca: trust });
+    // Load went on across the swap: every loop completes requests after the reload too.
+    await allProgressed(reports);
     stopped = true;
     await Promise.all(loops);
     keepAlive.destroy();
 
-    expect(seenAfterMs).toBeLessThan(2000);
+    expect(probe.peerFingerprint).toBe(next.fingerprint);
     expect(reports.flatMap((r) => r.failures)).toEqual([]);
     // Fresh connections saw both certificates; kept-alive ones were never cut, so they kept the first.
     expect(freshA.fingerprints).toEqual(new Set([firstFingerprint, next.fingerprint]));
     expect(reusedA.fingerprints).toEqual(new Set([firstFingerprint]));
-    expect(reports.every((r) => r.ok > 10)).toBe(true);
     expect(reloader.current.fingerprint256).toBe(next.fingerprint);
   });
 });

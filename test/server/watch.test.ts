@@ -2,7 +2,7 @@
 import { writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { directoryWatcher, systemTimers, type Timers } from '../../src/server/watch.js';
+import { directoryWatcher, type Timers } from '../../src/server/watch.js';
 import { temporaryDirectory } from './support/pki.js';
 
 let dir: string;
@@ -13,7 +13,7 @@ beforeAll(async () => {
 afterAll(() => removeDir());
 
 /** Timers the test fires by hand. */
-function manualTimers(): Timers & { fireTimeouts(): void; fireIntervals(): void } {
+function manualTimers(): Timers & { fireTimeouts(): void; fireIntervals(): void; pending(): number } {
   let nextId = 0;
   const timeouts = new Map<number, () => void>();
   const intervals = new Map<number, () => void>();
@@ -30,18 +30,25 @@ function manualTimers(): Timers & { fireTimeouts(): void; fireIntervals(): void 
     fireIntervals: () => {
       for (const callback of intervals.values()) callback();
     },
+    pending: () => timeouts.size,
   };
 }
 
 describe('directoryWatcher', () => {
-  it('turns a burst of file events into one call', async () => {
+  it('turns a burst of file events into one pending call', async () => {
     let calls = 0;
-    const watch = directoryWatcher({ debounceMs: 150, resyncMs: 0, timers: systemTimers, onError: () => undefined });
+    const timers = manualTimers();
+    const watch = directoryWatcher({ debounceMs: 150, resyncMs: 0, timers, onError: () => undefined });
     const watcher = watch([dir, dir], () => (calls += 1));
-    for (let i = 0; i < 5; i += 1) await writeFile(`${dir}/file-${i}`, 'x');
-    await sleep(500);
-    watcher.close();
+    for (let i = 0; i < 5; i += 1) await writeFile(`${dir}/burst-${i}`, 'x');
+    // Real file events arrive when the kernel delivers them; wait for the first one, not for a time.
+    while (timers.pending() === 0) await sleep(5);
+    // However many events arrived, each replaced the pending call instead of adding one.
+    expect(timers.pending()).toBe(1);
+    expect(calls).toBe(0);
+    timers.fireTimeouts();
     expect(calls).toBe(1);
+    watcher.close();
   });
 
   it('resyncs on its interval even without events, through the same debounce', () => {

@@ -8,8 +8,8 @@ import {
   removeDir,
   runWrapper,
   signalReady,
-  sleep,
   startWrapper,
+  waitForChildNamed,
   waitForFile,
 } from './run-wrapper.js';
 
@@ -35,8 +35,10 @@ describe('run_with_envs.sh main mode', () => {
     const marker = path.join(dir, 'started');
     const run = startWrapper(['--', 'bash', '-c', 'printf %s "$GREETING" > "$1"', 'bash', marker], { envDir: dir });
 
-    // Several poll intervals: long enough that a wrapper which did not wait would have run the command.
-    await sleep(700);
+    // In its wait loop (a sleep child), and through a few of its rounds: a wrapper that did not wait would
+    // have run the command by then.
+    const rounds = new Set<number>();
+    while (rounds.size < 3) rounds.add(await waitForChildNamed(run.child.pid ?? -1, 'sleep', rounds));
     expect(await exists(marker)).toBe(false);
     expect(run.child.exitCode).toBeNull();
 
@@ -117,7 +119,7 @@ describe('run_with_envs.sh main mode', () => {
 
   it('exits promptly on SIGTERM while still waiting (bash as PID 1 would otherwise ignore it)', async () => {
     const run = startWrapper(['--', 'true'], { envDir: dir });
-    await sleep(300);
+    await waitForChildNamed(run.child.pid ?? -1, 'sleep');
     run.child.kill('SIGTERM');
     const result = await run.done;
     // Exiting through the trap (143) rather than dying of the signal shows the handler is installed.

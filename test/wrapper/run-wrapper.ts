@@ -3,7 +3,7 @@
  * tests exercise the same file the container image ships.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -114,4 +114,29 @@ export function parseEnv0(output: Buffer): Map<string, Buffer> {
     start = end + 1;
   }
   return vars;
+}
+
+/**
+ * Resolves, with its PID, once process `pid` has a child named `name` other than those in `seen` (read from
+ * /proc): for the wrapper, a `sleep` child means it is inside its wait loop, after its traps are set, and a new
+ * one means another round of it. An event to wait for instead of a guessed time.
+ */
+export async function waitForChildNamed(pid: number, name: string, seen: ReadonlySet<number> = new Set()): Promise<number> {
+  for (;;) {
+    for (const entry of await readdir('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      let stat: string;
+      try {
+        stat = await readFile(`/proc/${entry}/stat`, 'utf8');
+      } catch {
+        continue; // the process ended between the listing and the read
+      }
+      // "PID (COMM) STATE PPID ...": COMM may hold spaces, so split after its closing parenthesis.
+      const close = stat.lastIndexOf(')');
+      const comm = stat.slice(stat.indexOf('(') + 1, close);
+      const ppid = Number(stat.slice(close + 2).split(' ')[1]);
+      if (comm === name && ppid === pid && !seen.has(Number(entry))) return Number(entry);
+    }
+    await sleep(10);
+  }
 }
