@@ -154,7 +154,7 @@ class Answer {
   }
 
   deny(code: number, message: string): ReviewOutcome {
-    const reason = code >= 500 ? 'InternalError' : 'BadRequest';
+    const reason = code >= 500 ? 'InternalError' : code === 403 ? 'Forbidden' : code === 404 ? 'NotFound' : 'BadRequest';
     const response: AdmissionResponse = { uid: this.review.request.uid, allowed: false, status: { code, message, reason } };
     return this.finish(response, 'denied', 0, message);
   }

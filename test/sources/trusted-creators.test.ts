@@ -209,7 +209,11 @@ describe('runtimes from the owning Sandbox, with trusted creators', () => {
         response: {
           uid: 'u',
           allowed: false,
-          status: { code: 403, message: expect.stringMatching(/^user "mallory" may not create a pod owned by Sandbox team-a\/sbx/) as unknown },
+          status: {
+            code: 403,
+            reason: 'Forbidden',
+            message: expect.stringMatching(/^user "mallory" may not create a pod owned by Sandbox team-a\/sbx/) as unknown,
+          },
         },
       },
       summary: { decision: 'denied' },
