@@ -3,6 +3,8 @@
  * follow-up run, and every call until that follow-up starts shares it: a burst of events costs at most
  * the run in progress and one more, and the last event is always followed by a complete run.
  *
+ * A run that fails (rejects, or throws) fails only its own callers: the next call starts afresh.
+ *
  * Shared by the certificate reloader (server/) and the config file watch (sources/), which may not import
  * from each other.
  */
@@ -18,26 +20,29 @@ export function coalesced<T>(task: () => Promise<T>): Coalesced<T> {
   let queued: Promise<T> | undefined;
 
   const start = (): Promise<T> => {
-    const run = task().finally(() => {
+    // new Promise turns a synchronous throw into this run's rejection instead of the caller's exception.
+    const run = new Promise<T>((resolve) => resolve(task())).finally(() => {
       running = undefined;
     });
     running = run;
     return run;
+  };
+  const startQueued = (): Promise<T> => {
+    queued = undefined;
+    return start();
   };
 
   return {
     run() {
       if (queued !== undefined) return queued;
       if (running === undefined) return start();
-      const followUp = running.then(() => {
-        queued = undefined;
-        return start();
-      });
+      // The follow-up starts however the run in progress ends: its failure is not the follow-up's.
+      const followUp = running.then(startQueued, startQueued);
       queued = followUp;
       return followUp;
     },
     async idle() {
-      await (queued ?? running);
+      await (queued ?? running)?.catch(() => undefined);
     },
   };
 }
