@@ -9,7 +9,8 @@
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { Ajv, type JSONSchemaType, type ErrorObject } from 'ajv';
-import { POSTSTART_CONFLICT_MODES, type PostStartConflict } from './injection/index.js';
+import { POSTSTART_CONFLICT_MODES, type PostStartConflict, type WrapperInstaller } from './injection/index.js';
+import { IMAGE_INSTALL_COMMAND } from './wrapper/installer.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -298,10 +299,11 @@ function optionKeys(): OptionKey[] {
 /** How reviews inject, as the options say; the CLI's review and inject take the same choices as flags. */
 export function injectionSettings(options: Readonly<ServeOptions>): {
   postStartConflict: PostStartConflict;
-  wrapperImage?: string;
+  wrapper?: WrapperInstaller;
 } {
-  const wrapperImage = options.agentRuntimeHasWrapper ? undefined : options.wrapperImage;
-  return { postStartConflict: options.postStartConflict, ...(wrapperImage === undefined ? {} : { wrapperImage }) };
+  const image = options.agentRuntimeHasWrapper ? undefined : options.wrapperImage;
+  const wrapper = image === undefined ? {} : { wrapper: { image, command: IMAGE_INSTALL_COMMAND } };
+  return { postStartConflict: options.postStartConflict, ...wrapper };
 }
 
 /** `serve --help`: one line per option, generated from the same table the parser uses. */

@@ -4,6 +4,7 @@ import {
   type PostStartConflict,
   type RequestedRuntime,
   type SkipReason,
+  type WrapperInstaller,
 } from '../injection/index.js';
 import { diffPods, encodePatch } from './patch.js';
 import type { ConfigSnapshot, RuntimeSelection } from './ports.js';
@@ -19,8 +20,8 @@ export interface ReviewDeps {
   config(): ConfigSnapshot;
   /** Where runtimes and policy come from: pod annotations offline, the owning Sandbox in cluster mode. */
   selectRuntimes(pod: Pod, request: AdmissionRequest): RuntimeSelection | Promise<RuntimeSelection>;
-  /** Image carrying run_with_envs.sh, injected as an init container when commands are wrapped. */
-  wrapperImage?: string;
+  /** Installs run_with_envs.sh from an init container when commands are wrapped. */
+  wrapper?: WrapperInstaller;
   /** A postStart hook on both the main container and agent-runtime's config: skip the runtime, or chain them. */
   postStartConflict?: PostStartConflict;
 }
@@ -76,7 +77,7 @@ export async function reviewAdmission(body: unknown, deps: ReviewDeps): Promise<
     runtimes: resolved.runtimes,
     policy: selection.policy,
     allConfigs: config.valid,
-    wrapperImage: deps.wrapperImage,
+    wrapper: deps.wrapper,
     postStartConflict: deps.postStartConflict,
   });
   const { report } = result;

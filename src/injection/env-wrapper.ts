@@ -8,17 +8,12 @@ export const WRAPPER = Object.freeze(['/bin/bash', '/var/sandbox/run_with_envs.s
 export const SANDBOX_ENV_VOLUME = 'sandbox-env';
 export const SANDBOX_ENV_PATH = '/var/sandbox';
 export const WRAPPER_INIT_CONTAINER = 'sandbox-env-wrapper';
-/**
- * How the optional init container puts the wrapper into the shared volume. Our image has no shell or `cp`,
- * so the copy is done by the injector's own CLI, at the path the Dockerfile installs it.
- */
-export const WRAPPER_INSTALL_COMMAND = Object.freeze([
-  'node',
-  '/app/dist/cli/main.js',
-  'install-wrapper',
-  '--dir',
-  '/var/sandbox',
-]);
+
+/** An image that can put run_with_envs.sh into the shared volume, and the command that does it there. */
+export interface WrapperInstaller {
+  image: string;
+  command: readonly string[];
+}
 
 const PROBES = ['startupProbe', 'livenessProbe', 'readinessProbe'] as const;
 
@@ -29,8 +24,8 @@ export interface EnvWrapperInput {
   injectedNow: boolean;
   /** Containers that an injection config put in `spec.containers`: they are not the pod's own. */
   injectedContainerNames: ReadonlySet<string>;
-  /** Image holding the wrapper, for clusters whose agent-runtime image does not carry it. */
-  wrapperImage: string | undefined;
+  /** Installs the wrapper, for clusters whose agent-runtime image does not carry it. */
+  wrapper: WrapperInstaller | undefined;
 }
 
 /**
@@ -62,7 +57,7 @@ export function wrapForEnvInjection(editor: PodEditor, input: EnvWrapperInput, r
   (editor.pod.spec.initContainers ?? []).forEach((container, index) => {
     if (input.sidecarNames.includes(container.name)) mountSandboxEnvOnSidecar(editor, index, report);
   });
-  if (input.wrapperImage !== undefined && usesWrapper(editor)) addWrapperCopier(editor, input.wrapperImage);
+  if (input.wrapper !== undefined && usesWrapper(editor)) addWrapperCopier(editor, input.wrapper);
 }
 
 function agentRuntimePresent(editor: PodEditor, input: EnvWrapperInput): boolean {
@@ -116,12 +111,12 @@ function usesWrapper(editor: PodEditor): boolean {
 }
 
 /** An init container that copies the wrapper into the shared volume before any main container starts. */
-function addWrapperCopier(editor: PodEditor, image: string): void {
+function addWrapperCopier(editor: PodEditor, { image, command }: WrapperInstaller): void {
   if ((editor.pod.spec.initContainers ?? []).some((c) => c.name === WRAPPER_INIT_CONTAINER)) return;
   const copier: Container = {
     name: WRAPPER_INIT_CONTAINER,
     image,
-    command: [...WRAPPER_INSTALL_COMMAND],
+    command: [...command],
     volumeMounts: [sandboxEnvMount()],
   };
   appendContainers(editor, 'initContainers', [copier]);

@@ -1,7 +1,7 @@
 import { injectAgentRuntime, type PostStartConflict } from './agent-runtime.js';
 import { injectCsi } from './csi.js';
 import { PodEditor } from './editor.js';
-import { wrapForEnvInjection } from './env-wrapper.js';
+import { wrapForEnvInjection, type WrapperInstaller } from './env-wrapper.js';
 import { injectGeneric } from './generic.js';
 import { isPresent } from './present.js';
 import { emptyReport, type InjectionReport } from './report.js';
@@ -22,8 +22,8 @@ export interface InjectionInput {
    * agent-runtime was injected by an earlier admission and is not asked for now.
    */
   allConfigs?: ReadonlyMap<string, RuntimeConfig>;
-  /** Image carrying run_with_envs.sh, for clusters whose agent-runtime image does not have it. */
-  wrapperImage?: string;
+  /** Installs run_with_envs.sh, for clusters whose agent-runtime image does not have it. */
+  wrapper?: WrapperInstaller;
   /** When the main container and agent-runtime's config both have a postStart hook: skip the runtime (default). */
   postStartConflict?: PostStartConflict;
 }
@@ -67,7 +67,7 @@ export function injectRuntimes(pod: Pod, input: InjectionInput): InjectionResult
         sidecarNames: (agentRuntime?.csiSidecar ?? []).map((c) => c.name),
         injectedNow: report.injected.includes(AGENT_RUNTIME),
         injectedContainerNames: templateContainerNames(input.runtimes, inPod),
-        wrapperImage: input.wrapperImage,
+        wrapper: input.wrapper,
       },
       report,
     );
@@ -110,6 +110,7 @@ function recordStatus(editor: PodEditor, status: string): void {
 }
 
 export type { PostStartConflict } from './agent-runtime.js';
+export type { WrapperInstaller } from './env-wrapper.js';
 export { POSTSTART_CONFLICT_MODES } from './agent-runtime.js';
 export type { InjectionReport, RuntimeSkip, SkipReason } from './report.js';
 export { STATUS_ANNOTATION } from './status.js';

@@ -352,7 +352,12 @@ describe('EnvVarsInjectionPolicy Auto', () => {
   it('with a wrapper image, adds the init container that installs the wrapper, once', () => {
     const { pod: out } = inject(pod([app]), ['agent-runtime'], 'Auto', CONFIGS, 'injector:1');
     const copier = out.spec.initContainers?.find((c) => c.name === 'sandbox-env-wrapper');
-    expect(copier).toMatchObject({ image: 'injector:1', volumeMounts: [{ name: 'sandbox-env', mountPath: '/var/sandbox' }] });
+    expect(copier).toEqual({
+      name: 'sandbox-env-wrapper',
+      image: 'injector:1',
+      command: ['install', '/var/sandbox'],
+      volumeMounts: [{ name: 'sandbox-env', mountPath: '/var/sandbox' }],
+    });
     expect(inject(out, ['agent-runtime'], 'Auto', CONFIGS, 'injector:1').changed).toBe(false);
   });
 });

@@ -1,6 +1,7 @@
 /** Process options: flags over env over defaults, validated once, frozen, with errors that name the flag. */
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG_FILE, injectionSettings, OptionsError, parseServeOptions, serveUsage, type ServeOptions } from '../../src/config.js';
+import { IMAGE_INSTALL_COMMAND } from '../../src/wrapper/installer.js';
 
 function options(argv: string[], env: NodeJS.ProcessEnv = {}): Readonly<ServeOptions> {
   const parsed = parseServeOptions(argv, env);
@@ -58,7 +59,7 @@ describe('parseServeOptions', () => {
     expect(injectionSettings(options([]))).toEqual({ postStartConflict: 'skip' });
     expect(injectionSettings(options(['--poststart-conflict=merge', '--wrapper-image', 'inj:1']))).toEqual({
       postStartConflict: 'merge',
-      wrapperImage: 'inj:1',
+      wrapper: { image: 'inj:1', command: IMAGE_INSTALL_COMMAND },
     });
     expect(injectionSettings(options(['--wrapper-image', 'inj:1', '--agent-runtime-has-wrapper']))).toEqual({ postStartConflict: 'skip' });
     expect(() => options(['--poststart-conflict', 'chain'])).toThrow(/--poststart-conflict .*allowed values \(skip, merge\)/);

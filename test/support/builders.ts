@@ -77,7 +77,7 @@ export function inject(
     }),
     policy,
     allConfigs: configs,
-    wrapperImage,
+    ...(wrapperImage === undefined ? {} : { wrapper: { image: wrapperImage, command: ['install', '/var/sandbox'] } }),
     postStartConflict,
   });
 }

@@ -1,0 +1,12 @@
+/**
+ * How the injector's own image puts run_with_envs.sh into a pod: the init container that Auto adds runs the
+ * CLI's install-wrapper at the path the Dockerfile installs it (the image has no shell or `cp`). Kept at the
+ * edge, not in the pure injection core, which only learns "run this command in this image".
+ */
+export const IMAGE_INSTALL_COMMAND: readonly string[] = Object.freeze([
+  'node',
+  '/app/dist/cli/main.js',
+  'install-wrapper',
+  '--dir',
+  '/var/sandbox',
+]);
