@@ -18,7 +18,7 @@ export function podOverLimits(pod: unknown): string | undefined {
     const value = entries[key];
     total += Buffer.byteLength(key) + (typeof value === 'string' ? Buffer.byteLength(value) : 0);
     if (total > MAX_ANNOTATIONS_BYTES) {
-      return `pod is too large: metadata.annotations exceed ${MAX_ANNOTATIONS_BYTES} bytes, the most kube-apiserver accepts`;
+      return `metadata.annotations exceed ${MAX_ANNOTATIONS_BYTES} bytes, the most kube-apiserver accepts`;
     }
   }
   return undefined;

@@ -1,3 +1,4 @@
+import type { Failure } from '../errors.js';
 import type { EnvVarsInjectionPolicy, RuntimeConfig } from '../injection/index.js';
 
 /**
@@ -6,7 +7,7 @@ import type { EnvVarsInjectionPolicy, RuntimeConfig } from '../injection/index.j
  */
 export type RuntimeSelection =
   | { ok: true; runtimes: string[]; policy: EnvVarsInjectionPolicy; source: string }
-  | { ok: false; code: number; message: string };
+  | { ok: false; denial: Failure };
 
 export interface ConfigEntry {
   /** The config in force for this key: the current value, or the last valid one when the current is bad. */

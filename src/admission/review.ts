@@ -8,6 +8,7 @@ import {
 } from '../injection/index.js';
 import { diffPods, encodePatch } from './patch.js';
 import type { ConfigSnapshot, RuntimeSelection } from './ports.js';
+import { DENIALS, type Failure } from '../errors.js';
 import { podOverLimits } from './pod-limits.js';
 import { warningSubject } from './sandbox-owner.js';
 import { describePodError, describeReviewError } from './schema-errors.js';
@@ -40,7 +41,8 @@ export interface AdmissionSummary {
   skipped: { runtime: string; reason: SkipReason }[];
   patchBytes: number;
   warnings: number;
-  /** Why, for a denial. */
+  /** For a denial: its catalogue code (src/errors.ts) and message. */
+  code?: string;
   message?: string;
 }
 
@@ -57,21 +59,21 @@ export async function reviewAdmission(body: unknown, deps: ReviewDeps): Promise<
   if (!isPodCreate(request)) return answer.allow();
   const pod = request.object;
   const overLimits = podOverLimits(pod);
-  if (overLimits !== undefined) return answer.deny(400, overLimits);
+  if (overLimits !== undefined) return answer.deny(DENIALS.podTooLarge(overLimits));
   // Checked before anything reads the pod: kube-apiserver only sends well-typed pods, so a failure here is a
   // hand-made or corrupted review, and it must be refused rather than crash a reader or get a broken patch.
-  if (!validatePod(pod)) return answer.deny(400, describePodError(validatePod.errors));
+  if (!validatePod(pod)) return answer.deny(DENIALS.podMalformed(describePodError(validatePod.errors)));
   answer.describePod(pod);
 
   const selection = await deps.selectRuntimes(pod, request);
-  if (!selection.ok) return answer.deny(selection.code, selection.message);
+  if (!selection.ok) return answer.deny(selection.denial);
   answer.runtimes = selection.runtimes;
   if (selection.runtimes.length === 0) return answer.allow();
 
   const config = deps.config();
   if (!config.present) return answer.allow();
   const resolved = resolveRuntimes(selection.runtimes, config);
-  if (!resolved.ok) return answer.deny(500, resolved.message);
+  if (!resolved.ok) return answer.deny(resolved.denial);
 
   const result = injectRuntimes(pod, {
     runtimes: resolved.runtimes,
@@ -101,7 +103,7 @@ function isPodCreate(request: AdmissionRequest): boolean {
 
 type Resolution =
   | { ok: true; runtimes: RequestedRuntime[]; warnings: string[] }
-  | { ok: false; message: string };
+  | { ok: false; denial: Failure };
 
 /** Every asked runtime must have a usable key; one that falls back to its last valid version says so. */
 function resolveRuntimes(names: readonly string[], config: ConfigSnapshot & { present: true }): Resolution {
@@ -121,7 +123,7 @@ function resolveRuntimes(names: readonly string[], config: ConfigSnapshot & { pr
       runtimes.push({ name, config: entry.config });
     }
   }
-  if (problems.length > 0) return { ok: false, message: problems.join('; ') };
+  if (problems.length > 0) return { ok: false, denial: DENIALS.runtimeConfigUnusable(problems) };
   return { ok: true, runtimes, warnings };
 }
 
@@ -154,13 +156,22 @@ class Answer {
     return this.finish(response, decision, patch?.length ?? 0);
   }
 
-  deny(code: number, message: string): ReviewOutcome {
-    const reason = code >= 500 ? 'InternalError' : code === 403 ? 'Forbidden' : code === 404 ? 'NotFound' : 'BadRequest';
-    const response: AdmissionResponse = { uid: this.review.request.uid, allowed: false, status: { code, message, reason } };
-    return this.finish(response, 'denied', 0, message);
+  deny({ code, status, message }: Failure): ReviewOutcome {
+    const reason = status >= 500 ? 'InternalError' : status === 403 ? 'Forbidden' : status === 404 ? 'NotFound' : 'BadRequest';
+    const response: AdmissionResponse = {
+      uid: this.review.request.uid,
+      allowed: false,
+      status: { code: status, message, reason },
+    };
+    return this.finish(response, 'denied', 0, { code, message });
   }
 
-  private finish(response: AdmissionResponse, decision: Decision, patchBytes: number, message?: string): ReviewOutcome {
+  private finish(
+    response: AdmissionResponse,
+    decision: Decision,
+    patchBytes: number,
+    denial?: Pick<Failure, 'code' | 'message'>,
+  ): ReviewOutcome {
     const subject = this.subject;
     const lines = subject === undefined ? this.warnings : this.warnings.map((warning) => `${subject}: ${warning}`);
     const warnings = limitWarnings(lines);
@@ -178,7 +189,7 @@ class Answer {
         skipped: this.skipped,
         patchBytes,
         warnings: warnings.length,
-        ...(message === undefined ? {} : { message }),
+        ...(denial === undefined ? {} : { code: denial.code, message: denial.message }),
       },
     };
   }

@@ -10,7 +10,7 @@ export function describeReviewError(body: unknown, errors: readonly ErrorObject[
 
 /** A pod whose fields the injection reads are of the wrong type: say which. */
 export function describePodError(errors: readonly ErrorObject[] | null | undefined): string {
-  return `pod is malformed: ${fieldMessage(errors, 'object')}`;
+  return fieldMessage(errors, 'object');
 }
 
 function fieldMessage(errors: readonly ErrorObject[] | null | undefined, root: string): string {

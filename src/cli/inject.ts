@@ -42,7 +42,7 @@ export async function injectCommand(argv: string[], io: CliIo): Promise<number> 
   const flagPolicy = values['env-vars-injection-policy'];
   if (flagPolicy !== undefined) {
     const checked = parsePolicy(flagPolicy, '--env-vars-injection-policy');
-    if (!checked.ok) throw new CliError(checked.message);
+    if (!checked.ok) throw new CliError(checked.denial.message);
   }
   const deps = await offlineDeps(values['config-file'], values['poststart-conflict'], io);
   const pod = parsePod(await readInput(values.filename, io), values.filename);
@@ -69,7 +69,7 @@ function selectionWithFlags(pod: Pod, runtimes: string | undefined, policy: stri
   const annotations = pod.metadata.annotations ?? {};
   const field = policy === undefined ? `annotation ${POLICY_ANNOTATION}` : '--env-vars-injection-policy';
   const checked = parsePolicy(policy ?? annotations[POLICY_ANNOTATION], field);
-  if (!checked.ok) return { ok: false, code: 400, message: checked.message };
+  if (!checked.ok) return checked;
   const names = parseRuntimeList(runtimes ?? annotations[RUNTIMES_ANNOTATION] ?? '');
   return { ok: true, runtimes: names, policy: checked.policy, source: 'flags' };
 }

@@ -1,4 +1,5 @@
 import type { RuntimeSelection } from '../admission/ports.js';
+import { DENIALS, type Failure } from '../errors.js';
 import { ENV_VARS_INJECTION_POLICIES, type EnvVarsInjectionPolicy, type Pod } from '../injection/index.js';
 
 export const RUNTIMES_ANNOTATION = 'agents.kruise.io/runtimes';
@@ -14,15 +15,14 @@ export function parseRuntimeList(value: string): string[] {
 export function parsePolicy(
   value: unknown,
   field: string,
-): { ok: true; policy: EnvVarsInjectionPolicy } | { ok: false; message: string } {
+): PolicyResult {
   if (value === undefined || value === null || value === '') return { ok: true, policy: 'None' };
   const allowed: readonly unknown[] = ENV_VARS_INJECTION_POLICIES;
   if (allowed.includes(value)) return { ok: true, policy: value as EnvVarsInjectionPolicy };
-  return {
-    ok: false,
-    message: `${field}: ${JSON.stringify(value)} is not a valid EnvVarsInjectionPolicy (allowed: ${ENV_VARS_INJECTION_POLICIES.join(', ')})`,
-  };
+  return { ok: false, denial: DENIALS.policyInvalid(field, value, ENV_VARS_INJECTION_POLICIES) };
 }
+
+type PolicyResult = { ok: true; policy: EnvVarsInjectionPolicy } | { ok: false; denial: Failure };
 
 /** A value for the policy and the field it was read from, for the message if it is bad. */
 export type PolicySource = readonly [value: unknown, field: string];
@@ -31,9 +31,7 @@ export type PolicySource = readonly [value: unknown, field: string];
  * The first policy that is set among `sources`, in order. Every value that is set is checked, not only the one
  * that wins: a bad value is bad input wherever it is.
  */
-export function firstPolicy(
-  sources: readonly PolicySource[],
-): { ok: true; policy: EnvVarsInjectionPolicy } | { ok: false; message: string } {
+export function firstPolicy(sources: readonly PolicySource[]): PolicyResult {
   let chosen: EnvVarsInjectionPolicy | undefined;
   for (const [value, field] of sources) {
     if (value === undefined || value === null || value === '') continue;
@@ -48,7 +46,7 @@ export function firstPolicy(
 export function runtimesFromAnnotations(pod: Pod): RuntimeSelection {
   const annotations = pod.metadata?.annotations ?? {};
   const policy = parsePolicy(annotations[POLICY_ANNOTATION], `annotation ${POLICY_ANNOTATION}`);
-  if (!policy.ok) return { ok: false, code: 400, message: policy.message };
+  if (!policy.ok) return policy;
   const runtimes = parseRuntimeList(annotations[RUNTIMES_ANNOTATION] ?? '');
   return { ok: true, runtimes, policy: policy.policy, source: 'pod annotations' };
 }

@@ -49,24 +49,33 @@ describe('runtimes from the owning Sandbox', () => {
 
   it('denies a pod whose owning Sandbox cannot be found, naming it', async () => {
     const selection = await runtimesFromOwner(pod([owner]), request, lookupOf(undefined), false);
-    expect(selection).toEqual({ ok: false, code: 404, message: 'owner Sandbox team-a/sbx (uid uid-1) not found' });
+    expect(selection).toEqual({
+      ok: false,
+      denial: { code: 'SI_SANDBOX_NOT_FOUND', status: 404, message: 'owner Sandbox team-a/sbx (uid uid-1) not found' },
+    });
   });
 
   it('denies when the lookup fails, naming the Sandbox', async () => {
     const failing: SandboxLookup = () => Promise.reject(new Error('connection refused'));
     expect(await runtimesFromOwner(pod([owner]), request, failing, false)).toEqual({
       ok: false,
-      code: 500,
-      message: 'cannot look up owner Sandbox team-a/sbx: connection refused',
+      denial: {
+        code: 'SI_SANDBOX_LOOKUP_FAILED',
+        status: 500,
+        message: 'cannot look up owner Sandbox team-a/sbx: connection refused',
+      },
     });
   });
 
   it.each([
-    [{ runtimes: 'csi' }, 'Sandbox team-a/sbx: spec.runtimes must be a list'],
-    [{ runtimes: [{ name: '' }] }, 'Sandbox team-a/sbx: spec.runtimes[0].name must be a non-empty string'],
-    [{ envVarsInjectionPolicy: 'Always' }, 'Sandbox team-a/sbx: spec.envVarsInjectionPolicy: "Always" is not a valid EnvVarsInjectionPolicy (allowed: None, Auto)'],
-  ])('denies a Sandbox with a bad spec (%j)', async (spec, message) => {
-    expect(await runtimesFromOwner(pod([owner]), request, lookupOf(sandbox(spec)), false)).toEqual({ ok: false, code: 400, message });
+    [{ runtimes: 'csi' }, 'SI_SANDBOX_SPEC_INVALID', 'Sandbox team-a/sbx: spec.runtimes must be a list'],
+    [{ runtimes: [{ name: '' }] }, 'SI_SANDBOX_SPEC_INVALID', 'Sandbox team-a/sbx: spec.runtimes[0].name must be a non-empty string'],
+    [{ envVarsInjectionPolicy: 'Always' }, 'SI_POLICY_INVALID', 'Sandbox team-a/sbx: spec.envVarsInjectionPolicy: "Always" is not a valid EnvVarsInjectionPolicy (allowed: None, Auto)'],
+  ])('denies a Sandbox with a bad spec (%j)', async (spec, code, message) => {
+    expect(await runtimesFromOwner(pod([owner]), request, lookupOf(sandbox(spec)), false)).toEqual({
+      ok: false,
+      denial: { code, status: 400, message },
+    });
   });
 
   describe('the policy', () => {
@@ -95,12 +104,15 @@ describe('runtimes from the owning Sandbox', () => {
     it('denies a bad value in any source, naming it, even when a source before it is set', async () => {
       expect(await select(box({}, { [POLICY]: 'always' }))).toEqual({
         ok: false,
-        code: 400,
-        message: `Sandbox team-a/sbx: annotation ${POLICY}: "always" is not a valid EnvVarsInjectionPolicy (allowed: None, Auto)`,
+        denial: {
+          code: 'SI_POLICY_INVALID',
+          status: 400,
+          message: `Sandbox team-a/sbx: annotation ${POLICY}: "always" is not a valid EnvVarsInjectionPolicy (allowed: None, Auto)`,
+        },
       });
       expect(await select(box({ envVarsInjectionPolicy: 'Auto' }), { [POLICY]: 'yes' })).toMatchObject({
         ok: false,
-        message: expect.stringMatching(/^pod annotation agents\.kruise\.io\/env-vars-injection-policy: "yes"/) as unknown,
+        denial: { message: expect.stringMatching(/^pod annotation agents\.kruise\.io\/env-vars-injection-policy: "yes"/) as unknown },
       });
     });
 

@@ -148,10 +148,13 @@ describe('runtimes from the owning Sandbox, with trusted creators', () => {
     expect(await select({ username: 'mallory', groups: ['system:authenticated'] }, trusted)).toEqual({
       selection: {
         ok: false,
-        code: 403,
-        message:
-          'user "mallory" may not create a pod owned by Sandbox team-a/sbx: ' +
-          "only the webhook's trusted creators may (--trusted-creators)",
+        denial: {
+          code: 'SI_CREATOR_UNTRUSTED',
+          status: 403,
+          message:
+            'user "mallory" may not create a pod owned by Sandbox team-a/sbx: ' +
+            "only the webhook's trusted creators may (--trusted-creators)",
+        },
       },
       lookups: 0,
     });
@@ -161,10 +164,13 @@ describe('runtimes from the owning Sandbox, with trusted creators', () => {
     expect(await select(undefined, trusted)).toEqual({
       selection: {
         ok: false,
-        code: 403,
-        message:
-          'a request without a user name may not create a pod owned by Sandbox team-a/sbx: ' +
-          "only the webhook's trusted creators may (--trusted-creators)",
+        denial: {
+          code: 'SI_CREATOR_UNTRUSTED',
+          status: 403,
+          message:
+            'a request without a user name may not create a pod owned by Sandbox team-a/sbx: ' +
+            "only the webhook's trusted creators may (--trusted-creators)",
+        },
       },
       lookups: 0,
     });
@@ -173,7 +179,7 @@ describe('runtimes from the owning Sandbox, with trusted creators', () => {
   it('quotes the user name and cuts a long one, so the message and its log line stay one bounded line', async () => {
     const { selection } = await select({ username: `eve"\n${'x'.repeat(100_000)}` }, trusted);
     expect(selection.ok).toBe(false);
-    const message = selection.ok ? '' : selection.message;
+    const message = selection.ok ? '' : selection.denial.message;
     expect(message).toMatch(/^user "eve\\"\\nx+\.\.\." may not create a pod owned by Sandbox team-a\/sbx: /);
     expect(message).not.toContain('\n');
     expect(message.length).toBeLessThan(400);

@@ -2,6 +2,7 @@ import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-
 import type { RuntimeSelection } from '../../admission/ports.js';
 import { SANDBOX_GROUP, SANDBOX_VERSION, sandboxOwner } from '../../admission/sandbox-owner.js';
 import type { AdmissionRequest } from '../../admission/types.js';
+import { DENIALS } from '../../errors.js';
 import type { Pod } from '../../injection/index.js';
 import { firstPolicy, POLICY_ANNOTATION, runtimesFromAnnotations } from '../pod-annotations.js';
 import type { KubeClients } from './clients.js';
@@ -91,22 +92,16 @@ export async function runtimesFromOwner(
   const namespace = request.namespace ?? pod.metadata.namespace ?? 'default';
   const label = `Sandbox ${namespace}/${owner.name}`;
   if (trustedCreators !== undefined && !isTrustedCreator(trustedCreators, request.userInfo)) {
-    return {
-      ok: false,
-      code: 403,
-      message:
-        `${describeCreator(request.userInfo)} may not create a pod owned by ${label}: ` +
-        'only the webhook\'s trusted creators may (--trusted-creators)',
-    };
+    return { ok: false, denial: DENIALS.creatorUntrusted(describeCreator(request.userInfo), label) };
   }
   let sandbox: Sandbox | undefined;
   try {
     sandbox = await lookup(namespace, owner.name, owner.uid);
   } catch (error) {
-    return { ok: false, code: 500, message: `cannot look up owner ${label}: ${errorMessage(error)}` };
+    return { ok: false, denial: DENIALS.sandboxLookupFailed(label, errorMessage(error)) };
   }
   if (sandbox === undefined) {
-    return { ok: false, code: 404, message: `owner ${label} (uid ${owner.uid}) not found` };
+    return { ok: false, denial: DENIALS.sandboxNotFound(label, owner.uid) };
   }
   return selectionFromSandbox(sandbox, pod, label);
 }
@@ -119,12 +114,13 @@ export async function runtimesFromOwner(
  */
 export function selectionFromSandbox(sandbox: Sandbox, pod: Pod, label: string): RuntimeSelection {
   const runtimes = sandbox.spec?.runtimes ?? [];
-  if (!Array.isArray(runtimes)) return { ok: false, code: 400, message: `${label}: spec.runtimes must be a list` };
+  if (!Array.isArray(runtimes)) return { ok: false, denial: DENIALS.sandboxSpecInvalid(label, 'spec.runtimes must be a list') };
   const names: string[] = [];
   for (const [index, runtime] of runtimes.entries()) {
     const name: unknown = (runtime as { name?: unknown } | null)?.name;
     if (typeof name !== 'string' || name === '') {
-      return { ok: false, code: 400, message: `${label}: spec.runtimes[${index}].name must be a non-empty string` };
+      const detail = `spec.runtimes[${index}].name must be a non-empty string`;
+      return { ok: false, denial: DENIALS.sandboxSpecInvalid(label, detail) };
     }
     if (!names.includes(name)) names.push(name);
   }
@@ -133,7 +129,7 @@ export function selectionFromSandbox(sandbox: Sandbox, pod: Pod, label: string):
     [sandbox.metadata?.annotations?.[POLICY_ANNOTATION], `${label}: annotation ${POLICY_ANNOTATION}`],
     [pod.metadata.annotations?.[POLICY_ANNOTATION], `pod annotation ${POLICY_ANNOTATION}`],
   ]);
-  if (!policy.ok) return { ok: false, code: 400, message: policy.message };
+  if (!policy.ok) return policy;
   return { ok: true, runtimes: names, policy: policy.policy, source: label };
 }
 
