@@ -1,7 +1,8 @@
 import type { PodEditor } from './editor.js';
-import { appendMainMounts, mainContainerFor } from './main-container.js';
+import { skippedForNameConflict } from './conflicts.js';
+import { isValidHandler } from './lifecycle-handler.js';
+import { appendMainMounts, mainContainerOrSkip } from './main-container.js';
 import { addMissingVolumes, appendContainers, appendEnv, editContainer } from './merge.js';
-import { isValidHandler } from './pod-parts.js';
 import { skip, type InjectionReport } from './report.js';
 import { AGENT_RUNTIME, type Lifecycle, type LifecycleHandler, type RuntimeConfig } from './types.js';
 
@@ -20,7 +21,8 @@ export function injectAgentRuntime(
   postStartConflict: PostStartConflict,
 ): void {
   const sidecars = config.csiSidecar ?? [];
-  const main = mainContainerFor(editor, AGENT_RUNTIME, sidecars, report);
+  if (skippedForNameConflict(editor, AGENT_RUNTIME, sidecars, report)) return;
+  const main = mainContainerOrSkip(editor, AGENT_RUNTIME, report);
   if (main === undefined) return;
   const configHook = config.mainContainer?.lifecycle?.postStart;
   const ownHook = main.lifecycle?.postStart;

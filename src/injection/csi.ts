@@ -1,5 +1,6 @@
 import type { PodEditor } from './editor.js';
-import { appendMainMounts, mainContainerFor } from './main-container.js';
+import { skippedForNameConflict } from './conflicts.js';
+import { appendMainMounts, mainContainerOrSkip } from './main-container.js';
 import { addMissingVolumes, appendContainers, appendEnv } from './merge.js';
 import type { InjectionReport } from './report.js';
 import { CSI, type RuntimeConfig } from './types.js';
@@ -10,7 +11,8 @@ import { CSI, type RuntimeConfig } from './types.js';
  */
 export function injectCsi(editor: PodEditor, config: RuntimeConfig, report: InjectionReport): void {
   const sidecars = config.csiSidecar ?? [];
-  const main = mainContainerFor(editor, CSI, sidecars, report);
+  if (skippedForNameConflict(editor, CSI, sidecars, report)) return;
+  const main = mainContainerOrSkip(editor, CSI, report);
   if (main === undefined) return;
 
   appendEnv(editor, 0, withNewNames(config.mainContainer?.env ?? [], main.env ?? []));

@@ -1,6 +1,7 @@
 import type { PodEditor } from './editor.js';
 import { addMissingMetadata, addMissingVolumes, appendContainers } from './merge.js';
-import { containerNames, firstTaken, volumeNames } from './pod-parts.js';
+import { skippedForNameConflict } from './conflicts.js';
+import { firstTaken, volumeNames } from './pod-parts.js';
 import { skip, type InjectionReport } from './report.js';
 import type { RuntimeConfig } from './types.js';
 
@@ -12,11 +13,7 @@ export function injectGeneric(
   report: InjectionReport,
 ): void {
   const containers = [...(config.initContainers ?? []), ...(config.containers ?? [])];
-  const takenContainer = firstTaken(containers, containerNames(editor.pod));
-  if (takenContainer !== undefined) {
-    skip(report, runtime, 'container-name-conflict', `container name conflict: "${takenContainer}" already exists`);
-    return;
-  }
+  if (skippedForNameConflict(editor, runtime, containers, report)) return;
   const takenVolume = firstTaken(config.volume ?? [], volumeNames(editor.pod));
   if (takenVolume !== undefined) {
     skip(report, runtime, 'volume-name-conflict', `volume name conflict: "${takenVolume}" already exists`);

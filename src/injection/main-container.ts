@@ -1,24 +1,10 @@
 import type { PodEditor } from './editor.js';
 import { appendMounts } from './merge.js';
-import { containerNames, firstTaken } from './pod-parts.js';
 import { skip, type InjectionReport } from './report.js';
 import type { Container, VolumeMount } from './types.js';
 
-/**
- * What agent-runtime and csi both need before anything is added: none of their sidecar names may be taken,
- * and the pod must have a main container. Returns that container, or undefined after recording the skip.
- */
-export function mainContainerFor(
-  editor: PodEditor,
-  runtime: string,
-  sidecars: readonly Container[],
-  report: InjectionReport,
-): Container | undefined {
-  const taken = firstTaken(sidecars, containerNames(editor.pod));
-  if (taken !== undefined) {
-    skip(report, runtime, 'container-name-conflict', `container name conflict: "${taken}" already exists`);
-    return undefined;
-  }
+/** The pod's main container (spec.containers[0]), or undefined after recording the runtime's skip. */
+export function mainContainerOrSkip(editor: PodEditor, runtime: string, report: InjectionReport): Container | undefined {
   const main = editor.pod.spec.containers[0];
   if (main === undefined) skip(report, runtime, 'no-main-container', 'the pod has no containers');
   return main;

@@ -1,4 +1,4 @@
-import type { LifecycleHandler, Pod } from './types.js';
+import type { Pod } from './types.js';
 
 /** Names of every container and init container of the pod, as they stand now. */
 export function containerNames(pod: Pod): Set<string> {
@@ -15,13 +15,5 @@ export function volumeNames(pod: Pod): Set<string> {
 /** The first name in `wanted` that `taken` already has, if any. */
 export function firstTaken(wanted: readonly { name: string }[], taken: ReadonlySet<string>): string | undefined {
   return wanted.find((item) => taken.has(item.name))?.name;
-}
-
-const HANDLER_KINDS = ['exec', 'httpGet', 'tcpSocket', 'sleep'] as const;
-
-/** A lifecycle handler counts only when it says what to run; `postStart: {}` counts as absent. */
-export function isValidHandler(handler: LifecycleHandler | undefined): handler is LifecycleHandler {
-  if (handler === undefined || handler === null || typeof handler !== 'object') return false;
-  return HANDLER_KINDS.some((kind) => handler[kind] !== undefined && handler[kind] !== null);
 }
 
