@@ -32,12 +32,9 @@ import { applyPlan, checkPolicy, planIsEmpty, planRenewal, type RenewalPlan, typ
 import { serviceSubjectNames } from './pki.js';
 import { EMPTY_STATE, secretFromState, stateFromSecret, trustBundle, type CertState } from './state.js';
 import { bundleTrusts, decideBundle } from './webhook-bundle.js';
+import type { Logger } from '../util/logger.js';
+import { unrefSleep } from '../util/sleep.js';
 
-export interface CertLogger {
-  info(fields: object, message: string): void;
-  warn(fields: object, message: string): void;
-  error(fields: object, message: string): void;
-}
 
 export interface SelfManagedCertificatesOptions {
   clients: KubeClients;
@@ -65,7 +62,7 @@ export interface SelfManagedCertificatesOptions {
   retryMinMs?: number;
   now?: () => Date;
   delay?: (ms: number) => Promise<void>;
-  logger?: CertLogger;
+  logger?: Logger;
 }
 
 export interface SelfManagedCertificates {
@@ -97,7 +94,7 @@ const CONFLICT_ATTEMPTS = 5;
 
 const FILE_NAMES = { cert: 'tls.crt', key: 'tls.key', ca: 'ca.crt' } as const;
 
-const silentLogger: CertLogger = { info: () => undefined, warn: () => undefined, error: () => undefined };
+const silentLogger: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
 export class CertificateConflictError extends Error {
   override readonly name = 'CertificateConflictError';
@@ -122,7 +119,7 @@ export function startSelfManagedCertificates(options: SelfManagedCertificatesOpt
   const pollIntervalMs = options.pollIntervalMs ?? DEFAULTS.pollIntervalMs;
   const retryMinMs = Math.min(options.retryMinMs ?? DEFAULTS.retryMinMs, pollIntervalMs);
   const now = options.now ?? (() => new Date());
-  const delay = options.delay ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref()));
+  const delay = options.delay ?? unrefSleep;
   const logger = options.logger ?? silentLogger;
   const files = {
     certFile: join(options.dir, FILE_NAMES.cert),
@@ -206,7 +203,7 @@ class CertificateSync {
     private readonly options: SelfManagedCertificatesOptions,
     private readonly policy: RenewalPolicy,
     private readonly now: () => Date,
-    private readonly logger: CertLogger,
+    private readonly logger: Logger,
   ) {
     this.admission = options.clients.kubeConfig.makeApiClient(AdmissionregistrationV1Api);
   }

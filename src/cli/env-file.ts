@@ -4,11 +4,11 @@ import { parseArgs } from 'node:util';
 import { EnvFileError } from '../envfile/errors.js';
 import { parseEnvJson } from '../envfile/parse-env-json.js';
 import { writeEnvFile } from '../envfile/write-env-file.js';
+import { errorMessage } from '../util/error-message.js';
+import type { CliIo } from './io.js';
 
-export interface CliIo {
-  stdout: NodeJS.WritableStream;
-  stderr: NodeJS.WritableStream;
-}
+/** env-file reads no standard input: its values come from arguments or a file. */
+type EnvFileIo = Pick<CliIo, 'stdout' | 'stderr'>;
 
 const USAGE = `usage: sandbox-injector env-file --dir DIR [KEY=VALUE...]
        sandbox-injector env-file --dir DIR --from-json FILE
@@ -29,7 +29,7 @@ const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
 
 /** `sandbox-injector env-file ...`; `argv` holds the arguments after the subcommand name. */
-export async function envFileCommand(argv: string[], io: CliIo): Promise<number> {
+export async function envFileCommand(argv: string[], io: EnvFileIo): Promise<number> {
   let values: { dir?: string; 'from-json'?: string; help?: boolean };
   let positionals: string[];
   try {
@@ -44,7 +44,7 @@ export async function envFileCommand(argv: string[], io: CliIo): Promise<number>
       strict: true,
     }));
   } catch (error) {
-    return usageError(io, describe(error));
+    return usageError(io, errorMessage(error));
   }
 
   if (values.help === true) {
@@ -96,7 +96,7 @@ async function readJsonVars(file: string): Promise<[string, string][]> {
   try {
     bytes = await readFile(file);
   } catch (error) {
-    throw new EnvFileError(`cannot read ${file}: ${describe(error)}`, { cause: error });
+    throw new EnvFileError(`cannot read ${file}: ${errorMessage(error)}`, { cause: error });
   }
   let text: string;
   try {
@@ -108,11 +108,8 @@ async function readJsonVars(file: string): Promise<[string, string][]> {
   return parseEnvJson(text, file);
 }
 
-function usageError(io: CliIo, message: string): number {
+function usageError(io: EnvFileIo, message: string): number {
   io.stderr.write(`sandbox-injector env-file: ${message}\n${USAGE}`);
   return EXIT_USAGE;
 }
 
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}

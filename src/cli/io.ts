@@ -1,5 +1,6 @@
 import { open } from 'node:fs/promises';
 import secureJson from 'secure-json-parse';
+import { errorMessage } from '../util/error-message.js';
 
 /**
  * The most the CLI reads from one input: the server's default body limit, since `review` and `inject` must
@@ -33,7 +34,7 @@ export async function readInput(path: string, io: CliIo): Promise<string> {
   try {
     file = await open(path, 'r');
   } catch (error) {
-    throw new CliError(`cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`);
+    throw new CliError(`cannot read ${path}: ${errorMessage(error)}`);
   }
   try {
     const { size } = await file.stat();
@@ -41,7 +42,7 @@ export async function readInput(path: string, io: CliIo): Promise<string> {
     return await readStream(file.createReadStream({ encoding: undefined }), path);
   } catch (error) {
     if (error instanceof CliError) throw error;
-    throw new CliError(`cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`);
+    throw new CliError(`cannot read ${path}: ${errorMessage(error)}`);
   } finally {
     await file.close();
   }
@@ -72,7 +73,7 @@ export function parseJsonInput(text: string, origin: string): unknown {
   try {
     return secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }) as unknown;
   } catch (error) {
-    throw new CliError(`${origin}: not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
+    throw new CliError(`${origin}: not valid JSON: ${errorMessage(error)}`);
   }
 }
 
@@ -82,7 +83,7 @@ export function refusePrototypeKeys(value: unknown, origin: string): void {
   try {
     secureJson.scan(value, { protoAction: 'error', constructorAction: 'error' });
   } catch (error) {
-    throw new CliError(`${origin}: ${error instanceof Error ? error.message : String(error)}`);
+    throw new CliError(`${origin}: ${errorMessage(error)}`);
   }
 }
 

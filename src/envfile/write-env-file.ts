@@ -4,6 +4,7 @@ import path from 'node:path';
 
 import { EnvFileError } from './errors.js';
 import { renderEnvFile, type EnvVars } from './render-env-file.js';
+import { errorMessage } from '../util/error-message.js';
 
 export type { EnvVars } from './render-env-file.js';
 
@@ -44,7 +45,7 @@ async function assertDirectory(dir: string): Promise<void> {
   try {
     isDirectory = (await stat(dir)).isDirectory();
   } catch (error) {
-    throw new EnvFileError(`cannot use env directory ${dir}: ${describe(error)}`, { cause: error });
+    throw new EnvFileError(`cannot use env directory ${dir}: ${errorMessage(error)}`, { cause: error });
   }
   if (!isDirectory) {
     throw new EnvFileError(`env directory ${dir} is not a directory`);
@@ -73,7 +74,7 @@ async function replaceFileAtomically(target: string, content: string, mode: numb
     renamed = true;
     await syncDirectory(dir);
   } catch (error) {
-    throw new EnvFileError(`cannot write ${target}: ${describe(error)}`, { cause: error });
+    throw new EnvFileError(`cannot write ${target}: ${errorMessage(error)}`, { cause: error });
   } finally {
     if (!renamed) {
       // Best effort: a failed cleanup must not hide the error that got us here.
@@ -89,7 +90,7 @@ async function createReadyFile(readyFile: string): Promise<void> {
     await handle.close();
     await syncDirectory(path.dirname(readyFile));
   } catch (error) {
-    throw new EnvFileError(`cannot create ${readyFile}: ${describe(error)}`, { cause: error });
+    throw new EnvFileError(`cannot create ${readyFile}: ${errorMessage(error)}`, { cause: error });
   }
 }
 
@@ -112,6 +113,3 @@ function isErrnoException(error: unknown): error is NodeJS.ErrnoException {
   return error instanceof Error && 'code' in error;
 }
 
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}

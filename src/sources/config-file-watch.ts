@@ -12,6 +12,8 @@ import { dirname } from 'node:path';
 import { coalesced } from '../util/coalesce.js';
 import { parseConfigMapManifest } from './configmap-manifest.js';
 import type { ConfigUpdateReport } from './injection-config.js';
+import { errorMessage } from '../util/error-message.js';
+import type { Logger } from '../util/logger.js';
 
 /** The part of InjectionConfigStore this module writes to. */
 export interface ConfigSink {
@@ -21,10 +23,7 @@ export interface ConfigSink {
 /** Debounced "something changed in one of these directories"; see server/watch.ts for the fs version. */
 export type WatchDirectories = (dirs: readonly string[], onChange: () => void) => { close(): void };
 
-export interface ConfigWatchLogger {
-  info(fields: object, message: string): void;
-  warn(fields: object, message: string): void;
-}
+export type ConfigWatchLogger = Pick<Logger, 'info' | 'warn'>;
 
 export type ConfigLoadResult =
   | ({ kind: 'loaded'; absent: boolean } & ConfigUpdateReport)
@@ -64,7 +63,7 @@ export async function startConfigFileWatch(deps: ConfigFileWatchDeps): Promise<C
     try {
       text = await readFile(deps.file);
     } catch (error) {
-      if (!isNotFound(error)) return { kind: 'failed', message: `cannot read ${deps.file}: ${messageOf(error)}` };
+      if (!isNotFound(error)) return { kind: 'failed', message: `cannot read ${deps.file}: ${errorMessage(error)}` };
       text = ABSENT;
     }
     if (text === applied) return { kind: 'unchanged' };
@@ -72,7 +71,7 @@ export async function startConfigFileWatch(deps: ConfigFileWatchDeps): Promise<C
     try {
       data = text === ABSENT ? undefined : parseConfigMapManifest(text, deps.file);
     } catch (error) {
-      return { kind: 'failed', message: messageOf(error) };
+      return { kind: 'failed', message: errorMessage(error) };
     }
     const report = deps.store.update(data);
     applied = text;
@@ -140,6 +139,3 @@ function isNotFound(error: unknown): boolean {
   return error instanceof Error && 'code' in error && error.code === 'ENOENT';
 }
 
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}

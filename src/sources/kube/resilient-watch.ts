@@ -1,4 +1,5 @@
 import { ListWatch, type KubernetesListObject, type KubernetesObject, type Watch } from '@kubernetes/client-node';
+import { unrefSleep } from '../../util/sleep.js';
 
 export interface ResilientWatchOptions<T extends KubernetesObject> {
   watch: Watch;
@@ -31,7 +32,7 @@ export class ResilientWatch<T extends KubernetesObject> {
   private readonly delay: (ms: number) => Promise<void>;
 
   constructor(private readonly options: ResilientWatchOptions<T>) {
-    this.delay = options.delay ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms).unref()));
+    this.delay = options.delay ?? unrefSleep;
     this.listWatch = new ListWatch<T>(
       options.path,
       options.watch,

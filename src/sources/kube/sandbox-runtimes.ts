@@ -7,6 +7,7 @@ import type { Pod } from '../../injection/index.js';
 import { firstPolicy, POLICY_ANNOTATION, runtimesFromAnnotations } from '../pod-annotations.js';
 import type { KubeClients } from './clients.js';
 import { ResilientWatch } from './resilient-watch.js';
+import { errorMessage } from '../../util/error-message.js';
 
 export const SANDBOX_PLURAL = 'sandboxes';
 
@@ -98,7 +99,7 @@ export async function runtimesFromOwner(
   try {
     sandbox = await lookup(namespace, owner.name, owner.uid);
   } catch (error) {
-    return { ok: false, denial: DENIALS.sandboxLookupFailed(label, errorMessage(error)) };
+    return { ok: false, denial: DENIALS.sandboxLookupFailed(label, firstLine(errorMessage(error))) };
   }
   if (sandbox === undefined) {
     return { ok: false, denial: DENIALS.sandboxNotFound(label, owner.uid) };
@@ -172,6 +173,7 @@ export function watchSandboxes(
   return { watch, lookup };
 }
 
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message.split('\n')[0] ?? error.message : String(error);
+/** client-node's errors carry the whole response body after the first line; a denial needs the first. */
+function firstLine(message: string): string {
+  return message.split('\n', 1)[0] ?? message;
 }

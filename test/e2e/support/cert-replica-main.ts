@@ -3,7 +3,8 @@
 // Driven by the e2e test over the IPC channel of child_process.fork (see cert-replicas.ts).
 import { readFileSync } from 'node:fs';
 import { ApiException } from '@kubernetes/client-node';
-import { startSelfManagedCertificates, type CertLogger } from '../../../src/certs/self-managed.js';
+import { startSelfManagedCertificates } from '../../../src/certs/self-managed.js';
+import type { Logger } from '../../../src/util/logger.js';
 import { createKubeClients } from '../../../src/sources/kube/clients.js';
 import {
   REPLICA_CONFIG_ENV,
@@ -34,7 +35,7 @@ const log =
   (fields: object, msg: string): void =>
     send({ type: 'log', level, msg, fields: plain(fields) });
 
-const logger: CertLogger = { info: log('info'), warn: log('warn'), error: log('error') };
+const logger: Logger = { info: log('info'), warn: log('warn'), error: log('error') };
 
 function readConfig(): ReplicaConfig {
   const raw = process.env[REPLICA_CONFIG_ENV];
