@@ -5,7 +5,7 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { repoRoot } from './cluster.js';
+import { repoRoot } from './binaries.js';
 import {
   REPLICA_CONFIG_ENV,
   isReplicaMessage,

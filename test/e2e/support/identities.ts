@@ -1,9 +1,10 @@
 // Identities other than the cluster's admin, each with a kubeconfig of its own, so kube-apiserver authenticates
 // them for real and hands the webhook their userInfo (not an impersonated one).
-import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { stringify as toYaml } from 'yaml';
-import { createClientCert, type CertAndKey, type KubectlOptions, type KubectlResult, type TestCluster } from './cluster.js';
+import { createClientCert, type CertAndKey } from '../../server/support/pki.js';
+import type { TestCluster } from './cluster.js';
+import { clientCertUser, writeKubeconfig } from './kubeconfig.js';
+import type { KubectlOptions, KubectlResult } from './kubectl.js';
 
 export interface Identity {
   /** The user name kube-apiserver authenticates this identity as. */
@@ -16,18 +17,7 @@ export interface Identity {
 
 function identity(cluster: TestCluster, username: string, file: string, user: Record<string, string>, clientCert?: CertAndKey): Identity {
   const kubeconfigPath = path.join(cluster.dir, file);
-  writeFileSync(
-    kubeconfigPath,
-    toYaml({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [{ name: 'e2e', cluster: { server: cluster.server, 'certificate-authority-data': Buffer.from(cluster.caPem).toString('base64') } }],
-      users: [{ name: 'user', user }],
-      contexts: [{ name: 'e2e', context: { cluster: 'e2e', user: 'user', namespace: 'default' } }],
-      'current-context': 'e2e',
-    }),
-    { mode: 0o600 },
-  );
+  writeKubeconfig(kubeconfigPath, cluster.server, cluster.caPem, 'user', user);
   return {
     username,
     kubeconfigPath,
@@ -39,14 +29,7 @@ function identity(cluster: TestCluster, username: string, file: string, user: Re
 /** A user from a client certificate of the cluster CA: CN is the user name, each O a group. */
 export function certificateIdentity(cluster: TestCluster, username: string, groups: string[] = []): Identity {
   const cert = createClientCert(cluster.ca, username, groups);
-  const b64 = (pem: string): string => Buffer.from(pem).toString('base64');
-  return identity(
-    cluster,
-    username,
-    `kubeconfig-cert-${username.replaceAll(/[^a-z0-9-]/g, '_')}`,
-    { 'client-certificate-data': b64(cert.certPem), 'client-key-data': b64(cert.keyPem) },
-    cert,
-  );
+  return identity(cluster, username, `kubeconfig-cert-${username.replaceAll(/[^a-z0-9-]/g, '_')}`, clientCertUser(cert), cert);
 }
 
 /**

@@ -7,7 +7,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'node:https';
-import { createCa, createServingCert, repoRoot, type CertAndKey, type TestCluster } from './cluster.js';
+import { createCa, createServingCert, type CertAndKey } from '../../server/support/pki.js';
+import { repoRoot } from './binaries.js';
+import type { TestCluster } from './cluster.js';
 
 const CLI = path.join(repoRoot, 'dist', 'cli', 'main.js');
 

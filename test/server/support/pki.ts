@@ -1,8 +1,11 @@
 /**
- * Certificates for the transport tests, made fresh in a temporary directory per suite. Serving pairs come
- * from the product's own self-signed maker; client certificates (which it never makes) are issued here.
+ * The one maker of test certificates. The transport tests use it for their client certificates (which the
+ * product never makes; serving pairs come from the product's own self-signed maker), and the e2e suite for
+ * its cluster (a CA, kube-apiserver's serving certificate, the admin and other users' client certificates)
+ * and for the webhook processes it starts. Keys come from node:crypto (native, fast); node-forge only
+ * assembles and signs the certificates. Everything is synchronous, so a test can make a certificate inline.
  */
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,10 +31,10 @@ export interface ClientPki {
 }
 
 export async function clientPki(dir: string): Promise<ClientPki> {
-  const ca = selfSignedCa('test client CA');
-  const stranger = selfSignedCa('stranger CA');
-  const client = clientCertificate(ca, 'admission-client');
-  const strangerClient = clientCertificate(stranger, 'stranger');
+  const ca = createCa('test client CA');
+  const stranger = createCa('stranger CA');
+  const client = createClientCert(ca, 'admission-client', []);
+  const strangerClient = createClientCert(stranger, 'stranger', []);
   const caFile = join(dir, 'client-ca.crt');
   await writeFile(caFile, ca.certPem);
   return {
@@ -43,59 +46,115 @@ export async function clientPki(dir: string): Promise<ClientPki> {
   };
 }
 
-interface Issued {
-  cert: forge.pki.Certificate;
+export interface KeyPairPem {
+  privateKeyPem: string;
+  publicKeyPem: string;
+}
+
+export interface CertAndKey {
   certPem: string;
   keyPem: string;
-  key: forge.pki.rsa.PrivateKey;
 }
 
-function rsaKey(): { publicKey: forge.pki.rsa.PublicKey; privateKey: forge.pki.rsa.PrivateKey; keyPem: string } {
-  const { publicKey, privateKey } = generateKeyPairSync('rsa', {
-    modulusLength: 2048,
+/** RSA key pair from node:crypto; private key as PKCS#8 PEM, public key as SPKI PEM. */
+export function rsaKeyPair(bits = 2048): KeyPairPem {
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', {
+    modulusLength: bits,
     publicKeyEncoding: { type: 'spki', format: 'pem' },
-    privateKeyEncoding: { type: 'pkcs1', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
   });
-  return {
-    publicKey: forge.pki.publicKeyFromPem(publicKey),
-    privateKey: forge.pki.privateKeyFromPem(privateKey),
-    keyPem: privateKey,
-  };
+  return { privateKeyPem: privateKey, publicKeyPem: publicKey };
 }
 
-let serial = 1;
-function base(commonName: string, publicKey: forge.pki.PublicKey): forge.pki.Certificate {
+type Subject = forge.pki.CertificateField[];
+
+function signCert(
+  subject: Subject,
+  publicKeyPem: string,
+  extensions: object[],
+  issuer: { subject: Subject; keyPem: string },
+  validDays: number,
+): string {
   const cert = forge.pki.createCertificate();
-  cert.publicKey = publicKey;
-  serial += 1;
-  cert.serialNumber = serial.toString(16).padStart(4, '0');
-  cert.validity.notBefore = new Date(Date.now() - 60_000);
-  cert.validity.notAfter = new Date(Date.now() + 86_400_000);
-  cert.setSubject([{ name: 'commonName', value: commonName }]);
-  return cert;
+  cert.publicKey = forge.pki.publicKeyFromPem(publicKeyPem);
+  // Leading 0x01 keeps the serial positive (Go's x509 rejects negative ones).
+  cert.serialNumber = '01' + randomBytes(15).toString('hex');
+  const now = Date.now();
+  cert.validity.notBefore = new Date(now - 60 * 60 * 1000);
+  cert.validity.notAfter = new Date(now + validDays * 24 * 60 * 60 * 1000);
+  cert.setSubject(subject);
+  cert.setIssuer(issuer.subject);
+  cert.setExtensions(extensions);
+  cert.sign(forge.pki.privateKeyFromPem(issuer.keyPem), forge.md.sha256.create());
+  return forge.pki.certificateToPem(cert);
 }
 
-function selfSignedCa(commonName: string): Issued {
-  const { publicKey, privateKey, keyPem } = rsaKey();
-  const cert = base(commonName, publicKey);
-  cert.setIssuer(cert.subject.attributes);
-  cert.setExtensions([
-    { name: 'basicConstraints', cA: true, critical: true },
-    { name: 'keyUsage', keyCertSign: true, critical: true },
-  ]);
-  cert.sign(privateKey, forge.md.sha256.create());
-  return { cert, certPem: forge.pki.certificateToPem(cert), keyPem, key: privateKey };
+function subjectOf(certPem: string): Subject {
+  return forge.pki.certificateFromPem(certPem).subject.attributes;
 }
 
-function clientCertificate(ca: Issued, commonName: string): { certPem: string; keyPem: string } {
-  const { publicKey, keyPem } = rsaKey();
-  const cert = base(commonName, publicKey);
-  cert.setIssuer(ca.cert.subject.attributes);
-  cert.setExtensions([
-    { name: 'basicConstraints', cA: false },
-    { name: 'keyUsage', digitalSignature: true, keyEncipherment: true },
-    { name: 'extKeyUsage', clientAuth: true },
-  ]);
-  cert.sign(ca.key, forge.md.sha256.create());
-  return { certPem: forge.pki.certificateToPem(cert), keyPem };
+export function createCa(commonName: string, validDays = 7): CertAndKey {
+  const keys = rsaKeyPair();
+  const subject: Subject = [{ name: 'commonName', value: commonName }];
+  const certPem = signCert(
+    subject,
+    keys.publicKeyPem,
+    [
+      { name: 'basicConstraints', cA: true, critical: true },
+      { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
+      { name: 'subjectKeyIdentifier' },
+    ],
+    { subject, keyPem: keys.privateKeyPem },
+    validDays,
+  );
+  return { certPem, keyPem: keys.privateKeyPem };
+}
+
+export interface ServingCertOptions {
+  commonName: string;
+  dnsNames: string[];
+  ipAddresses: string[];
+  validDays?: number;
+}
+
+/** A TLS server certificate signed by `ca` (e.g. kube-apiserver's, or a webhook's under test). */
+export function createServingCert(ca: CertAndKey, opts: ServingCertOptions): CertAndKey {
+  const keys = rsaKeyPair();
+  const altNames = [
+    ...opts.dnsNames.map((value) => ({ type: 2, value })),
+    ...opts.ipAddresses.map((ip) => ({ type: 7, ip })),
+  ];
+  const certPem = signCert(
+    [{ name: 'commonName', value: opts.commonName }],
+    keys.publicKeyPem,
+    [
+      { name: 'basicConstraints', cA: false },
+      { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
+      { name: 'extKeyUsage', serverAuth: true },
+      { name: 'subjectAltName', altNames },
+    ],
+    { subject: subjectOf(ca.certPem), keyPem: ca.keyPem },
+    opts.validDays ?? 7,
+  );
+  return { certPem, keyPem: keys.privateKeyPem };
+}
+
+/** A client certificate: Kubernetes reads CN as the user and each O as a group. */
+export function createClientCert(ca: CertAndKey, user: string, groups: string[], validDays = 7): CertAndKey {
+  const keys = rsaKeyPair();
+  const certPem = signCert(
+    [
+      { name: 'commonName', value: user },
+      ...groups.map((value) => ({ name: 'organizationName', value })),
+    ],
+    keys.publicKeyPem,
+    [
+      { name: 'basicConstraints', cA: false },
+      { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
+      { name: 'extKeyUsage', clientAuth: true },
+    ],
+    { subject: subjectOf(ca.certPem), keyPem: ca.keyPem },
+    validDays,
+  );
+  return { certPem, keyPem: keys.privateKeyPem };
 }
