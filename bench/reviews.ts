@@ -1,11 +1,43 @@
 /**
- * The two bench reviews, about 20 KB each: (a) a sandbox pod asking for agent-runtime and csi with policy
- * Auto, so every container command and exec probe is wrapped; (b) the same pod without the runtimes
- * annotation, padded to the same size, which the webhook admits unchanged.
+ * The bench reviews. A shape is a container count and a body size: each container carries the same command,
+ * args, three exec probes and some env vars, and the env var count is what brings the body to its size. The
+ * injecting review asks for agent-runtime and csi with policy Auto, so every container command and exec probe
+ * is wrapped; the no-op review is the same pod without the runtimes annotation, padded to the same size, and
+ * the webhook admits it unchanged.
  */
 
 const RUNTIMES = 'agents.kruise.io/runtimes';
 const POLICY = 'agents.kruise.io/env-vars-injection-policy';
+const PADDING = 'bench.example.com/padding';
+const INJECT = { [RUNTIMES]: 'agent-runtime,csi', [POLICY]: 'Auto' };
+// The uids of the first bench, so its 20,275-byte review stays byte for byte what the history measured.
+export const INJECTING_UID = 'bench-injecting';
+const NOOP_UID = 'bench-unchanged';
+
+export interface ReviewShape {
+  containers: number;
+  bytes: number;
+}
+
+/** The issue's review first (12 containers, 15 KB), then the 20 KB one the history before it was measured on. */
+export const DEFAULT_SHAPES = '12:15000,4:20275';
+
+/** "12:15000,4:20275" -> shapes; a typo must stop the run rather than bench something nobody asked for. */
+export function parseShapes(spec: string): ReviewShape[] {
+  return spec.split(',').map((item) => {
+    const match = /^\s*(\d+)\s*:\s*(\d+)\s*$/.exec(item);
+    const containers = Number(match?.[1]);
+    const bytes = Number(match?.[2]);
+    if (match === null || containers < 1 || bytes < 1) {
+      throw new Error(`BENCH_REVIEWS: "${item}" is not CONTAINERS:BYTES (e.g. ${DEFAULT_SHAPES})`);
+    }
+    return { containers, bytes };
+  });
+}
+
+export function shapeName(shape: ReviewShape): string {
+  return `${shape.containers} containers, ${(shape.bytes / 1000).toFixed(1)} kB`;
+}
 
 function env(container: number, count: number): { name: string; value: string }[] {
   return Array.from({ length: count }, (_, i) => ({
@@ -14,10 +46,11 @@ function env(container: number, count: number): { name: string; value: string }[
   }));
 }
 
-function container(index: number): Record<string, unknown> {
+function container(index: number, envVars: number): Record<string, unknown> {
   const name = index === 0 ? 'agent' : `worker-${index}`;
+  const port = 8080 + index;
   const probe = (what: string): Record<string, unknown> => ({
-    exec: { command: ['/bin/sh', '-c', `test -f /tmp/${name}-${what} && curl -fsS localhost:808${index}/${what}`] },
+    exec: { command: ['/bin/sh', '-c', `test -f /tmp/${name}-${what} && curl -fsS localhost:${port}/${what}`] },
     periodSeconds: 10,
     timeoutSeconds: 2,
     failureThreshold: 3,
@@ -26,9 +59,9 @@ function container(index: number): Record<string, unknown> {
     name,
     image: `registry.example.com/agents/${name}:v1.${index}.0`,
     command: ['/usr/local/bin/python', '-m', `agents.${name.replace('-', '_')}`],
-    args: ['--listen', `0.0.0.0:808${index}`, '--log-format', 'json', '--workdir', '/workspace'],
-    env: env(index, 50),
-    ports: [{ name: 'http', containerPort: 8080 + index, protocol: 'TCP' }],
+    args: ['--listen', `0.0.0.0:${port}`, '--log-format', 'json', '--workdir', '/workspace'],
+    env: env(index, envVars),
+    ports: [{ name: 'http', containerPort: port, protocol: 'TCP' }],
     resources: { requests: { cpu: '250m', memory: '512Mi' }, limits: { cpu: '2', memory: '4Gi' } },
     volumeMounts: [
       { name: 'workspace', mountPath: '/workspace' },
@@ -41,7 +74,7 @@ function container(index: number): Record<string, unknown> {
   };
 }
 
-export function benchPod(annotations: Record<string, string>): Record<string, unknown> {
+export function benchPod(containers: number, envVars: number, annotations: Record<string, string>): Record<string, unknown> {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -52,7 +85,7 @@ export function benchPod(annotations: Record<string, string>): Record<string, un
       annotations,
     },
     spec: {
-      containers: [0, 1, 2, 3].map(container),
+      containers: Array.from({ length: containers }, (_, i) => container(i, envVars)),
       initContainers: [{ name: 'fetch-workspace', image: 'registry.example.com/git:2', command: ['git', 'clone'] }],
       volumes: [
         { name: 'workspace', emptyDir: {} },
@@ -83,20 +116,43 @@ export function reviewOf(pod: Record<string, unknown>, uid: string): Record<stri
   };
 }
 
-export interface BenchReviews {
-  injecting: string;
-  unchanged: string;
+/** A review of `containers` containers asking for the runtimes (`inject`) or not, as JSON text. */
+export function reviewText(containers: number, envVars: number, inject: boolean, uid: string, padding?: number): string {
+  const annotations: Record<string, string> = inject ? { ...INJECT } : {};
+  if (padding !== undefined) annotations[PADDING] = 'p'.repeat(padding);
+  return JSON.stringify(reviewOf(benchPod(containers, envVars, annotations), uid));
 }
 
-export function benchReviews(): BenchReviews {
-  const injecting = JSON.stringify(
-    reviewOf(benchPod({ [RUNTIMES]: 'agent-runtime,csi', [POLICY]: 'Auto' }), 'bench-injecting'),
-  );
-  const bare = JSON.stringify(reviewOf(benchPod({}), 'bench-unchanged'));
-  // Pad (b) with an inert annotation so both bodies are the same size on the wire.
-  const padding = Math.max(0, injecting.length - bare.length - '{"bench.example.com/padding":""}'.length + 2);
-  const unchanged = JSON.stringify(
-    reviewOf(benchPod({ 'bench.example.com/padding': 'p'.repeat(padding) }), 'bench-unchanged'),
-  );
-  return { injecting, unchanged };
+export interface ShapeReviews {
+  shape: ReviewShape;
+  envVarsPerContainer: number;
+  injecting: string;
+  noop: string;
+}
+
+/**
+ * The largest env var count whose review fits the size, then an inert annotation for the last bytes, so both
+ * bodies are exactly `shape.bytes` on the wire. Without padding when the env vars alone land on the size: the
+ * 20,275-byte review keeps the bytes its earlier figures were measured on.
+ */
+export function shapeReviews(shape: ReviewShape): ShapeReviews {
+  const size = (envVars: number, padding?: number): number =>
+    reviewText(shape.containers, envVars, true, INJECTING_UID, padding).length;
+  let envVars = 0;
+  while (size(envVars + 1) <= shape.bytes) envVars += 1;
+  let injecting: string;
+  if (size(envVars) === shape.bytes) {
+    injecting = reviewText(shape.containers, envVars, true, INJECTING_UID);
+  } else {
+    while (envVars > 0 && size(envVars, 0) > shape.bytes) envVars -= 1;
+    const padding = shape.bytes - size(envVars, 0);
+    if (padding < 0) throw new Error(`${shapeName(shape)}: ${size(0, 0)} bytes without env vars is already too large`);
+    injecting = reviewText(shape.containers, envVars, true, INJECTING_UID, padding);
+  }
+  const noopPadding = shape.bytes - reviewText(shape.containers, envVars, false, NOOP_UID, 0).length;
+  const noop = reviewText(shape.containers, envVars, false, NOOP_UID, noopPadding);
+  if (injecting.length !== shape.bytes || noop.length !== shape.bytes) {
+    throw new Error(`${shapeName(shape)}: bodies of ${injecting.length} and ${noop.length} bytes, not ${shape.bytes}`);
+  }
+  return { shape, envVarsPerContainer: envVars, injecting, noop };
 }

@@ -1,38 +1,66 @@
 /**
- * `npm run bench`: the built webhook (one process, as `npm start` runs it) against a bare Fastify HTTPS
- * server that only parses the review, side by side in one run, over HTTPS keep-alive with autocannon.
+ * `npm run bench`: the built webhook (one process, as `npm start` runs it) against bare Fastify HTTPS servers
+ * with the same TLS and JSON parser, side by side in one run, over HTTPS keep-alive.
  *
- *   (baseline) bare Fastify, parse and answer "allowed"
- *   (a)        webhook, realistic ~20 KB review injecting agent-runtime + csi with policy Auto
- *   (b)        webhook, same-size review that injects nothing
+ *   parse-only floor     bare Fastify: parse the review, answer "allowed"
+ *   same-answer floor    bare Fastify: parse the review, answer the webhook's own answer to the injecting
+ *                        review, byte for byte, with the request's uid
+ *   webhook, injecting   a review asking for agent-runtime + csi with policy Auto
+ *   webhook, no-op       the same pod, same size, asking for nothing
  *
- * Each target gets a warm-up; then BENCH_ROUNDS rounds measure the three in turn, so a change in background
- * load hits all of them alike, and the median round is reported. Besides throughput, the server's own CPU
- * time per admission is reported: unlike admissions/s it does not depend on whether the load generator,
- * which shares the machine, is the bottleneck. BENCH_DURATION (s per run), BENCH_ROUNDS and
- * BENCH_CONNECTIONS tune it. Linux only: RSS and CPU come from /proc.
+ * The headline is the webhook against the same-answer floor: same parse, same TLS, same bytes on the wire, so
+ * what is left between them is the work of injecting. For each review shape, each target gets a warm-up, then
+ * rounds measure the targets in turn so a change in background load hits all of them alike, and the median
+ * round is reported. Then the webhook and the same-answer floor run at a steady rate of half the floor's peak,
+ * for their latency. Before any of it, the review function is timed in-process on pods of growing size.
+ * Linux only: CPU and RSS come from /proc. See docs/benchmark.md for the knobs.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { request } from 'node:https';
-import { createServer } from 'node:net';
 import { cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
-import autocannon from 'autocannon';
-import { benchReviews } from './reviews.js';
+import { linearity, loadReview, scaledPair, timePair, type Linearity, type ReviewTiming } from './inprocess.js';
+import { autocannonRate, peak, steady, type LoadResult, type LoadTarget } from './load.js';
+import { freePort, procSample, send, startNode, stop, waitReady, type Reply } from './procs.js';
+import { DEFAULT_SHAPES, INJECTING_UID, parseShapes, shapeName, shapeReviews, type ShapeReviews } from './reviews.js';
 
 // Compiled to dist/bench/run.js (dist/ is outside lint and git); the package root is two levels up.
+const DIST = new URL('../', import.meta.url).href;
 const ROOT = new URL('../../', import.meta.url).pathname;
 const MAIN = join(ROOT, 'dist/cli/main.js');
 const BASELINE = new URL('./baseline-server.js', import.meta.url).pathname;
 const CONFIG_CASE = join(ROOT, 'test/fixtures/conformance/01-agent-runtime-basic.json');
+// Read as the run starts, right after `npm run bench` built dist/: a commit made during the run is not measured.
+const COMMIT = gitDescription();
 
-const DURATION = Number(process.env.BENCH_DURATION ?? '10');
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? '3');
-const WARMUP = 5;
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? '10');
-const CLOCK_TICKS = 100; // USER_HZ on Linux
+/** A positive number from the environment, or the default; anything else stops the run before it starts. */
+function knob(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name}: "${raw}" is not a positive number`);
+  return value;
+}
+
+const QUICK = process.env.BENCH_QUICK === '1';
+const SECONDS = knob('BENCH_SECONDS', QUICK ? 2 : 10);
+const ROUNDS = Math.round(knob('BENCH_ROUNDS', QUICK ? 1 : 3));
+const WARMUP = knob('BENCH_WARMUP', QUICK ? 1 : Math.min(5, SECONDS));
+const CONNECTIONS = Math.round(knob('BENCH_CONNECTIONS', 16));
+const RATE_SECONDS = knob('BENCH_RATE_SECONDS', SECONDS);
+const RATE_CLIENT = process.env.BENCH_RATE_CLIENT ?? 'steady';
+const INPROCESS_MS = knob('BENCH_INPROCESS_MS', QUICK ? 150 : 600);
+// A quick run checks the harness on the issue's review only.
+const SHAPES = parseShapes(process.env.BENCH_REVIEWS ?? (QUICK ? (DEFAULT_SHAPES.split(',')[0] ?? '') : DEFAULT_SHAPES));
+const SCALE = (process.env.BENCH_SCALE ?? '1,4,16,64').split(',').map(Number);
+if (RATE_CLIENT !== 'steady' && RATE_CLIENT !== 'autocannon') throw new Error('BENCH_RATE_CLIENT: steady or autocannon');
+if (SCALE.some((n) => !Number.isInteger(n) || n < 1)) throw new Error('BENCH_SCALE: container counts, e.g. 1,4,16,64');
+
+/** The goals of issue 12. */
+const TARGET = { throughput: 0.85, cpu: 1.2, p99: 1.5 };
+/** Cost per added container may grow this much from small to large pods and still count as linear; a quadratic cost gives ~4.7x. */
+const LINEAR_SLOPE = 2;
+const SENDER_LAG_MS = 1;
 
 interface Target {
   label: string;
@@ -43,200 +71,323 @@ interface Target {
 
 interface Measurement {
   label: string;
-  requestsPerSecond: number;
+  admissionsPerSecond: number;
   p50: number;
   p99: number;
+  max: number;
   rssMiB: number;
   cpuPercent: number;
   cpuMsPerAdmission: number;
   errors: number;
-  non2xx: number;
-  total: number;
+  senderLagP99?: number;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
+interface ShapeResult {
+  reviews: ShapeReviews;
+  answerBytes: number;
+  patchBytes: number;
+  tls: string;
+  peak: { parseOnly: Measurement; floor: Measurement; injecting: Measurement; noop: Measurement };
+  rate: number;
+  atRate: { floor: Measurement; injecting: Measurement };
 }
 
-function post(port: number, ca: Buffer, body: string, path = '/mutate'): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { host: '127.0.0.1', port, path, method: body === '' ? 'GET' : 'POST', ca, servername: 'localhost', agent: false,
-        headers: body === '' ? {} : { 'content-type': 'application/json' } },
-      (res) => {
-        let text = '';
-        res.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-      },
-    );
-    req.on('error', reject);
-    req.end(body === '' ? undefined : body);
-  });
-}
+const progress = (line: string): void => void process.stderr.write(`${line}\n`);
 
-async function waitReady(port: number, caFile: string, child: ChildProcess): Promise<Buffer> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`process ${child.pid ?? '?'} exited with ${child.exitCode}`);
-    try {
-      const ca = await readFile(caFile);
-      if ((await post(port, ca, '', '/readyz')).status === 200) return ca;
-    } catch {
-      // not up yet
-    }
-    await sleep(100);
-  }
-  throw new Error(`port ${port} not ready after 30 s`);
-}
-
-function procStatus(pid: number): Promise<{ rssKiB: number; cpuTicks: number }> {
-  return Promise.all([readFile(`/proc/${pid}/status`, 'utf8'), readFile(`/proc/${pid}/stat`, 'utf8')]).then(
-    ([status, stat]) => {
-      const rss = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      // After "pid (comm) ", utime and stime are the 12th and 13th fields.
-      return { rssKiB: Number(rss), cpuTicks: Number(fields[11]) + Number(fields[12]) };
-    },
-  );
-}
-
-function loadOptions(target: Target, ca: Buffer): Parameters<typeof autocannon>[0] {
-  return {
-    url: `https://127.0.0.1:${target.port}/mutate`,
-    connections: CONNECTIONS,
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: target.body,
-    tlsOptions: { ca },
-    servername: 'localhost',
-  };
-}
-
-async function measure(target: Target, ca: Buffer): Promise<Measurement> {
-  const options = loadOptions(target, ca);
-  const before = await procStatus(target.pid);
-  const result = await autocannon({ ...options, duration: DURATION });
-  const after = await procStatus(target.pid);
+async function measure(target: Target, ca: Buffer, run: (t: LoadTarget) => Promise<LoadResult>): Promise<Measurement> {
+  const before = await procSample(target.pid);
+  const started = performance.now();
+  const result = await run({ port: target.port, body: target.body, ca, connections: CONNECTIONS });
+  const seconds = (performance.now() - started) / 1000;
+  const after = await procSample(target.pid);
+  const cpuMs = after.cpuMs - before.cpuMs;
   return {
     label: target.label,
-    requestsPerSecond: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
+    admissionsPerSecond: result.admissionsPerSecond,
+    ...result.latency,
     rssMiB: after.rssKiB / 1024,
-    cpuPercent: ((after.cpuTicks - before.cpuTicks) / CLOCK_TICKS / result.duration) * 100,
-    cpuMsPerAdmission: ((after.cpuTicks - before.cpuTicks) * (1000 / CLOCK_TICKS)) / result.requests.total,
-    errors: result.errors + result.timeouts,
-    non2xx: result.non2xx,
-    total: result.requests.total,
+    cpuPercent: cpuMs / 10 / seconds,
+    cpuMsPerAdmission: cpuMs / Math.max(1, result.answered + result.errors),
+    errors: result.errors,
+    ...(result.senderLagP99 === undefined ? {} : { senderLagP99: result.senderLagP99 }),
   };
 }
 
-function startProcess(args: string[], stdout: 'ignore' | 'pipe'): ChildProcess {
-  return spawn(process.execPath, args, { stdio: ['ignore', stdout, 'inherit'] });
+/** Interleaved rounds of every target; per target, the round with the median `by`, whole, so its figures agree. */
+async function rounds(
+  targets: Target[],
+  ca: Buffer,
+  run: (t: LoadTarget) => Promise<LoadResult>,
+  by: (m: Measurement) => number,
+  what: string,
+): Promise<Measurement[]> {
+  const all: Measurement[][] = targets.map(() => []);
+  for (let round = 1; round <= ROUNDS; round += 1) {
+    for (const [i, target] of targets.entries()) {
+      progress(`  round ${round}/${ROUNDS}, ${what}: ${target.label}`);
+      all[i]?.push(await measure(target, ca, run));
+    }
+  }
+  return all.map((measurements) => {
+    const sorted = [...measurements].sort((x, y) => by(x) - by(y));
+    const middle = sorted[Math.floor(sorted.length / 2)];
+    if (middle === undefined) throw new Error('no measurements');
+    return middle;
+  });
+}
+
+/** The webhook's answer, checked to be the same every time: the floor replays it, so it must not vary. */
+async function webhookAnswer(port: number, ca: Buffer, body: string): Promise<Buffer> {
+  const [first, second] = [await send(port, ca, body), await send(port, ca, body)];
+  if (first.status !== 200 || !first.body.equals(second.body)) {
+    throw new Error(`the webhook's answer is not a stable 200 (${first.status}, ${second.status})`);
+  }
+  return first.body;
+}
+
+/**
+ * The floor must answer what the webhook answers, for any uid, headers included but for the date; and both
+ * floors must negotiate the TLS the webhook does, or "same TLS" would only be assumed.
+ */
+async function checkSameAnswer(webhookPort: number, floorPort: number, parseOnlyPort: number, ca: Buffer, injecting: string): Promise<string> {
+  let tls = '';
+  for (const uid of [INJECTING_UID, 'bench-uid-check-\u00e9"\\']) {
+    const body = injecting.replace(`"uid":"${INJECTING_UID}"`, `"uid":${JSON.stringify(uid)}`);
+    const [webhook, floor] = [await send(webhookPort, ca, body), await send(floorPort, ca, body)];
+    const headers = (reply: Reply): string =>
+      JSON.stringify(Object.entries(reply.headers).filter(([name]) => name !== 'date').sort());
+    if (!webhook.body.equals(floor.body) || headers(webhook) !== headers(floor) || webhook.status !== floor.status) {
+      throw new Error(`the same-answer floor does not answer as the webhook does for uid ${JSON.stringify(uid)}:\n` +
+        `webhook ${webhook.status} ${headers(webhook)}\nfloor   ${floor.status} ${headers(floor)}`);
+    }
+    const parseOnly = await send(parseOnlyPort, ca, body);
+    if (floor.tls !== webhook.tls || parseOnly.tls !== webhook.tls) {
+      throw new Error(`TLS differs: webhook ${webhook.tls}, same-answer floor ${floor.tls}, parse-only floor ${parseOnly.tls}`);
+    }
+    tls = webhook.tls;
+  }
+  return tls;
+}
+
+async function benchShape(
+  reviews: ShapeReviews,
+  webhook: { port: number; pid: number },
+  parseOnly: { port: number; pid: number },
+  ca: Buffer,
+  work: string,
+  floorArgs: string[],
+): Promise<ShapeResult> {
+  const name = shapeName(reviews.shape);
+  const answer = await webhookAnswer(webhook.port, ca, reviews.injecting);
+  const patch = (JSON.parse(answer.toString('utf8')) as { response: { patch?: string } }).response.patch;
+  const noop = JSON.parse((await send(webhook.port, ca, reviews.noop)).body.toString('utf8')) as { response: { patch?: string } };
+  if (patch === undefined || noop.response.patch !== undefined) {
+    throw new Error(`${name}: the bench reviews do not behave as intended: one must inject, the other not`);
+  }
+  const answerFile = join(work, `answer-${reviews.shape.containers}-${reviews.shape.bytes}.json`);
+  await writeFile(answerFile, answer);
+  const floorPort = await freePort();
+  const floor = startNode([BASELINE, '--port', String(floorPort), ...floorArgs, '--answer', answerFile, '--uid', INJECTING_UID]);
+  try {
+    await waitReady(floorPort, join(work, 'certs/ca.crt'), floor);
+    const tls = await checkSameAnswer(webhook.port, floorPort, parseOnly.port, ca, reviews.injecting);
+    const targets: Target[] = [
+      { label: 'parse-only floor: bare Fastify, answers allowed', ...parseOnly, body: reviews.injecting },
+      { label: 'same-answer floor: bare Fastify, the webhook\'s answer', port: floorPort, pid: floor.pid ?? 0, body: reviews.injecting },
+      { label: 'webhook, injecting', ...webhook, body: reviews.injecting },
+      { label: 'webhook, no-op review', ...webhook, body: reviews.noop },
+    ];
+    progress(`${name}: warm-up, ${WARMUP} s per target`);
+    for (const target of targets) await peak({ port: target.port, body: target.body, ca, connections: CONNECTIONS }, WARMUP);
+    const [parseOnlyPeak, floorPeak, injectingPeak, noopPeak] = await rounds(
+      targets, ca, (t) => peak(t, SECONDS), (m) => m.admissionsPerSecond, `peak, ${SECONDS} s`);
+    if (parseOnlyPeak === undefined || floorPeak === undefined || injectingPeak === undefined || noopPeak === undefined) {
+      throw new Error('missing measurements');
+    }
+
+    const rate = Math.max(1, Math.round(floorPeak.admissionsPerSecond / 2));
+    const paced = RATE_CLIENT === 'steady'
+      ? (t: LoadTarget): Promise<LoadResult> => steady(t, rate, RATE_SECONDS)
+      : (t: LoadTarget): Promise<LoadResult> => autocannonRate(t, rate, RATE_SECONDS);
+    const [floorAtRate, injectingAtRate] = await rounds(
+      [targets[1], targets[2]].filter((t) => t !== undefined), ca, paced, (m) => m.p99, `${rate}/s, ${RATE_SECONDS} s`);
+    if (floorAtRate === undefined || injectingAtRate === undefined) throw new Error('missing measurements');
+    return {
+      reviews,
+      answerBytes: answer.length,
+      tls,
+      patchBytes: Buffer.from(patch, 'base64').length,
+      peak: { parseOnly: parseOnlyPeak, floor: floorPeak, injecting: injectingPeak, noop: noopPeak },
+      rate,
+      atRate: { floor: floorAtRate, injecting: injectingAtRate },
+    };
+  } finally {
+    await stop(floor);
+  }
+}
+
+interface InProcess {
+  shapes: ReviewTiming[];
+  scale: ReviewTiming[];
+  injecting: Linearity;
+  noop: Linearity;
+}
+
+async function inProcess(configFile: string, shapes: ShapeReviews[]): Promise<InProcess> {
+  const review = await loadReview(DIST, configFile);
+  const envVars = shapes[0]?.envVarsPerContainer ?? 0;
+  progress(`in-process: review function on ${shapes.length} shapes and on ${SCALE.join(', ')} containers`);
+  const timings: ReviewTiming[] = [];
+  for (const reviews of shapes) {
+    timings.push(await timePair(review, shapeName(reviews.shape), reviews.shape.containers, reviews.injecting, reviews.noop, INPROCESS_MS));
+  }
+  const scale: ReviewTiming[] = [];
+  for (const containers of SCALE) {
+    const { injecting, noop } = scaledPair(containers, envVars);
+    scale.push(await timePair(review, `${containers} containers`, containers, injecting, noop, INPROCESS_MS));
+  }
+  return { shapes: timings, scale, injecting: linearity(scale, (t) => t.injectingUs), noop: linearity(scale, (t) => t.noopUs) };
+}
+
+function gitDescription(): string {
+  try {
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    return dirty === '' ? commit : `${commit} + uncommitted changes in src/`;
+  } catch {
+    return 'unknown (not a git checkout)';
+  }
 }
 
 async function main(): Promise<void> {
+  const startedAt = new Date();
+  const loadBefore = loadavg();
   const work = await mkdtemp(join(tmpdir(), 'si-bench-'));
   const children: ChildProcess[] = [];
   try {
     const configCase = JSON.parse(await readFile(CONFIG_CASE, 'utf8')) as { configMap: unknown };
-    await writeFile(join(work, 'config.json'), JSON.stringify(configCase.configMap));
-    const reviews = benchReviews();
+    const configFile = join(work, 'config.json');
+    await writeFile(configFile, JSON.stringify(configCase.configMap));
+    const shapes = SHAPES.map(shapeReviews);
 
-    // The webhook as `npm start` runs it; its admission log lines go to /dev/null, as cheap as a pipe.
-    const serverPort = await freePort();
-    const server = startProcess(
-      [MAIN, 'serve', '--host', '127.0.0.1', '--port', String(serverPort), '--metrics-port', '0',
-        '--config-file', join(work, 'config.json'), '--self-signed-dir', join(work, 'certs')],
-      'ignore',
-    );
-    children.push(server);
-    const ca = await waitReady(serverPort, join(work, 'certs/ca.crt'), server);
+    // Before the servers start, so the timing has the machine to itself as far as this run goes.
+    const local = await inProcess(configFile, shapes);
 
-    const baselinePort = await freePort();
-    const baseline = startProcess(
-      [BASELINE, '--port', String(baselinePort), '--cert', join(work, 'certs/tls.crt'), '--key', join(work, 'certs/tls.key')],
-      'ignore',
-    );
-    children.push(baseline);
-    await waitReady(baselinePort, join(work, 'certs/ca.crt'), baseline);
+    const webhookPort = await freePort();
+    const webhook = startNode([MAIN, 'serve', '--host', '127.0.0.1', '--port', String(webhookPort), '--metrics-port', '0',
+      '--config-file', configFile, '--self-signed-dir', join(work, 'certs')]);
+    children.push(webhook);
+    const ca = await waitReady(webhookPort, join(work, 'certs/ca.crt'), webhook);
+    // The webhook's TLS policy is its own and may change; the floors take whichever suite it negotiates.
+    const cipher = (await send(webhookPort, ca, '', '/readyz')).tls.split(' ')[1] ?? '';
+    const floorArgs = ['--cert', join(work, 'certs/tls.crt'), '--key', join(work, 'certs/tls.key'), '--ciphers', cipher];
+    const parseOnlyPort = await freePort();
+    const parseOnly = startNode([BASELINE, '--port', String(parseOnlyPort), ...floorArgs]);
+    children.push(parseOnly);
+    await waitReady(parseOnlyPort, join(work, 'certs/ca.crt'), parseOnly);
 
-    const injected = JSON.parse((await post(serverPort, ca, reviews.injecting)).text) as { response: { patch?: string } };
-    const untouched = JSON.parse((await post(serverPort, ca, reviews.unchanged)).text) as { response: { patch?: string } };
-    if (injected.response.patch === undefined || untouched.response.patch !== undefined) {
-      throw new Error('bench reviews do not behave as intended: (a) must inject, (b) must not');
+    const results: ShapeResult[] = [];
+    for (const reviews of shapes) {
+      results.push(await benchShape(reviews, { port: webhookPort, pid: webhook.pid ?? 0 },
+        { port: parseOnlyPort, pid: parseOnly.pid ?? 0 }, ca, work, floorArgs));
     }
-
-    const targets: Target[] = [
-      { label: 'baseline: bare Fastify, parse only', port: baselinePort, pid: baseline.pid ?? 0, body: reviews.injecting },
-      { label: '(a) webhook, injecting', port: serverPort, pid: server.pid ?? 0, body: reviews.injecting },
-      { label: '(b) webhook, nothing to inject', port: serverPort, pid: server.pid ?? 0, body: reviews.unchanged },
-    ];
-    const loadBefore = loadavg()[0] ?? 0;
-    for (const target of targets) {
-      process.stderr.write(`warming up ${target.label} (${WARMUP} s)\n`);
-      await autocannon({ ...loadOptions(target, ca), duration: WARMUP });
-    }
-    const rounds: Measurement[][] = targets.map(() => []);
-    for (let round = 1; round <= ROUNDS; round += 1) {
-      for (const [i, target] of targets.entries()) {
-        process.stderr.write(`round ${round}/${ROUNDS}: ${target.label} (${DURATION} s)\n`);
-        rounds[i]?.push(await measure(target, ca));
-      }
-    }
-    const results = rounds.map(median);
-    report(results, reviews, Buffer.from(injected.response.patch, 'base64').length, [loadBefore, loadavg()[0] ?? 0]);
+    process.stdout.write(report(startedAt, [loadBefore, loadavg()], results, local));
   } finally {
-    for (const child of children) child.kill('SIGTERM');
+    for (const child of children) await stop(child);
     await rm(work, { recursive: true, force: true });
   }
 }
 
-/** The round with the median throughput, whole, so its latencies and CPU belong to the same run. */
-function median(measurements: Measurement[]): Measurement {
-  const sorted = [...measurements].sort((x, y) => x.requestsPerSecond - y.requestsPerSecond);
-  const middle = sorted[Math.floor(sorted.length / 2)];
-  if (middle === undefined) throw new Error('no measurements');
-  return middle;
+const x = (value: number): string => `${value.toFixed(2)}x`;
+const ms = (value: number): string => value.toFixed(2);
+const verdict = (ok: boolean): string => (ok ? 'met' : 'NOT met');
+
+function headline(r: ShapeResult): { lines: string[]; throughput: number; cpu: number; p99: number; errors: number; noop: number } {
+  const { floor, injecting, noop: noopPeak, parseOnly } = r.peak;
+  const noop = noopPeak.admissionsPerSecond / parseOnly.admissionsPerSecond;
+  const throughput = injecting.admissionsPerSecond / floor.admissionsPerSecond;
+  const cpu = injecting.cpuMsPerAdmission / floor.cpuMsPerAdmission;
+  const p99 = r.atRate.injecting.p99 / r.atRate.floor.p99;
+  const errors = Object.values(r.peak).concat(Object.values(r.atRate)).reduce((sum, m) => sum + m.errors, 0);
+  const clean = errors === 0;
+  return {
+    throughput, cpu, p99, errors, noop,
+    lines: [
+      `  injecting / same-answer floor, admissions/s:      ${x(throughput)}   target >= ${TARGET.throughput}x: ${verdict(clean && throughput >= TARGET.throughput)}`,
+      `  injecting / same-answer floor, CPU per admission: ${x(cpu)}   target <= ${TARGET.cpu}x: ${verdict(clean && cpu <= TARGET.cpu)}`,
+      `  p99 at ${r.rate}/s (half the floor's peak), injecting / floor: ${ms(r.atRate.injecting.p99)} / ${ms(r.atRate.floor.p99)} ms = ${x(p99)}   target <= ${TARGET.p99}x: ${verdict(clean && p99 <= TARGET.p99)}`,
+      `  no-op webhook / parse-only floor: admissions/s ${x(noop)}, CPU per admission ${x(noopPeak.cpuMsPerAdmission / parseOnly.cpuMsPerAdmission)}   (must not fall; see the history)`,
+      `  errors in all runs of this review: ${errors}`,
+      ...senderWarning(r.atRate.floor, r.atRate.injecting),
+    ],
+  };
 }
 
-function report(
-  results: Measurement[],
-  reviews: { injecting: string; unchanged: string },
-  patchBytes: number,
-  load: [number, number],
-): void {
-  const [base, a, b] = results;
-  if (base === undefined || a === undefined || b === undefined) throw new Error('missing measurements');
+/**
+ * Latency at a fixed rate counts from when each review was due, so a sender that could not keep to the schedule
+ * (the machine busy) adds its own delay to both p99s and the ratio says less than it seems to.
+ */
+function senderWarning(...measurements: Measurement[]): string[] {
+  const lag = Math.max(...measurements.map((m) => m.senderLagP99 ?? 0));
+  if (lag <= SENDER_LAG_MS) return [];
+  return [`  (the sender ran up to ${ms(lag)} ms late at p99, above ${SENDER_LAG_MS} ms: the p99s include its delay; rerun on a quieter machine)`];
+}
+
+function report(startedAt: Date, load: [number[], number[]], results: ShapeResult[], local: InProcess): string {
   const cpu = cpus();
-  const lines = [
-    `machine: ${cpu.length} x ${cpu[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Linux ${release()}, Node ${process.version}`,
-    `load: autocannon in the same machine, ${CONNECTIONS} keep-alive HTTPS connections; median of ${ROUNDS} rounds of ${DURATION} s per target`,
-    `1-minute load average before/after: ${load[0].toFixed(2)} / ${load[1].toFixed(2)} (above the CPU count, figures are noisy)`,
-    `bodies: (a) ${reviews.injecting.length} B, (b) ${reviews.unchanged.length} B; (a) patch ${patchBytes} B decoded`,
+  const lines: string[] = [
+    `sandbox-injector bench, ${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC, commit ${COMMIT}`,
+    `machine: ${cpu.length} x ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Linux ${release()}, Node ${process.version}`,
+    `load average (1/5/15 min) before: ${load[0].map((l) => l.toFixed(2)).join(' ')}, after: ${load[1].map((l) => l.toFixed(2)).join(' ')}` +
+      ` (above ${cpu.length}, the core count, figures are noisy)`,
+    `load: ${CONNECTIONS} keep-alive HTTPS connections from this process; peak: median of ${ROUNDS} interleaved rounds of ${SECONDS} s` +
+      ` after ${WARMUP} s of warm-up per target; steady rate: ${RATE_CLIENT === 'steady' ? 'open loop' : 'autocannon overallRate'}, ${ROUNDS} x ${RATE_SECONDS} s, median p99`,
     '',
-    '| target | admissions/s | p50 ms | p99 ms | server CPU | server CPU ms/admission | RSS MiB | errors |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
-    ...results.map(
-      (r) =>
-        `| ${r.label} | ${r.requestsPerSecond.toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.cpuPercent.toFixed(0)}% | ${r.cpuMsPerAdmission.toFixed(3)} | ${r.rssMiB.toFixed(0)} | ${r.errors + r.non2xx} |`,
-    ),
-    '',
-    `(a) / baseline, admissions/s: ${ratio(a.requestsPerSecond, base.requestsPerSecond)}   (target >= 0.85x)`,
-    `(a) / (b), admissions/s:      ${ratio(a.requestsPerSecond, b.requestsPerSecond)}`,
-    `baseline / (a), CPU per admission: ${ratio(base.cpuMsPerAdmission, a.cpuMsPerAdmission)}   (the same ratio with the load generator out of the picture)`,
   ];
-  process.stdout.write(`${lines.join('\n')}\n`);
-}
-
-function ratio(x: number, y: number): string {
-  return `${(x / y).toFixed(2)}x`;
+  const rows: string[] = [];
+  const loadText = `${load[0][0]?.toFixed(2) ?? '?'} / ${load[1][0]?.toFixed(2) ?? '?'}`;
+  const mode = `${ROUNDS} x ${SECONDS} s, ${CONNECTIONS} conn.${RATE_CLIENT === 'steady' ? '' : ', autocannon rate'}`;
+  for (const r of results) {
+    const h = headline(r);
+    const { shape, envVarsPerContainer } = r.reviews;
+    lines.push(`== ${shapeName(shape)} (${envVarsPerContainer} env vars each): answer ${r.answerBytes} B, patch ${r.patchBytes} B decoded, ${r.tls}`);
+    lines.push('HEADLINE', ...h.lines, '');
+    lines.push('| peak | admissions/s | p50 ms | p99 ms | server CPU | CPU ms/admission | RSS MiB | errors |');
+    lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+    for (const m of [r.peak.parseOnly, r.peak.floor, r.peak.injecting, r.peak.noop]) {
+      lines.push(`| ${m.label} | ${m.admissionsPerSecond.toFixed(0)} | ${ms(m.p50)} | ${ms(m.p99)} | ${m.cpuPercent.toFixed(0)}% | ${m.cpuMsPerAdmission.toFixed(3)} | ${m.rssMiB.toFixed(0)} | ${m.errors} |`);
+    }
+    lines.push('');
+    const client = RATE_CLIENT === 'steady' ? 'steady' : 'autocannon overallRate';
+    lines.push(`| at ${r.rate}/s, ${client} | answered/s | p50 ms | p99 ms | max ms | CPU ms/admission | sender lag p99 ms | errors |`);
+    lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+    for (const m of [r.atRate.floor, r.atRate.injecting]) {
+      lines.push(`| ${m.label} | ${m.admissionsPerSecond.toFixed(0)} | ${ms(m.p50)} | ${ms(m.p99)} | ${ms(m.max)} | ${m.cpuMsPerAdmission.toFixed(3)} | ${m.senderLagP99 === undefined ? '-' : ms(m.senderLagP99)} | ${m.errors} |`);
+    }
+    const { parseOnly, floor } = r.peak;
+    lines.push('');
+    lines.push(`same-answer floor / parse-only floor: admissions/s ${x(floor.admissionsPerSecond / parseOnly.admissionsPerSecond)}, ` +
+      `CPU per admission ${x(floor.cpuMsPerAdmission / parseOnly.cpuMsPerAdmission)} (what the bigger answer costs)`);
+    lines.push('');
+    rows.push(`| ${startedAt.toISOString().slice(0, 16).replace('T', ' ')} | ${COMMIT} | ${cpu.length} x ${cpu[0]?.model.trim() ?? '?'} | ` +
+      `${loadText} | ${mode} | ${shape.containers} / ${shape.bytes} B | ${x(h.throughput)} | ${x(h.cpu)} | ${x(h.p99)} | ${h.errors} | ${x(h.noop)} |`);
+  }
+  lines.push('In-process, the review function and the answer\'s serialization on a parsed body (µs per review, median of batches):');
+  lines.push('| review | containers | body B | JSON.parse of the body | injecting | no-op | no-op / JSON.parse |');
+  lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
+  for (const t of [...local.shapes, ...local.scale]) {
+    lines.push(`| ${t.label} | ${t.containers} | ${t.bytes} | ${t.parseUs.toFixed(1)} | ${t.injectingUs.toFixed(1)} | ${t.noopUs.toFixed(1)} | ${x(t.noopUs / t.parseUs)} |`);
+  }
+  const first = SCALE.reduce((a, b) => Math.min(a, b));
+  const last = SCALE.reduce((a, b) => Math.max(a, b));
+  const linear = (l: Linearity): string => `${x(l.slopeRatio)} (${l.slopeRatio <= LINEAR_SLOPE ? 'linear' : 'NOT linear'})`;
+  lines.push(`linearity, ${last} vs ${first} containers: injecting ${x(local.injecting.growth)} the time, no-op ${x(local.noop.growth)}; ` +
+    `cost per added container, large pods / small pods: injecting ${linear(local.injecting)}, no-op ${linear(local.noop)}` +
+    ` (1x is linear; target <= ${LINEAR_SLOPE}x)`);
+  const scaleNote = `in-process ${last} vs ${first} containers: injecting ${x(local.injecting.growth)}, per-container slope ${x(local.injecting.slopeRatio)}`;
+  lines.push('');
+  lines.push(`history rows for docs/benchmark.md (${scaleNote}):`, ...rows);
+  return `${lines.join('\n')}\n`;
 }
 
 await main();

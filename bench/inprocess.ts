@@ -1,0 +1,141 @@
+/**
+ * The review function timed in this process, without TLS or HTTP: what the webhook's own work costs per review
+ * and how it grows with the pod. It runs the built modules in dist/, the code the server runs, loaded by path
+ * at run time so the bench does not compile against src/ while src/ is being changed.
+ */
+import { performance } from 'node:perf_hooks';
+import { reviewText } from './reviews.js';
+
+interface Outcome {
+  kind: string;
+  review?: unknown;
+  summary?: { decision?: string };
+}
+interface ReviewModule {
+  reviewAdmission: (body: unknown, deps: unknown) => Promise<Outcome>;
+}
+interface SerializeModule {
+  reviewJson: (review: unknown) => string;
+}
+interface OfflineDepsModule {
+  offlineDeps: (configFile: string, postStartConflict: string, io: unknown) => Promise<unknown>;
+}
+
+/** What the server does with a parsed body: review it, then turn the answer into text. */
+export type ReviewFn = (body: unknown) => Promise<{ decision: string; text: string }>;
+
+export async function loadReview(distRoot: string, configFile: string): Promise<ReviewFn> {
+  const load = (path: string): Promise<unknown> => import(new URL(path, distRoot).href);
+  const { reviewAdmission } = (await load('admission/review.js')) as ReviewModule;
+  const { reviewJson } = (await load('admission/serialize.js')) as SerializeModule;
+  const { offlineDeps } = (await load('cli/offline-deps.js')) as OfflineDepsModule;
+  // The deps `sandbox-injector review` builds: the ConfigMap from the file, runtimes from the pod's annotations.
+  const deps = await offlineDeps(configFile, 'skip', { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+  return async (body) => {
+    const outcome = await reviewAdmission(body, deps);
+    if (outcome.kind !== 'response') throw new Error(`bench review refused: ${JSON.stringify(outcome)}`);
+    return { decision: outcome.summary?.decision ?? '?', text: reviewJson(outcome.review) };
+  };
+}
+
+/**
+ * µs per call, the median of batches. Each batch reviews freshly parsed copies, parsed outside the timed part:
+ * the same object twice would let a cache keyed on the pod answer for free, which no server sees.
+ */
+async function timeReviews(review: ReviewFn, text: string, budgetMs: number): Promise<number> {
+  const batch = Math.max(8, Math.min(256, Math.ceil(2_000_000 / text.length)));
+  const perCall: number[] = [];
+  const end = performance.now() + budgetMs;
+  do {
+    const bodies = Array.from({ length: batch }, (): unknown => JSON.parse(text));
+    const start = performance.now();
+    for (const body of bodies) await review(body);
+    perCall.push(((performance.now() - start) * 1000) / batch);
+  } while (performance.now() < end);
+  return median(perCall);
+}
+
+function timeParse(text: string, budgetMs: number): number {
+  const batch = Math.max(8, Math.min(256, Math.ceil(2_000_000 / text.length)));
+  const perCall: number[] = [];
+  const end = performance.now() + budgetMs;
+  let keep: unknown;
+  do {
+    const start = performance.now();
+    for (let i = 0; i < batch; i += 1) keep = JSON.parse(text);
+    perCall.push(((performance.now() - start) * 1000) / batch);
+  } while (performance.now() < end);
+  // Read once so the parse cannot be dropped as dead code.
+  if (keep === undefined) throw new Error('nothing parsed');
+  return median(perCall);
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((x, y) => x - y);
+  return sorted[Math.floor(sorted.length / 2)] ?? NaN;
+}
+
+export interface ReviewTiming {
+  label: string;
+  containers: number;
+  bytes: number;
+  parseUs: number;
+  injectingUs: number;
+  noopUs: number;
+}
+
+/** Times the injecting and the no-op review of one body pair, after a warm-up, and checks they do as meant. */
+export async function timePair(
+  review: ReviewFn,
+  label: string,
+  containers: number,
+  injecting: string,
+  noop: string,
+  budgetMs: number,
+): Promise<ReviewTiming> {
+  const [a, b] = await Promise.all([review(JSON.parse(injecting)), review(JSON.parse(noop))]);
+  if (a.decision !== 'injected' || b.decision !== 'unchanged') {
+    throw new Error(`${label}: the reviews decided ${a.decision} and ${b.decision}, not injected and unchanged`);
+  }
+  await timeReviews(review, injecting, budgetMs / 2);
+  await timeReviews(review, noop, budgetMs / 2);
+  return {
+    label,
+    containers,
+    bytes: injecting.length,
+    parseUs: timeParse(injecting, budgetMs),
+    injectingUs: await timeReviews(review, injecting, budgetMs),
+    noopUs: await timeReviews(review, noop, budgetMs),
+  };
+}
+
+/** The pod of `containers` containers as the first shape builds each one, unpadded. */
+export function scaledPair(containers: number, envVars: number): { injecting: string; noop: string } {
+  return {
+    injecting: reviewText(containers, envVars, true, 'bench-scale-injecting'),
+    noop: reviewText(containers, envVars, false, 'bench-scale-unchanged'),
+  };
+}
+
+export interface Linearity {
+  /** Time at the largest pod over time at the smallest. */
+  growth: number;
+  /**
+   * µs per added container between the middle and the largest pod, over the same between the smallest and the
+   * middle: 1 when each container costs the same whatever the pod's size, more when cost grows faster.
+   */
+  slopeRatio: number;
+}
+
+export function linearity(timings: ReviewTiming[], pick: (t: ReviewTiming) => number): Linearity {
+  const sorted = [...timings].sort((x, y) => x.containers - y.containers);
+  const first = sorted[0];
+  const middle = sorted[Math.floor(sorted.length / 2)];
+  const last = sorted[sorted.length - 1];
+  if (first === undefined || middle === undefined || last === undefined || sorted.length < 3) {
+    return { growth: NaN, slopeRatio: NaN };
+  }
+  const low = (pick(middle) - pick(first)) / (middle.containers - first.containers);
+  const high = (pick(last) - pick(middle)) / (last.containers - middle.containers);
+  return { growth: pick(last) / pick(first), slopeRatio: high / low };
+}

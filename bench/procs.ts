@@ -1,0 +1,90 @@
+/** Starting the servers under test, talking to them once, and reading their CPU and memory from /proc. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { request } from 'node:https';
+import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { TLSSocket } from 'node:tls';
+
+const CLOCK_TICKS = 100; // USER_HZ on Linux
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export interface Reply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+  /** Protocol and cipher the connection negotiated, e.g. "TLSv1.3 TLS_AES_256_GCM_SHA384". */
+  tls: string;
+}
+
+/** One request on a fresh connection: a GET when `body` is empty. */
+export function send(port: number, ca: Buffer, body: string, path = '/mutate'): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: '127.0.0.1', port, path, method: body === '' ? 'GET' : 'POST', ca, servername: 'localhost', agent: false,
+        headers: body === '' ? {} : { 'content-type': 'application/json' }, timeout: 10_000 },
+      (res) => {
+        const socket = res.socket as TLSSocket;
+        const tls = `${socket.getProtocol() ?? '?'} ${socket.getCipher().name}`;
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), tls }));
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`127.0.0.1:${port}${path}: no answer in 10 s`)));
+    req.on('error', reject);
+    req.end(body === '' ? undefined : body);
+  });
+}
+
+export function startNode(args: string[]): ChildProcess {
+  // Servers' stdout (the webhook's admission log lines) goes to /dev/null, as cheap a sink as a pipe.
+  return spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
+/** Waits for /readyz; the CA file appears once the webhook has made its certificates. */
+export async function waitReady(port: number, caFile: string, child: ChildProcess): Promise<Buffer> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`process ${child.pid ?? '?'} exited with ${child.exitCode}`);
+    try {
+      const ca = await readFile(caFile);
+      if ((await send(port, ca, '', '/readyz')).status === 200) return ca;
+    } catch {
+      // not up yet
+    }
+    await sleep(100);
+  }
+  throw new Error(`port ${port} not ready after 30 s`);
+}
+
+/** SIGTERM, then waits (bounded) so the next target does not start while this one still holds a core. */
+export async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  await Promise.race([exited, sleep(5_000)]);
+}
+
+export interface ProcSample {
+  rssKiB: number;
+  cpuMs: number;
+}
+
+export async function procSample(pid: number): Promise<ProcSample> {
+  const [status, stat] = await Promise.all([readFile(`/proc/${pid}/status`, 'utf8'), readFile(`/proc/${pid}/stat`, 'utf8')]);
+  const rss = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
+  // After "pid (comm) ", utime and stime are the 12th and 13th fields; the comm may hold spaces, hence ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { rssKiB: Number(rss), cpuMs: ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS };
+}
