@@ -9,6 +9,16 @@
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { Ajv, type JSONSchemaType, type ErrorObject } from 'ajv';
+import { DEFAULT_TRANSPORT_LIMITS, type TransportLimits } from './server/transport.js';
+import {
+  DEFAULT_TLS_CIPHER_SUITES,
+  TLS_MIN_VERSIONS,
+  cipherSuiteProblems,
+  splitCipherSuites,
+  tlsPolicy,
+  type TlsMinVersionName,
+  type TlsPolicy,
+} from './server/tls/policy.js';
 import { POSTSTART_CONFLICT_MODES, type PostStartConflict, type WrapperInstaller } from './injection/index.js';
 import { IMAGE_INSTALL_COMMAND } from './wrapper/installer.js';
 
@@ -36,6 +46,22 @@ export interface ServeOptions {
   shutdownDelaySeconds: number;
   /** Seconds to wait for in-flight reviews after the listener closes before connections are cut. */
   shutdownTimeoutSeconds: number;
+  /** A request's headers and body must arrive within this; also the longest a connection may stall mid-exchange. */
+  requestTimeoutSeconds: number;
+  /** Kept-alive connections idle this long are closed. */
+  idleTimeoutSeconds: number;
+  /** Connections past this many are closed when accepted. */
+  maxConnections: number;
+  /** Largest request body read (413 past it). */
+  maxBodyBytes: number;
+  /** Request bodies being received plus answers not yet sent, across all connections (503 past it). */
+  maxInflightBytes: number;
+  /** Unsent answer bytes a connection may hold when its next request arrives (closed past it). */
+  maxUnreadBytes: number;
+  /** Lowest TLS version, in kube-apiserver's naming. */
+  tlsMinVersion: TlsMinVersionName;
+  /** TLS 1.2 cipher suites, comma-separated IANA names as kube-apiserver's --tls-cipher-suites takes them. */
+  tlsCipherSuites?: string;
   /** Cluster mode with this kubeconfig; without it, cluster mode only when running in a pod. */
   kubeconfig?: string;
   /** The injection ConfigMap watched in cluster mode. */
@@ -99,6 +125,14 @@ export const OPTION_SPECS = {
   logLevel: spec('log-level', 'string', LOG_LEVELS.join('|')),
   shutdownDelaySeconds: spec('shutdown-delay-seconds', 'integer', 'keep serving this long after SIGTERM, not ready'),
   shutdownTimeoutSeconds: spec('shutdown-timeout-seconds', 'integer', 'wait this long for in-flight reviews'),
+  requestTimeoutSeconds: spec('request-timeout-seconds', 'integer', 'headers and body must arrive within this (408), and a stalled connection is closed after it'),
+  idleTimeoutSeconds: spec('idle-timeout-seconds', 'integer', 'close kept-alive connections idle this long'),
+  maxConnections: spec('max-connections', 'integer', 'connections past this many are closed when accepted'),
+  maxBodyBytes: spec('max-body-bytes', 'integer', 'largest request body read (413 past it)'),
+  maxInflightBytes: spec('max-inflight-bytes', 'integer', 'request bodies and unsent answers held at once, all connections (503 past it)'),
+  maxUnreadBytes: spec('max-unread-bytes', 'integer', 'unsent answer bytes a connection may hold when it sends its next request (closed past it)'),
+  tlsMinVersion: spec('tls-min-version', 'string', `${TLS_MIN_VERSIONS.join('|')}`),
+  tlsCipherSuites: spec('tls-cipher-suites', 'string', 'TLS 1.2 cipher suites, comma-separated IANA names (ECDHE with AEAD only)'),
   kubeconfig: spec('kubeconfig', 'string', 'cluster mode with this kubeconfig (in a pod: the service account)'),
   configNamespace: spec('config-namespace', 'string', 'namespace of the injection ConfigMap (cluster mode)'),
   configName: spec('config-name', 'string', 'name of the injection ConfigMap (cluster mode)'),
@@ -132,6 +166,14 @@ const DEFAULTS = {
   logLevel: 'info',
   shutdownDelaySeconds: 0,
   shutdownTimeoutSeconds: 25,
+  requestTimeoutSeconds: DEFAULT_TRANSPORT_LIMITS.requestTimeoutMs / 1000,
+  idleTimeoutSeconds: DEFAULT_TRANSPORT_LIMITS.idleTimeoutMs / 1000,
+  maxConnections: DEFAULT_TRANSPORT_LIMITS.maxConnections,
+  maxBodyBytes: DEFAULT_TRANSPORT_LIMITS.maxBodyBytes,
+  maxInflightBytes: DEFAULT_TRANSPORT_LIMITS.maxInflightBytes,
+  maxUnreadBytes: DEFAULT_TRANSPORT_LIMITS.maxUnreadBytes,
+  tlsMinVersion: 'VersionTLS12',
+  tlsCipherSuites: DEFAULT_TLS_CIPHER_SUITES.join(','),
   configNamespace: 'sandbox-system',
   configName: 'sandbox-injection-config',
   allowAnnotationRuntimes: false,
@@ -168,6 +210,14 @@ const SCHEMA: JSONSchemaType<ServeOptions> = {
     logLevel: { type: 'string', enum: [...LOG_LEVELS], default: DEFAULTS.logLevel },
     shutdownDelaySeconds: { type: 'integer', minimum: 0, maximum: 600, default: DEFAULTS.shutdownDelaySeconds },
     shutdownTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 3600, default: DEFAULTS.shutdownTimeoutSeconds },
+    requestTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 3600, default: DEFAULTS.requestTimeoutSeconds },
+    idleTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 3600, default: DEFAULTS.idleTimeoutSeconds },
+    maxConnections: { type: 'integer', minimum: 1, maximum: 1_000_000, default: DEFAULTS.maxConnections },
+    maxBodyBytes: { type: 'integer', minimum: 1024, maximum: 1024 * 1024 * 1024, default: DEFAULTS.maxBodyBytes },
+    maxInflightBytes: { type: 'integer', minimum: 1024, maximum: 16 * 1024 * 1024 * 1024, default: DEFAULTS.maxInflightBytes },
+    maxUnreadBytes: { type: 'integer', minimum: 0, maximum: 1024 * 1024 * 1024, default: DEFAULTS.maxUnreadBytes },
+    tlsMinVersion: { type: 'string', enum: [...TLS_MIN_VERSIONS], default: DEFAULTS.tlsMinVersion },
+    tlsCipherSuites: { type: 'string', minLength: 1, nullable: true, default: DEFAULTS.tlsCipherSuites },
     kubeconfig: { type: 'string', minLength: 1, nullable: true },
     configNamespace: { type: 'string', pattern: DNS_LABEL, default: DEFAULTS.configNamespace },
     configName: { type: 'string', pattern: DNS_SUBDOMAIN, default: DEFAULTS.configName },
@@ -194,6 +244,13 @@ const SCHEMA: JSONSchemaType<ServeOptions> = {
     'logLevel',
     'shutdownDelaySeconds',
     'shutdownTimeoutSeconds',
+    'requestTimeoutSeconds',
+    'idleTimeoutSeconds',
+    'maxConnections',
+    'maxBodyBytes',
+    'maxInflightBytes',
+    'maxUnreadBytes',
+    'tlsMinVersion',
     'configNamespace',
     'configName',
     'allowAnnotationRuntimes',
@@ -273,6 +330,14 @@ function crossFieldProblems(options: ServeOptions): string[] {
   if (options.metricsPort !== 0 && options.metricsPort === options.port) {
     problems.push(`${label('metricsPort')} must differ from ${label('port')}`);
   }
+  if (options.maxInflightBytes < options.maxBodyBytes) {
+    problems.push(`${label('maxInflightBytes')} must be at least ${label('maxBodyBytes')}: one whole body must fit`);
+  }
+  if (options.tlsCipherSuites !== undefined) {
+    for (const problem of cipherSuiteProblems(splitCipherSuites(options.tlsCipherSuites), options.tlsMinVersion)) {
+      problems.push(`${label('tlsCipherSuites')}: ${problem}`);
+    }
+  }
   return problems;
 }
 
@@ -304,6 +369,24 @@ export function injectionSettings(options: Readonly<ServeOptions>): {
   const image = options.agentRuntimeHasWrapper ? undefined : options.wrapperImage;
   const wrapper = image === undefined ? {} : { wrapper: { image, command: IMAGE_INSTALL_COMMAND } };
   return { postStartConflict: options.postStartConflict, ...wrapper };
+}
+
+/** The webhook port's limits, as the options say (seconds and bytes, here in the units Node takes). */
+export function transportLimits(options: Readonly<ServeOptions>): TransportLimits {
+  return {
+    requestTimeoutMs: options.requestTimeoutSeconds * 1000,
+    idleTimeoutMs: options.idleTimeoutSeconds * 1000,
+    maxConnections: options.maxConnections,
+    maxBodyBytes: options.maxBodyBytes,
+    maxInflightBytes: options.maxInflightBytes,
+    maxUnreadBytes: options.maxUnreadBytes,
+  };
+}
+
+/** The TLS versions and suites, as the options say; the parser has already refused bad names. */
+export function tlsPolicyOf(options: Readonly<ServeOptions>): TlsPolicy {
+  const suites = options.tlsCipherSuites === undefined ? DEFAULT_TLS_CIPHER_SUITES : splitCipherSuites(options.tlsCipherSuites);
+  return tlsPolicy(options.tlsMinVersion, suites);
 }
 
 /** `serve --help`: one line per option, generated from the same table the parser uses. */

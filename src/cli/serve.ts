@@ -7,7 +7,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import type { ReviewDeps } from '../admission/review.js';
-import { injectionSettings, OptionsError, parseServeOptions, serveUsage, type ServeOptions } from '../config.js';
+import {
+  injectionSettings,
+  OptionsError,
+  parseServeOptions,
+  serveUsage,
+  tlsPolicyOf,
+  transportLimits,
+  type ServeOptions,
+} from '../config.js';
 import { buildApp } from '../server/app.js';
 import { createMetrics, type ServerMetrics } from '../server/metrics.js';
 import { startMetricsServer } from '../server/metrics-server.js';
@@ -29,7 +37,10 @@ const WATCH_RESYNC_MS = 60_000;
 /** A pair caught half-written is read again this many times, this far apart, before the change is dropped. */
 const TLS_RELOAD_ATTEMPTS = 5;
 const TLS_RELOAD_RETRY_MS = 400;
-/** While draining, connections that finish their last response are closed this often. */
+/**
+ * While draining, idle connections not used since the drain began are closed this often (see Connections
+ * in server/transport.ts): one whose answer was already on its way at SIGTERM lacks `Connection: close`.
+ */
 const IDLE_SWEEP_MS = 100;
 
 type Stop = { signal: NodeJS.Signals };
@@ -106,7 +117,16 @@ async function run(options: Readonly<ServeOptions>, logger: Logger): Promise<num
     }
     review = { ...review, ...injectionSettings(options) };
 
-    const app = buildApp({ https: httpsServerOptions(material), review, ready, logger, metrics });
+    const tlsPolicy = tlsPolicyOf(options);
+    const app = buildApp({
+      https: httpsServerOptions(material, tlsPolicy),
+      review,
+      ready,
+      draining: () => draining,
+      limits: transportLimits(options),
+      logger,
+      metrics,
+    });
     let drained = false;
     closers.push(async () => {
       if (!drained) await app.close();
@@ -121,6 +141,7 @@ async function run(options: Readonly<ServeOptions>, logger: Logger): Promise<num
       sleep: (ms) => sleep(ms),
       attempts: TLS_RELOAD_ATTEMPTS,
       retryDelayMs: TLS_RELOAD_RETRY_MS,
+      policy: tlsPolicy,
       onResult: (result) => recordTlsReload(logger, metrics, result),
     });
     closers.push(() => tls.close());
@@ -271,8 +292,9 @@ function recordConfigMapChange(
 
 /**
  * Stops accepting, lets every admission in flight finish, and returns whether connections had to be cut
- * (the timeout passed, or a second signal asked for it). Connections that go idle after their last
- * response are closed as they do, so a keep-alive client cannot hold the process open.
+ * (the timeout passed, or a second signal asked for it). A connection used since SIGTERM closes after the
+ * answer that told it `Connection: close`; the rest are closed while idle, so a keep-alive client cannot
+ * hold the process open.
  */
 async function drain(
   app: ReturnType<typeof buildApp>,

@@ -5,13 +5,36 @@
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Server, ServerOptions as HttpsServerOptions } from 'node:https';
+import type { Socket } from 'node:net';
 import { reviewAdmission, type AdmissionSummary, type ReviewDeps } from '../admission/review.js';
 import { reviewJson } from '../admission/serialize.js';
+import { LOG_NAME_MAX, cutList, cutMessage, cutName, cutNames, cutString } from '../util/log-fields.js';
 import { failureFor } from './http-errors.js';
 import type { ServerMetrics } from './metrics.js';
+import {
+  BusyError,
+  ByteBudget,
+  Connections,
+  DEFAULT_TRANSPORT_LIMITS,
+  RETRY_AFTER_SECONDS,
+  Reservation,
+  busyBody,
+  clientErrorHandler,
+  connectionsCheckingIntervalMs,
+  inactivityTimeoutMs,
+  countingStream,
+  declaredBody,
+  socketOf,
+  type TransportLimits,
+} from './transport.js';
 
-/** The Kubernetes API server caps request bodies at 3 MiB; 8 MiB leaves room and still refuses abuse. */
-export const BODY_LIMIT_BYTES = 8 * 1024 * 1024;
+/**
+ * kube-apiserver refuses request bodies over 3 MiB (its MaxRequestBodyBytes), so no pod it admits is larger.
+ * The review around the pod adds the envelope (uid, kinds, userInfo with its groups and extra) and what
+ * kube-apiserver's defaulting wrote into the pod before admission; 1 MiB more covers both. A pod larger
+ * still could not be stored anyway: etcd refuses requests over 1.5 MiB by default.
+ */
+export const BODY_LIMIT_BYTES = DEFAULT_TRANSPORT_LIMITS.maxBodyBytes;
 
 /** What the app logs through; a pino logger satisfies it. */
 export interface AppLogger {
@@ -25,6 +48,10 @@ export interface AppDeps {
   review: ReviewDeps;
   /** True once TLS material and the injection config have loaded, and until shutdown begins. */
   ready(): boolean;
+  /** True from SIGTERM on: every answer then says `Connection: close`. Never, when not given. */
+  draining?: () => boolean;
+  /** Defaults: DEFAULT_TRANSPORT_LIMITS. */
+  limits?: Partial<TransportLimits>;
   logger: AppLogger;
   metrics: ServerMetrics;
 }
@@ -38,15 +65,98 @@ const ROUTE_METHODS: ReadonlyMap<string, string> = new Map([
 ]);
 
 export function buildApp(deps: AppDeps): FastifyInstance<Server> {
+  const limits: TransportLimits = { ...DEFAULT_TRANSPORT_LIMITS, ...deps.limits };
+  const draining = deps.draining ?? (() => false);
+  // A request whose answer went out before its body ended (413, 503) gets no second answer on a timeout.
+  const answeredEarly = new WeakSet<Socket>();
   const app = Fastify({
-    https: deps.https,
+    https: {
+      ...deps.https,
+      requestTimeout: limits.requestTimeoutMs,
+      headersTimeout: limits.requestTimeoutMs,
+      connectionsCheckingInterval: connectionsCheckingIntervalMs(limits),
+      handshakeTimeout: limits.requestTimeoutMs,
+    },
     // No Fastify request lines: the one admission line per review replaces them (see admissionLogFields).
     logger: false,
-    bodyLimit: BODY_LIMIT_BYTES,
+    bodyLimit: limits.maxBodyBytes,
+    requestTimeout: limits.requestTimeoutMs,
+    // The socket's inactivity timeout while a request or answer is under way: a client that stops reading
+    // an answer frees its connection and the bytes it holds. Later than the request timeout, so a client
+    // that stops sending mid-body gets its 408 first.
+    connectionTimeout: inactivityTimeoutMs(limits),
+    keepAliveTimeout: limits.idleTimeoutMs,
     // While draining, a review that arrives on an open keep-alive connection is still answered (with
     // `Connection: close`) instead of a 503 the API server would turn into a rejected pod.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
+    clientErrorHandler: clientErrorHandler(limits, answeredEarly, (reason) => deps.metrics.refused(reason)),
+  });
+
+  app.server.maxConnections = limits.maxConnections;
+  app.server.on('drop', () => deps.metrics.refused('connection_limit'));
+  // Replaces Node's default (destroy on inactivity) only to count the connections holding unread answers.
+  app.server.on('timeout', (socket: Socket) => {
+    if (socket.writableLength > 0) deps.metrics.refused('unread_response');
+    socket.destroy();
+  });
+  const connections = new Connections(app.server, draining, (open) => deps.metrics.openConnections(open));
+  const budget = new ByteBudget(limits.maxInflightBytes, (used) => deps.metrics.inflightBytes(used));
+  const reservations = new WeakMap<object, Reservation>();
+
+  app.addHook('onRequest', (request, reply, done) => {
+    const socket = socketOf(request.raw);
+    if (socket !== undefined) {
+      answeredEarly.delete(socket);
+      // kube-apiserver reads each answer before it sends another request on the connection; a client with
+      // answers still unsent here is not reading them, and would pile up one per request it sends.
+      if (socket.writableLength > limits.maxUnreadBytes) {
+        deps.metrics.refused('unread_response');
+        reply.hijack();
+        socket.destroy();
+        done();
+        return;
+      }
+      connections.requestStarted(socket);
+    }
+    const reservation = new Reservation(budget);
+    reservations.set(request.raw, reservation);
+    reply.raw.once('finish', () => {
+      if (socket !== undefined && !request.raw.complete) answeredEarly.add(socket);
+    });
+    // 'close' follows the answer's last byte leaving, or the connection ending: either way its bytes are free.
+    reply.raw.once('close', () => {
+      reservation.release();
+      if (socket !== undefined) connections.requestEnded(socket);
+    });
+    const body = declaredBody(request.raw);
+    // A body over the body limit is refused by Fastify with 413 before it is read, so it takes nothing.
+    if (body !== undefined && 'length' in body && body.length <= limits.maxBodyBytes && !reservation.take(body.length)) {
+      deps.metrics.refused('busy');
+      // The connection stays open and Node reads the unread body away: closing now could reset the
+      // connection before the client has read this answer, and kube-apiserver retries a 503 with Retry-After.
+      void reply.code(503).header('retry-after', String(RETRY_AFTER_SECONDS)).send(busyBody(budget));
+      return;
+    }
+    done();
+  });
+
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    const reservation = reservations.get(request.raw);
+    const body = declaredBody(request.raw);
+    if (reservation === undefined || body === undefined || 'length' in body) {
+      done(null, payload);
+      return;
+    }
+    const counted = countingStream(reservation);
+    payload.on('error', (error) => counted.destroy(error));
+    done(null, payload.pipe(counted));
+  });
+
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (draining()) void reply.header('connection', 'close');
+    reservations.get(request.raw)?.growTo(payloadBytes(payload));
+    done(null, payload);
   });
 
   // Only JSON is a review; without this, text/plain would reach the handler as a string.
@@ -68,7 +178,7 @@ export function buildApp(deps: AppDeps): FastifyInstance<Server> {
         const ms = elapsedMs(request.raw);
         if (outcome.kind === 'bad-request') {
           deps.metrics.admissionFailed('bad_request', ms / 1000);
-          deps.logger.warn({ durationMs: round(ms), message: outcome.message }, 'admission refused');
+          deps.logger.warn({ durationMs: round(ms), message: cutMessage(outcome.message) }, 'admission refused');
           reply.code(400);
           return { message: outcome.message, code: 'ERR_BAD_REVIEW' };
         }
@@ -107,12 +217,19 @@ export function buildApp(deps: AppDeps): FastifyInstance<Server> {
 
   // Reached for body parsing failures (413, 415, malformed JSON) before any handler runs.
   app.setErrorHandler((error, request, reply) => {
-    const failure = failureFor(error, { contentType: request.headers['content-type'], bodyLimit: BODY_LIMIT_BYTES });
+    if (error instanceof BusyError) {
+      deps.metrics.refused('busy');
+      // The body was being read when the budget ran out and the rest is left unread: end the connection.
+      reply.code(503).header('retry-after', String(RETRY_AFTER_SECONDS)).header('connection', 'close');
+      return busyBody(budget);
+    }
+    const failure = failureFor(error, { contentType: request.headers['content-type'], bodyLimit: limits.maxBodyBytes });
     if (request.routeOptions.url === MUTATE_PATH) {
       deps.metrics.admissionFailed(failure.status >= 500 ? 'error' : 'bad_request', elapsedMs(request.raw) / 1000);
     }
-    const path = request.routeOptions.url ?? request.url;
-    deps.logger.warn({ path, status: failure.status, ...failure.body }, 'request refused');
+    const path = cutMessage(request.routeOptions.url ?? request.url);
+    const { message, code } = failure.body;
+    deps.logger.warn({ path, status: failure.status, message: cutMessage(message), code }, 'request refused');
     reply.code(failure.status);
     return failure.body;
   });
@@ -121,21 +238,37 @@ export function buildApp(deps: AppDeps): FastifyInstance<Server> {
 }
 
 
-/** The one line per admission: who, what was asked, what was decided. Never env values or certificates. */
+/**
+ * The one line per admission: who, what was asked, what was decided. Never env values or certificates.
+ * Every field that came from the request is cut (src/util/log-fields.ts).
+ */
 function admissionLogFields(summary: AdmissionSummary, elapsedMs: number): Record<string, unknown> {
   return {
-    uid: summary.uid,
-    namespace: summary.namespace,
-    pod: summary.pod,
-    runtimes: summary.runtimes,
+    uid: cutName(summary.uid),
+    namespace: cutName(summary.namespace),
+    pod: cutName(summary.pod),
+    runtimes: cutNames(summary.runtimes),
     decision: summary.decision,
-    present: summary.present,
-    skipped: summary.skipped,
+    present: cutNames(summary.present),
+    skipped: cutSkipped(summary.skipped),
     patchBytes: summary.patchBytes,
     warnings: summary.warnings,
     durationMs: round(elapsedMs),
-    ...(summary.message === undefined ? {} : { message: summary.message }),
+    ...(summary.message === undefined ? {} : { message: cutMessage(summary.message) }),
   };
+}
+
+function cutSkipped(skipped: AdmissionSummary['skipped']): { runtime: string; reason: string }[] {
+  return cutList<{ runtime: string; reason: string }>(
+    skipped,
+    ({ runtime, reason }) => ({ runtime: cutString(runtime, LOG_NAME_MAX), reason }),
+    (count) => ({ runtime: `...(${count} more)`, reason: 'omitted' }),
+  );
+}
+
+function payloadBytes(payload: unknown): number {
+  if (typeof payload === 'string') return Buffer.byteLength(payload);
+  return Buffer.isBuffer(payload) ? payload.length : 0;
 }
 
 function round(ms: number): number {

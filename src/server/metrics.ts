@@ -10,6 +10,13 @@ export type AdmissionOutcome = 'injected' | 'unchanged' | 'denied' | 'error' | '
 const OUTCOMES: readonly AdmissionOutcome[] = ['injected', 'unchanged', 'denied', 'error', 'bad_request'];
 export type ReloadResult = 'success' | 'failure';
 const RELOAD_RESULTS: readonly ReloadResult[] = ['success', 'failure'];
+/**
+ * Why the transport refused or dropped a client before (or instead of) an admission answer: over the
+ * in-flight byte budget (503), over the connection cap (dropped at accept), a request not received in time
+ * (408), answers left unread, and requests the HTTP parser could not read (400, 413, 431).
+ */
+export type RefusalReason = 'busy' | 'connection_limit' | 'request_timeout' | 'unread_response' | 'bad_http';
+const REFUSAL_REASONS: readonly RefusalReason[] = ['busy', 'connection_limit', 'request_timeout', 'unread_response', 'bad_http'];
 
 export interface MetricsOptions {
   /** process_* and nodejs_* metrics; off in tests, where they would add timers per app. */
@@ -26,6 +33,10 @@ export interface ServerMetrics {
   configReload(result: ReloadResult, invalidKeys: number | undefined): void;
   tlsReload(result: ReloadResult): void;
   tlsCertificate(notAfter: Date): void;
+  refused(reason: RefusalReason): void;
+  /** Bytes of request bodies and unsent answers held now, against --max-inflight-bytes. */
+  inflightBytes(bytes: number): void;
+  openConnections(count: number): void;
 }
 
 const PREFIX = 'sandbox_injector_';
@@ -85,7 +96,25 @@ export function createMetrics(options: MetricsOptions): ServerMetrics {
     registers: [registry],
   });
 
+  const refusals = new Counter({
+    name: `${PREFIX}transport_refusals_total`,
+    help: 'Clients refused or dropped by the transport limits, by reason (busy, connection_limit, request_timeout, unread_response, bad_http)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  const inflight = new Gauge({
+    name: `${PREFIX}inflight_bytes`,
+    help: 'Bytes of request bodies being received and of answers not yet written out, held in memory now',
+    registers: [registry],
+  });
+  const connections = new Gauge({
+    name: `${PREFIX}open_connections`,
+    help: 'Open connections on the webhook port (TLS established)',
+    registers: [registry],
+  });
+
   // Zero-valued series from the start, so rate() and absent() work before the first event.
+  for (const reason of REFUSAL_REASONS) refusals.inc({ reason }, 0);
   for (const outcome of OUTCOMES) admissions.inc({ outcome }, 0);
   for (const result of RELOAD_RESULTS) {
     configReloads.inc({ result }, 0);
@@ -113,6 +142,15 @@ export function createMetrics(options: MetricsOptions): ServerMetrics {
     },
     tlsCertificate(notAfter) {
       certNotAfter.set(notAfter.getTime() / 1000);
+    },
+    refused(reason) {
+      refusals.inc({ reason });
+    },
+    inflightBytes(bytes) {
+      inflight.set(bytes);
+    },
+    openConnections(count) {
+      connections.set(count);
     },
   };
 }

@@ -102,6 +102,23 @@ describe('POST /mutate', () => {
     expect(logs[0]?.fields).toMatchObject({ decision: 'denied', message: expect.stringContaining('runtime "gpu" has no key') as unknown });
   });
 
+  it('cuts what the log line takes from the request: names, uid and lists', async () => {
+    const { app, logs } = harness();
+    const pod = structuredClone(basic.pod) as { metadata: { generateName?: string; name?: string; annotations: Record<string, string> } };
+    pod.metadata.name = 'p'.repeat(5000);
+    const runtimes = Array.from({ length: 40 }, (_, i) => `runtime-${i}-${'r'.repeat(300)}`);
+    pod.metadata.annotations['agents.kruise.io/runtimes'] = runtimes.join(',');
+    await app.inject({ method: 'POST', url: '/mutate', payload: reviewFor(pod, 'u'.repeat(1000)) });
+    const fields = logs[0]?.fields as { uid: string; pod: string; runtimes: string[]; message?: string };
+    expect(fields.uid).toBe(`${'u'.repeat(253)}...(747 more characters)`);
+    expect(fields.pod).toBe(`${'p'.repeat(253)}...(4747 more characters)`);
+    expect(fields.runtimes).toHaveLength(17);
+    expect(fields.runtimes.at(-1)).toBe('...(24 more)');
+    expect(fields.runtimes[0]).toMatch(/^runtime-0-r+\.\.\.\(\d+ more characters\)$/);
+    expect(fields.runtimes[0]?.length).toBeLessThan(300);
+    expect(JSON.stringify(logs[0]).length).toBeLessThan(16 * 1024);
+  });
+
   it('never logs env values or pod contents', async () => {
     const { app, logs } = harness();
     const pod = structuredClone(basic.pod) as { spec: { containers: { env?: unknown[] }[] } };
@@ -151,7 +168,7 @@ describe('POST /mutate', () => {
     expect(res.json<{ message: string }>().message).toMatch(/content-type/i);
   });
 
-  it('a body over the 8 MiB limit is 413', async () => {
+  it('a body over the 4 MiB limit (3 MiB kube-apiserver request plus envelope) is 413', async () => {
     const { app, metrics } = harness();
     const payload = `{"pad":"${'x'.repeat(BODY_LIMIT_BYTES)}"}`;
     const res = await app.inject({ method: 'POST', url: '/mutate', headers: json, payload });

@@ -1,6 +1,15 @@
 /** Process options: flags over env over defaults, validated once, frozen, with errors that name the flag. */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_CONFIG_FILE, injectionSettings, OptionsError, parseServeOptions, serveUsage, type ServeOptions } from '../../src/config.js';
+import {
+  DEFAULT_CONFIG_FILE,
+  injectionSettings,
+  OptionsError,
+  parseServeOptions,
+  serveUsage,
+  tlsPolicyOf,
+  transportLimits,
+  type ServeOptions,
+} from '../../src/config.js';
 import { IMAGE_INSTALL_COMMAND } from '../../src/wrapper/installer.js';
 
 function options(argv: string[], env: NodeJS.ProcessEnv = {}): Readonly<ServeOptions> {
@@ -30,6 +39,17 @@ describe('parseServeOptions', () => {
       logLevel: 'info',
       shutdownDelaySeconds: 0,
       shutdownTimeoutSeconds: 25,
+      requestTimeoutSeconds: 30,
+      idleTimeoutSeconds: 120,
+      maxConnections: 256,
+      maxBodyBytes: 4 * 1024 * 1024,
+      maxInflightBytes: 32 * 1024 * 1024,
+      maxUnreadBytes: 64 * 1024,
+      tlsMinVersion: 'VersionTLS12',
+      tlsCipherSuites:
+        'TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,' +
+        'TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,' +
+        'TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256',
       configNamespace: 'sandbox-system',
       configName: 'sandbox-injection-config',
       allowAnnotationRuntimes: false,
@@ -63,6 +83,53 @@ describe('parseServeOptions', () => {
     });
     expect(injectionSettings(options(['--wrapper-image', 'inj:1', '--agent-runtime-has-wrapper']))).toEqual({ postStartConflict: 'skip' });
     expect(() => options(['--poststart-conflict', 'chain'])).toThrow(/--poststart-conflict .*allowed values \(skip, merge\)/);
+  });
+
+  it('turns the limit flags into the transport limits, in milliseconds and bytes', () => {
+    const parsed = options(
+      ['--request-timeout-seconds', '12', '--idle-timeout-seconds', '95', '--max-connections', '64', '--max-unread-bytes', '0'],
+      { SANDBOX_INJECTOR_MAX_BODY_BYTES: '2097152', SANDBOX_INJECTOR_MAX_INFLIGHT_BYTES: '8388608' },
+    );
+    expect(transportLimits(parsed)).toEqual({
+      requestTimeoutMs: 12_000,
+      idleTimeoutMs: 95_000,
+      maxConnections: 64,
+      maxBodyBytes: 2_097_152,
+      maxInflightBytes: 8_388_608,
+      maxUnreadBytes: 0,
+    });
+    expect(() => options(['--max-body-bytes', '8388608', '--max-inflight-bytes', '4194304'])).toThrow(
+      /--max-inflight-bytes \(SANDBOX_INJECTOR_MAX_INFLIGHT_BYTES\) must be at least --max-body-bytes/,
+    );
+    expect(() => options(['--request-timeout-seconds', '0'])).toThrow(/--request-timeout-seconds/);
+  });
+
+  it('maps --tls-min-version and --tls-cipher-suites from kube-apiserver names to OpenSSL ones', () => {
+    expect(tlsPolicyOf(options([]))).toMatchObject({
+      minVersion: 'TLSv1.2',
+      ciphers:
+        'ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:' +
+        'ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:' +
+        'TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256',
+    });
+    const narrow = options(['--tls-min-version', 'VersionTLS13', '--tls-cipher-suites', 'TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305, TLS_AES_128_GCM_SHA256,']);
+    expect(tlsPolicyOf(narrow)).toMatchObject({
+      minVersion: 'TLSv1.3',
+      ciphers: 'ECDHE-RSA-CHACHA20-POLY1305:TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256',
+    });
+  });
+
+  it.each([
+    [['--tls-cipher-suites', 'TLS_RSA_WITH_AES_128_GCM_SHA256'], 'cipher suite TLS_RSA_WITH_AES_128_GCM_SHA256 is refused: static RSA key exchange (no forward secrecy)'],
+    [['--tls-cipher-suites', 'TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA'], 'cipher suite TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA is refused: not an AEAD cipher'],
+    [['--tls-cipher-suites', 'TLS_RSA_WITH_AES_128_CBC_SHA'], 'static RSA key exchange (no forward secrecy), not an AEAD cipher'],
+    [['--tls-cipher-suites', 'ECDHE-RSA-AES128-GCM-SHA256'], 'unknown cipher suite ECDHE-RSA-AES128-GCM-SHA256; allowed: TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256'],
+    [['--tls-cipher-suites', 'TLS_AES_128_GCM_SHA256'], 'no TLS 1.2 cipher suite left'],
+    [['--tls-min-version', 'VersionTLS11'], '--tls-min-version (SANDBOX_INJECTOR_TLS_MIN_VERSION): must be equal to one of the allowed values (VersionTLS12, VersionTLS13)'],
+  ])('refuses TLS options %j, saying why', (argv, expected) => {
+    const problems = problemsOf(argv).join('\n');
+    expect(problems).toContain(expected);
+    if (argv[0] === '--tls-cipher-suites') expect(problems).toContain('--tls-cipher-suites (SANDBOX_INJECTOR_TLS_CIPHER_SUITES): ');
   });
 
   it('returns a frozen object', () => {

@@ -6,6 +6,7 @@ import { readFile as fsReadFile } from 'node:fs/promises';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import type { SecureContextOptions } from 'node:tls';
 import type { ServerOptions as HttpsServerOptions } from 'node:https';
+import { DEFAULT_TLS_POLICY, type TlsPolicy } from './policy.js';
 
 export interface TlsFiles {
   certFile: string;
@@ -99,9 +100,19 @@ function sameOptionalBuffer(a: Buffer | undefined, b: Buffer | undefined): boole
   return a === undefined || b === undefined ? a === b : a.equals(b);
 }
 
-/** What `server.setSecureContext()` takes on reload: everything that lives in the context, not the server. */
-export function secureContextOptions(material: TlsMaterial): SecureContextOptions {
-  const options: SecureContextOptions = { cert: material.cert, key: material.key, minVersion: MIN_TLS_VERSION };
+/**
+ * What `server.setSecureContext()` takes on reload: everything that lives in the context, not the server.
+ * The policy (versions, ciphers, no renegotiation) lives in the context too, so a reload must carry it or
+ * the new context would fall back to Node's defaults.
+ */
+export function secureContextOptions(material: TlsMaterial, policy: TlsPolicy = DEFAULT_TLS_POLICY): SecureContextOptions {
+  const options: SecureContextOptions = {
+    cert: material.cert,
+    key: material.key,
+    minVersion: policy.minVersion,
+    ciphers: policy.ciphers,
+    secureOptions: policy.secureOptions,
+  };
   if (material.clientCa !== undefined) options.ca = material.clientCa;
   return options;
 }
@@ -110,10 +121,10 @@ export function secureContextOptions(material: TlsMaterial): SecureContextOption
  * Options for the https server. Client-certificate checking is decided once at startup from whether a
  * client CA was configured; a reload can change the CA's contents but not switch the mode.
  */
-export function httpsServerOptions(material: TlsMaterial): HttpsServerOptions {
+export function httpsServerOptions(material: TlsMaterial, policy: TlsPolicy = DEFAULT_TLS_POLICY): HttpsServerOptions {
   const requireClientCert = material.clientCa !== undefined;
   return {
-    ...secureContextOptions(material),
+    ...secureContextOptions(material, policy),
     requestCert: requireClientCert,
     rejectUnauthorized: requireClientCert,
   };

@@ -17,6 +17,7 @@ import {
   type TlsFiles,
   type TlsMaterial,
 } from './material.js';
+import type { TlsPolicy } from './policy.js';
 
 /** `https.Server` satisfies this; tests pass a recorder. */
 export interface SecureContextTarget {
@@ -40,6 +41,8 @@ export interface TlsReloaderDeps {
   attempts: number;
   retryDelayMs: number;
   onResult(result: TlsReloadResult): void;
+  /** The versions and ciphers the server started with; every new context keeps them. */
+  policy?: TlsPolicy;
 }
 
 export interface TlsReloader {
@@ -58,7 +61,7 @@ export function startTlsReloader(deps: TlsReloaderDeps): TlsReloader {
   const attemptOnce = async (): Promise<TlsReloadResult> => {
     const next = await loadTlsMaterial(deps.files, deps.readFile);
     if (sameMaterial(next, current)) return { kind: 'unchanged' };
-    deps.target.setSecureContext(secureContextOptions(next));
+    deps.target.setSecureContext(secureContextOptions(next, deps.policy));
     current = next;
     return { kind: 'reloaded', material: next, attempts: 0 };
   };

@@ -2,14 +2,16 @@
  * An in-process webhook on a real TLS socket (127.0.0.1, a free port), wired as `serve` wires it but with
  * the config store and logger in the test's hands.
  */
+import { EventEmitter } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Server } from 'node:https';
-import { injectionSettings, parseServeOptions } from '../../../src/config.js';
+import { injectionSettings, parseServeOptions, tlsPolicyOf, transportLimits } from '../../../src/config.js';
 import { buildApp, type AppLogger } from '../../../src/server/app.js';
 import { createMetrics, type ServerMetrics } from '../../../src/server/metrics.js';
 import { httpsServerOptions, loadTlsMaterial, type TlsFiles } from '../../../src/server/tls/material.js';
+import type { TransportLimits } from '../../../src/server/transport.js';
 import { InjectionConfigStore } from '../../../src/sources/injection-config.js';
 import { runtimesFromAnnotations } from '../../../src/sources/pod-annotations.js';
 
@@ -40,19 +42,38 @@ export interface TestServer {
   logs: LogLine[];
   /** The CA that signed the serving certificate, for clients to trust. */
   caPem: Buffer;
+  /**
+   * What the transport reports through its metrics, as events a test can wait for: `inflight` (bytes held),
+   * `refused` (reason), `connections` (open count).
+   */
+  transport: EventEmitter;
+  /** From now on every answer says `Connection: close`, as after SIGTERM. */
+  startDraining(): void;
   close(): Promise<void>;
 }
 
-/** `flags` are serve's own: parsed by its parser, they shape reviews as they do in `serve`. */
-export async function startTestServer(options: { tls: TlsFiles; caFile: string; flags?: string[] }): Promise<TestServer> {
+/**
+ * `flags` are serve's own: parsed by its parser, they shape reviews, limits and TLS as they do in `serve`.
+ * `limits` overrides the flags' limits in milliseconds, so a test can make a timeout small.
+ */
+export async function startTestServer(options: {
+  tls: TlsFiles;
+  caFile: string;
+  flags?: string[];
+  limits?: Partial<TransportLimits>;
+}): Promise<TestServer> {
   const parsed = parseServeOptions(options.flags ?? [], {});
   if (parsed.kind !== 'options') throw new Error('flags asked for --help');
   let store = new InjectionConfigStore();
   const logger = recordingLogger();
-  const metrics = createMetrics({ defaultMetrics: false, configLoadedAt: () => store.loadedAt, now: Date.now });
+  const transport = new EventEmitter();
+  const metrics = reporting(createMetrics({ defaultMetrics: false, configLoadedAt: () => store.loadedAt, now: Date.now }), transport);
   const material = await loadTlsMaterial(options.tls);
+  let draining = false;
   const app = buildApp({
-    https: httpsServerOptions(material),
+    https: httpsServerOptions(material, tlsPolicyOf(parsed.options)),
+    draining: () => draining,
+    limits: { ...transportLimits(parsed.options), ...options.limits },
     review: {
       config: () => store.snapshot(),
       selectRuntimes: (pod) => runtimesFromAnnotations(pod),
@@ -78,6 +99,39 @@ export async function startTestServer(options: { tls: TlsFiles; caFile: string; 
     metrics,
     logs: logger.lines,
     caPem: await readFile(options.caFile),
+    transport,
+    startDraining: () => (draining = true),
     close: () => app.close(),
   };
+}
+
+/** The same metrics, each transport fact also emitted on `events`. */
+function reporting(metrics: ServerMetrics, events: EventEmitter): ServerMetrics {
+  return {
+    ...metrics,
+    refused(reason) {
+      metrics.refused(reason);
+      events.emit('refused', reason);
+    },
+    inflightBytes(bytes) {
+      metrics.inflightBytes(bytes);
+      events.emit('inflight', bytes);
+    },
+    openConnections(count) {
+      metrics.openConnections(count);
+      events.emit('connections', count);
+    },
+  };
+}
+
+/** Resolves with the first value `event` carries that satisfies `test`. */
+export function nextEvent<T>(events: EventEmitter, event: string, test: (value: T) => boolean = () => true): Promise<T> {
+  return new Promise((resolve) => {
+    const listener = (value: T): void => {
+      if (!test(value)) return;
+      events.off(event, listener);
+      resolve(value);
+    };
+    events.on(event, listener);
+  });
 }

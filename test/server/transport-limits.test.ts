@@ -1,0 +1,304 @@
+/**
+ * Each limit of the webhook port against the client that breaks it, over real TLS sockets: a body that
+ * stalls, a body that trickles, headers that never end, a kept-alive connection left idle, a client that
+ * never reads its answers, too many connections, more bodies in flight than the budget, requests the HTTP
+ * parser refuses. Timeouts are made small through the limits and the tests wait for what the server does
+ * (an answer, a close, a counted refusal), never for a length of time.
+ */
+import { once } from 'node:events';
+import type { Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TransportLimits } from '../../src/server/transport.js';
+import { loadConformanceCases, reviewFor } from '../support/conformance.js';
+import { parseHead, postHead, rawTls, type RawTlsConnection } from './support/raw-tls.js';
+import { servingPki, temporaryDirectory } from './support/pki.js';
+import { nextEvent, startTestServer, type TestServer } from './support/server.js';
+
+const basic = loadConformanceCases().find((c) => c.name === 'agent-runtime-basic');
+if (basic === undefined) throw new Error('conformance case agent-runtime-basic is missing');
+
+let tlsFiles: Awaited<ReturnType<typeof servingPki>>;
+let removeDir: () => Promise<void>;
+beforeAll(async () => {
+  const { dir, remove } = await temporaryDirectory('limits');
+  removeDir = remove;
+  tlsFiles = await servingPki(dir);
+});
+afterAll(() => removeDir());
+
+/** A server with these limits, and every client a test opens, all closed when `body` ends. */
+async function withServer(
+  limits: Partial<TransportLimits>,
+  body: (server: TestServer, open: (options?: { neverRead?: boolean }) => RawTlsConnection) => Promise<void>,
+): Promise<void> {
+  const server = await startTestServer({ tls: tlsFiles, caFile: tlsFiles.caCertFile, limits });
+  server.setConfig(basic?.configMap?.data as Record<string, string>);
+  const clients: RawTlsConnection[] = [];
+  const open = (options: { neverRead?: boolean } = {}): RawTlsConnection => {
+    const client = rawTls({ port: server.port, ca: server.caPem, ...options });
+    clients.push(client);
+    return client;
+  };
+  try {
+    await body(server, open);
+  } finally {
+    for (const client of clients) client.destroy();
+    await server.close();
+  }
+}
+
+/** A review of exactly `bytes` bytes (padded in a label), whose answer is small. */
+function reviewOfSize(bytes: number, uid = 'sized'): Buffer {
+  const pod = structuredClone(basic?.pod) as { metadata: { labels?: Record<string, string> } };
+  pod.metadata.labels = { ...pod.metadata.labels, padding: '' };
+  const empty = Buffer.byteLength(JSON.stringify(reviewFor(pod, uid)));
+  pod.metadata.labels.padding = 'x'.repeat(bytes - empty);
+  return Buffer.from(JSON.stringify(reviewFor(pod, uid)));
+}
+
+/**
+ * A review whose answer is larger than the review: with EnvVarsInjectionPolicy Auto the main container's
+ * command moves into its args, which the patch carries whole, base64-encoded.
+ */
+function reviewWithLargeAnswer(commandBytes: number): Buffer {
+  const pod = structuredClone(basic?.pod) as {
+    metadata: { annotations: Record<string, string> };
+    spec: { containers: { command?: string[] }[] };
+  };
+  pod.metadata.annotations['agents.kruise.io/env-vars-injection-policy'] = 'Auto';
+  const main = pod.spec.containers[0];
+  if (main === undefined) throw new Error('case has no container');
+  main.command = ['python', 'x'.repeat(commandBytes)];
+  return Buffer.from(JSON.stringify(reviewFor(pod, 'large-answer')));
+}
+
+async function refusals(server: TestServer, reason: string): Promise<number> {
+  const metric = await server.metrics.registry.getSingleMetric('sandbox_injector_transport_refusals_total')?.get();
+  return metric?.values.find((v) => v.labels.reason === reason)?.value ?? Number.NaN;
+}
+
+function errorBody(text: string): unknown {
+  return JSON.parse(parseHead(text).body);
+}
+
+describe('the request timeout (--request-timeout-seconds)', () => {
+  it('answers a body that stalls halfway with 408 in our shape, Connection: close, and closes', async () => {
+    await withServer({ requestTimeoutMs: 200 }, async (server, open) => {
+      const client = open();
+      await client.secure;
+      const body = reviewOfSize(2000);
+      await client.write(postHead(body.length) + body.subarray(0, 1000).toString('latin1'));
+      await client.closed;
+
+      const answer = parseHead(client.received());
+      expect(answer.status).toBe(408);
+      expect(answer.headers.connection).toBe('close');
+      expect(errorBody(client.received())).toEqual({
+        message: 'the request was not received within 0.2s',
+        code: 'ERR_REQUEST_TIMEOUT',
+      });
+      expect(await refusals(server, 'request_timeout')).toBe(1);
+    });
+  });
+
+  it('answers a body sent a byte at a time with 408, though bytes keep arriving', async () => {
+    await withServer({ requestTimeoutMs: 200 }, async (_server, open) => {
+      const client = open();
+      await client.secure;
+      const body = reviewOfSize(4000);
+      await client.write(postHead(body.length));
+      let sent = 0;
+      const trickle = setInterval(() => {
+        if (sent < body.length && !client.socket.destroyed) client.socket.write(body.subarray(sent, ++sent));
+      }, 10);
+      try {
+        await client.closed;
+      } finally {
+        clearInterval(trickle);
+      }
+      expect(sent).toBeLessThan(body.length);
+      expect(parseHead(client.received()).status).toBe(408);
+    });
+  });
+
+  it('answers headers that never end with 408', async () => {
+    await withServer({ requestTimeoutMs: 200 }, async (_server, open) => {
+      const client = open();
+      await client.secure;
+      await client.write('POST /mutate HTTP/1.1\r\nHost: localhost\r\nX-Slow: ');
+      await client.closed;
+      expect(parseHead(client.received()).status).toBe(408);
+    });
+  });
+});
+
+describe('the idle timeout (--idle-timeout-seconds)', () => {
+  it('closes a kept-alive connection left idle after its answer', async () => {
+    await withServer({ idleTimeoutMs: 100 }, async (_server, open) => {
+      const client = open();
+      await client.secure;
+      await client.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
+      await client.receivedText('{"status":"ok"}');
+      expect(parseHead(client.received()).headers.connection).toBe('keep-alive');
+      expect(await client.closed).toEqual({});
+    });
+  });
+});
+
+describe('answers the client does not read', () => {
+  // Much more than the kernel buffers of a connection whose reader never reads, so most of it stays with us.
+  const commandBytes = 9 * 1024 * 1024;
+  const bigLimits = { maxBodyBytes: 16 * 1024 * 1024, maxInflightBytes: 64 * 1024 * 1024 };
+
+  it('closes a connection that sends its next request with an answer still unsent (--max-unread-bytes)', async () => {
+    await withServer({ ...bigLimits, maxUnreadBytes: 64 * 1024, requestTimeoutMs: 600_000 }, async (server, open) => {
+      const client = open({ neverRead: true });
+      await client.secure;
+      const review = reviewWithLargeAnswer(commandBytes);
+      // The reservation grows from the body to the answer when the answer is written.
+      const answered = nextEvent<number>(server.transport, 'inflight', (bytes) => bytes > review.length);
+      await client.write(Buffer.concat([Buffer.from(postHead(review.length)), review]));
+      await answered;
+      // The client reads nothing, so it would never see the close: the server's side is watched instead.
+      const closed = nextEvent<number>(server.transport, 'connections', (open) => open === 0);
+      const released = nextEvent<number>(server.transport, 'inflight', (bytes) => bytes === 0);
+      await client.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
+      await closed;
+      await released;
+      expect(await refusals(server, 'unread_response')).toBe(1);
+    });
+  });
+
+  it('closes a connection whose one answer is never read once nothing has moved for the request timeout', async () => {
+    await withServer({ ...bigLimits, requestTimeoutMs: 200 }, async (server, open) => {
+      const client = open({ neverRead: true });
+      await client.secure;
+      const closed = nextEvent<number>(server.transport, 'connections', (open) => open === 0);
+      const released = nextEvent<number>(server.transport, 'inflight', (bytes) => bytes === 0);
+      const review = reviewWithLargeAnswer(commandBytes);
+      await client.write(Buffer.concat([Buffer.from(postHead(review.length)), review]));
+      await closed;
+      await released;
+      expect(await refusals(server, 'unread_response')).toBe(1);
+    });
+  });
+});
+
+describe('the connection cap (--max-connections)', () => {
+  it('closes connections past the cap when accepted, and serves again once one has gone', async () => {
+    await withServer({ maxConnections: 3 }, async (server, open) => {
+      const serverSockets: Socket[] = [];
+      server.app.server.on('secureConnection', (socket: Socket) => serverSockets.push(socket));
+      const first = [open(), open(), open()];
+      await Promise.all(first.map((client) => client.secure));
+
+      const dropped = nextEvent(server.transport, 'refused', (reason) => reason === 'connection_limit');
+      const extra = open();
+      await expect(extra.secure).rejects.toThrow();
+      await dropped;
+      expect(await refusals(server, 'connection_limit')).toBe(1);
+
+      const gone = serverSockets[0];
+      if (gone === undefined) throw new Error('no server-side socket');
+      first[0]?.destroy();
+      await once(gone, 'close');
+      const later = open();
+      await later.secure;
+      await later.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
+      expect(parseHead(await later.receivedText('"ok"')).status).toBe(200);
+    });
+  });
+});
+
+describe('the in-flight byte budget (--max-inflight-bytes)', () => {
+  const limits = { maxBodyBytes: 48 * 1024, maxInflightBytes: 64 * 1024 };
+  const size = 40 * 1024;
+
+  it('answers a body that does not fit 503 with Retry-After, keeps the connection, and serves it once bytes are free', async () => {
+    await withServer(limits, async (server, open) => {
+      const holder = open();
+      await holder.secure;
+      const held = nextEvent<number>(server.transport, 'inflight', (bytes) => bytes >= size);
+      const first = reviewOfSize(size, 'first');
+      await holder.write(postHead(first.length) + first.subarray(0, 100).toString('latin1'));
+      await held;
+
+      const second = open();
+      await second.secure;
+      const secondReview = reviewOfSize(size, 'second');
+      const request = Buffer.concat([Buffer.from(postHead(secondReview.length)), secondReview]);
+      await second.write(request);
+      const busy = parseHead(await second.receivedText('ERR_BUSY'));
+      expect(busy.status).toBe(503);
+      expect(busy.headers['retry-after']).toBe('1');
+      expect(busy.headers.connection).toBe('keep-alive');
+      expect(JSON.parse(busy.body)).toMatchObject({ code: 'ERR_BUSY', message: expect.stringContaining('busy') as unknown });
+
+      const free = nextEvent<number>(server.transport, 'inflight', (bytes) => bytes === 0);
+      await holder.write(first.subarray(100));
+      expect(parseHead(await holder.receivedText('"uid":"first"')).status).toBe(200);
+      await free;
+
+      await second.write(request);
+      expect(parseHead((await second.receivedText('"uid":"second"')).split('ERR_BUSY"}').at(-1) ?? '').status).toBe(200);
+      expect(await refusals(server, 'busy')).toBe(1);
+    });
+  });
+
+  it('answers a chunked body that passes the budget 503 with Connection: close', async () => {
+    await withServer(limits, async (server, open) => {
+      const holder = open();
+      await holder.secure;
+      const held = nextEvent<number>(server.transport, 'inflight', (bytes) => bytes >= size);
+      await holder.write(postHead(size) + '{');
+      await held;
+
+      const chunked = open();
+      await chunked.secure;
+      await chunked.write('POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n');
+      const chunk = 'x'.repeat(8 * 1024);
+      for (let i = 0; i < 4; i += 1) await chunked.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`);
+      await chunked.closed;
+      const answer = parseHead(chunked.received());
+      expect(answer.status).toBe(503);
+      expect(answer.headers.connection).toBe('close');
+      expect(answer.headers['retry-after']).toBe('1');
+      expect(await refusals(server, 'busy')).toBe(1);
+    });
+  });
+});
+
+describe("the HTTP parser's refusals, in our shape", () => {
+  it.each([
+    ['a malformed header line', 'GET /healthz HTTP/1.1\r\nHost: localhost\r\nno colon here\r\n\r\n', 400, 'ERR_BAD_HTTP'],
+    ['headers over the size limit', `GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'y'.repeat(20_000)}\r\n\r\n`, 431, 'ERR_HEADERS_TOO_LARGE'],
+  ])('%s: answered $2 {message, code} with Connection: close, then closed', async (_what, bytes, status, code) => {
+    await withServer({}, async (server, open) => {
+      const client = open();
+      await client.secure;
+      await client.write(bytes);
+      await client.closed;
+      const answer = parseHead(client.received());
+      expect(answer.status).toBe(status);
+      expect(answer.headers.connection).toBe('close');
+      expect(JSON.parse(answer.body)).toEqual({ message: expect.any(String) as unknown, code });
+      expect(await refusals(server, 'bad_http')).toBe(1);
+    });
+  });
+
+  it('answers a body over the body limit 413 {message, code} with Connection: close', async () => {
+    await withServer({ maxBodyBytes: 4096 }, async (_server, open) => {
+      const client = open();
+      await client.secure;
+      await client.write(postHead(5000));
+      await client.closed;
+      const answer = parseHead(client.received());
+      expect(answer.status).toBe(413);
+      expect(answer.headers.connection).toBe('close');
+      expect(JSON.parse(answer.body)).toEqual({
+        message: 'request body is larger than the 4096 byte limit',
+        code: 'FST_ERR_CTP_BODY_TOO_LARGE',
+      });
+    });
+  });
+});
