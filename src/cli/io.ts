@@ -1,5 +1,6 @@
 import { open } from 'node:fs/promises';
 import secureJson from 'secure-json-parse';
+import { DEFAULT_TRANSPORT_LIMITS } from '../server/transport.js';
 import { errorMessage } from '../util/error-message.js';
 
 /**
@@ -7,7 +8,7 @@ import { errorMessage } from '../util/error-message.js';
  * answer what the server would (a larger input would only be refused there), and an unbounded read of a huge
  * file takes memory out of all proportion.
  */
-export const MAX_INPUT_BYTES = 8 * 1024 * 1024;
+export const MAX_INPUT_BYTES = DEFAULT_TRANSPORT_LIMITS.maxBodyBytes;
 
 export interface CliIo {
   stdin: NodeJS.ReadableStream;
