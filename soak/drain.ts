@@ -1,0 +1,129 @@
+/**
+ * SIGTERM under keep-alive load, the way a rolling update meets kube-apiserver: 16 kept-alive connections
+ * send reviews back to back, through the shutdown delay and the drain, until their next connection is
+ * refused (the listener is closed, as documented) or the process is gone.
+ *
+ * A reset is a request that was sent and never answered: under failurePolicy Fail, a refused pod. A refused
+ * new connection after SIGTERM is not a loss: kube-apiserver's client retries a connection that never opened.
+ */
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Agent } from 'node:https';
+import { checkReviewAnswer } from './check.js';
+import { exchange, keepAliveAgent } from './http.js';
+import type { SoakOptions } from './options.js';
+import { exampleReview, reviewText } from './reviews.js';
+import { Session, type PhaseResult } from './session.js';
+import { Tally } from './tally.js';
+
+const SHUTDOWN_DELAY_SECONDS = 2;
+const WARM_UP_MS = 2_000;
+
+export async function drainPhase(dir: string, serveArgs: string[], hasDelayFlag: boolean, logLevel: string, options: SoakOptions, timeoutMs: number): Promise<PhaseResult> {
+  const rounds: PhaseResult[] = [];
+  const notes: string[] = [];
+  const broken: string[] = [];
+  const review = exampleReview();
+  if (!hasDelayFlag) notes.push('serve has no --shutdown-delay-seconds: drained with no delay');
+
+  for (let round = 1; round <= options.drainRounds; round += 1) {
+    const roundDir = join(dir, `round-${round}`);
+    const session = await Session.open({
+      dir: roundDir,
+      caFile: join(roundDir, 'certs/ca.crt'),
+      logLevel,
+      args: [
+        ...serveArgs,
+        '--self-signed-dir', join(roundDir, 'certs'),
+        ...(hasDelayFlag ? ['--shutdown-delay-seconds', String(SHUTDOWN_DELAY_SECONDS)] : []),
+      ],
+    });
+    let signalledAt: number | undefined = undefined;
+    const counts = { before: 0, after: 0, ok: 0 };
+    const failed = new Tally(2);
+    const resets = new Tally(2);
+    const refused = new Tally();
+    // Longer than the delay plus the server's own 25 s drain timeout: the loops end by refusal long before.
+    const deadline = performance.now() + WARM_UP_MS + (SHUTDOWN_DELAY_SECONDS + 25 + 10) * 1000;
+
+    const loop = async (agent: Agent, name: string): Promise<void> => {
+      for (let n = 0; performance.now() < deadline && session.server.alive; n += 1) {
+        const after = signalledAt !== undefined;
+        if (after) counts.after += 1;
+        else counts.before += 1;
+        const body = reviewText(review, `drain-${round}-${name}-${n}`);
+        const outcome = await exchange(session.target, agent, { method: 'POST', path: '/mutate', headers: { 'content-type': 'application/json' }, body }, timeoutMs);
+        if (outcome.kind === 'error') {
+          if (outcome.error === 'ECONNREFUSED' && after) {
+            refused.add('new connection refused after SIGTERM');
+            return;
+          }
+          resets.add(`${outcome.error}${outcome.reused ? ' on a reused connection' : ' on a new connection'}${after ? ' after SIGTERM' : ' before SIGTERM'}`);
+          continue;
+        }
+        const verdict = outcome.status === 200 ? checkReviewAnswer(body, outcome.body) : undefined;
+        if (verdict !== undefined && 'ok' in verdict && verdict.ok && verdict.patched) counts.ok += 1;
+        else failed.add(outcome.status === 200 ? 'wrong answer' : String(outcome.status));
+      }
+    };
+
+    const agents = Array.from({ length: options.drainConnections }, () => keepAliveAgent(session.target));
+    const loops = agents.map((agent, i) => loop(agent, `c${i}`));
+    await sleep(WARM_UP_MS);
+    signalledAt = performance.now();
+    session.server.signal('SIGTERM');
+    await Promise.all(loops);
+    for (const agent of agents) agent.destroy();
+    // The server's own drain timeout is 25 s; past that plus a margin it is killed, and the exit says so.
+    const killer = setTimeout(() => session.server.signal('SIGKILL'), (SHUTDOWN_DELAY_SECONDS + 25 + 15) * 1000);
+    const exit = await session.server.exited;
+    clearTimeout(killer);
+    const drainedIn = (performance.now() - signalledAt) / 1000;
+
+    const fives = [...failed.counts].filter(([status]) => /^5/.test(status)).reduce((sum, [, n]) => sum + n, 0);
+    const result = await session.close(`drain round ${round}`, {
+      tried: counts.before + counts.after,
+      failed: failed.total,
+      lost: resets.total,
+      fives,
+      normalLost: failed.total + resets.total,
+      completed: true,
+      notes: [],
+      broken: [],
+    });
+    rounds.push(result);
+    notes.push(
+      `round ${round}: ${counts.after} sent after SIGTERM (${counts.before} before), ${counts.ok} ok in all, ${resets.total} reset, ${failed.total} failed; ` +
+        `${refused.total} connections refused once the listener closed; exit ${String(exit.code ?? exit.signal)} ${drainedIn.toFixed(1)} s after SIGTERM`,
+    );
+    if (resets.total > 0) notes.push(`  resets: ${resets.summary()}`);
+    if (failed.total > 0) notes.push(`  failed: ${failed.summary()}`);
+    notes.push(...result.notes.map((line) => `  ${line}`));
+    if (exit.code !== 0) broken.push(`drain round ${round}: serve exited ${String(exit.code ?? exit.signal)} after SIGTERM, not 0`);
+  }
+
+  const sum = (pick: (r: PhaseResult) => number): number => rounds.reduce((total, r) => total + pick(r), 0);
+  let offset = 0;
+  const samples = rounds.flatMap((r) => {
+    const shifted = r.samples.map((s) => ({ ...s, t: s.t + offset }));
+    offset += r.seconds;
+    return shifted;
+  });
+  return {
+    name: 'drain',
+    tried: sum((r) => r.tried),
+    failed: sum((r) => r.failed),
+    lost: sum((r) => r.lost),
+    fives: sum((r) => r.fives),
+    normalLost: sum((r) => r.normalLost),
+    seconds: sum((r) => r.seconds),
+    samples,
+    hwmMiB: Math.max(0, ...rounds.map((r) => r.hwmMiB)),
+    baselineFds: Math.max(0, ...rounds.map((r) => r.baselineFds)),
+    settledFds: undefined,
+    crashes: rounds.flatMap((r) => r.crashes),
+    completed: rounds.length >= options.drainRounds,
+    notes,
+    broken,
+  };
+}

@@ -1,0 +1,236 @@
+/**
+ * `npm run soak`: the built webhook against hostile and careless clients, phase by phase, each against a
+ * fresh `serve` process so its memory and descriptors are its own. Prints tried / failed / lost per phase,
+ * RSS and open descriptors over time, and, last, whether every bound held; exits 1 if one did not.
+ * Not part of `npm test`: the full run takes about half an hour. docs/reliability.md records one.
+ */
+import { execFileSync } from 'node:child_process';
+import { copyFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { configFlipPhase } from './config-flips.js';
+import { drainPhase } from './drain.js';
+import { fuzzPhase } from './fuzz-phase.js';
+import { readOptions, type PhaseName, type SoakOptions } from './options.js';
+import { rotationPhase } from './rotation.js';
+import { connectionCap, readServeHelp, ROOT, ServeProcess, shortTimeLimits, type Sample } from './server.js';
+import { Session, type PhaseResult } from './session.js';
+import { slowClientPhase } from './slow-clients.js';
+
+/** Descriptors a phase may hold beyond its connections: listeners, watchers, the harness's own load connections. */
+const FD_SLACK = 64;
+/** With no connection cap to read, this many connections is taken as the most a bounded server should hold. */
+const ASSUMED_CAP = 1_024;
+const SETTLE_SLACK = 8;
+
+interface Limits {
+  rssMiB: number;
+  rssSource: string;
+  admissionTimeoutMs: number;
+  timeoutSource: string;
+  cap: number;
+  capSource: string;
+}
+
+async function limitsFromManifests(cap: ReturnType<typeof connectionCap>, options: SoakOptions): Promise<Limits> {
+  const deployment = parse(await readFile(join(ROOT, 'manifests/base/deployment.yaml'), 'utf8')) as {
+    spec?: { template?: { spec?: { containers?: { resources?: { limits?: { memory?: string } } }[] } } };
+  };
+  const memory = deployment.spec?.template?.spec?.containers?.[0]?.resources?.limits?.memory ?? '256Mi';
+  const quantity = /^(\d+)(Mi|Gi)$/.exec(memory);
+  const mib = quantity === null ? 256 : Number(quantity[1]) * (quantity[2] === 'Gi' ? 1024 : 1);
+  const webhook = parse(await readFile(join(ROOT, 'manifests/base/mutatingwebhookconfiguration.yaml'), 'utf8')) as {
+    webhooks?: { timeoutSeconds?: number }[];
+  };
+  const timeoutSeconds = webhook.webhooks?.[0]?.timeoutSeconds ?? 10;
+  return {
+    rssMiB: mib,
+    rssSource: `the Deployment's memory limit, ${memory}`,
+    admissionTimeoutMs: options.admissionTimeoutMs ?? timeoutSeconds * 1000,
+    timeoutSource: options.admissionTimeoutMs === undefined ? `the webhook's timeoutSeconds, ${timeoutSeconds}` : 'SOAK_ADMISSION_TIMEOUT_MS',
+    cap: cap?.value ?? ASSUMED_CAP,
+    capSource: cap === undefined ? `no connection cap flag in serve --help, ${ASSUMED_CAP} assumed` : `--${cap.flag}'s default`,
+  };
+}
+
+function git(...args: string[]): string | undefined {
+  try {
+    return execFileSync('git', args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trimEnd();
+  } catch {
+    return undefined;
+  }
+}
+
+function header(options: SoakOptions, serveArgs: string[], notes: string[], limits: Limits): string[] {
+  const cpu = cpus();
+  const dirty = (git('status', '--porcelain', '--', 'src') ?? '').split('\n').filter((line) => line !== '');
+  return [
+    `soak: ${new Date().toISOString()}`,
+    `machine: nproc ${availableParallelism()}, ${cpu.length} x ${cpu[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Linux ${release()}, Node ${process.version}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+    `commit: ${git('log', '--oneline', '-1') ?? 'not a git checkout'}${dirty.length === 0 ? '' : ` + uncommitted changes in ${dirty.length} src files (${dirty.map((l) => l.slice(3)).join(', ')})`}`,
+    `phases: ${options.phases.join(', ')}; seed ${options.seed}`,
+    `serve flags added: ${serveArgs.length === 0 ? 'none' : serveArgs.join(' ')}${notes.length === 0 ? '' : ` (${notes.join('; ')})`}`,
+    `limits: RSS < ${limits.rssMiB} MiB (${limits.rssSource}); normal admissions time out after ${limits.admissionTimeoutMs} ms (${limits.timeoutSource}); connection cap ${limits.cap} (${limits.capSource})`,
+  ];
+}
+
+function series(samples: readonly Sample[], pick: (s: Sample) => number, points = 12): string {
+  if (samples.length === 0) return 'no samples';
+  const step = Math.max(1, Math.floor(samples.length / points));
+  const shown = samples.filter((_, i) => i % step === 0 || i === samples.length - 1);
+  return shown.map((s) => `${pick(s).toFixed(0)}@${s.t.toFixed(0)}s`).join(' ');
+}
+
+function describePhase(result: PhaseResult): string[] {
+  const rss = result.samples.map((s) => s.rssMiB);
+  const fds = result.samples.map((s) => s.fds);
+  const range = (values: number[]): string => (values.length === 0 ? 'min - max -' : `min ${Math.min(...values).toFixed(0)} max ${Math.max(...values).toFixed(0)}`);
+  return [
+    `== ${result.name}: tried ${result.tried}, failed ${result.failed}, lost ${result.lost} (${result.seconds.toFixed(0)} s)`,
+    `   RSS MiB ${range(rss)}, peak (VmHWM) ${result.hwmMiB.toFixed(0)}; over time: ${series(result.samples, (s) => s.rssMiB)}`,
+    `   open fds ${range(fds)}, at rest ${result.baselineFds} before and ${result.settledFds ?? '-'} after; over time: ${series(result.samples, (s) => s.fds)}`,
+    ...result.notes.map((line) => `   ${line}`),
+    ...result.crashes.map((line) => `   CRASH: ${line}`),
+  ];
+}
+
+interface Bound {
+  name: string;
+  broken: string[];
+}
+
+function bounds(results: readonly PhaseResult[], limits: Limits): Bound[] {
+  const per = (test: (r: PhaseResult) => string | undefined): string[] =>
+    results.map((r) => test(r)).filter((line): line is string => line !== undefined);
+  return [
+    { name: 'no 5xx answer', broken: per((r) => (r.fives > 0 ? `${r.name}: ${r.fives} 5xx` : undefined)) },
+    { name: 'no crash', broken: per((r) => (r.crashes.length > 0 ? `${r.name}: ${r.crashes.length} crashes` : undefined)) },
+    {
+      name: 'no lost normal admission',
+      broken: per((r) => (r.normalLost > 0 ? `${r.name}: ${r.normalLost} normal admissions lost or failed` : undefined)),
+    },
+    {
+      name: `RSS below ${limits.rssMiB} MiB`,
+      broken: per((r) => (r.hwmMiB >= limits.rssMiB ? `${r.name}: peak RSS ${r.hwmMiB.toFixed(0)} MiB` : undefined)),
+    },
+    {
+      name: `open fds at most at-rest + ${limits.cap} + ${FD_SLACK}`,
+      broken: per((r) => {
+        const peak = Math.max(0, ...r.samples.map((s) => s.fds));
+        return peak > r.baselineFds + limits.cap + FD_SLACK ? `${r.name}: ${peak} fds (at rest ${r.baselineFds})` : undefined;
+      }),
+    },
+    {
+      name: `open fds back to at-rest + ${SETTLE_SLACK} once a phase's clients are gone`,
+      broken: per((r) =>
+        r.settledFds !== undefined && r.settledFds > r.baselineFds + SETTLE_SLACK ? `${r.name}: ${r.settledFds} fds after (${r.baselineFds} before)` : undefined,
+      ),
+    },
+    { name: 'phase checks (answers, patches, leaks, rotations, config versions, drain exit)', broken: results.flatMap((r) => r.broken) },
+    {
+      name: 'every phase ran its full count within its time limit',
+      broken: per((r) => (r.completed ? undefined : `${r.name}: stopped at its time limit or when the server died`)),
+    },
+  ];
+}
+
+function failedToRun(name: string, error: unknown): PhaseResult {
+  const message = error instanceof Error ? error.message : String(error);
+  return {
+    name,
+    tried: 0,
+    failed: 0,
+    lost: 0,
+    seconds: 0,
+    samples: [],
+    hwmMiB: 0,
+    baselineFds: 0,
+    settledFds: undefined,
+    crashes: [],
+    fives: 0,
+    normalLost: 0,
+    completed: false,
+    notes: [],
+    broken: [`${name} could not run: ${message.slice(0, 300)}`],
+  };
+}
+
+async function main(): Promise<number> {
+  const options = readOptions();
+  const help = await readServeHelp();
+  const time = options.shortLimits ? shortTimeLimits(help) : { args: [], notes: ['SOAK_SHORT_LIMITS=0: time limits left at their defaults'] };
+  const serveArgs = [...time.args, ...options.extraServeArgs];
+  const limits = await limitsFromManifests(connectionCap(help), options);
+  const work = await mkdtemp(join(tmpdir(), 'si-soak-'));
+  const started = performance.now();
+  const out = (lines: string[]): boolean => process.stdout.write(`${lines.join('\n')}\n`);
+  out(header(options, serveArgs, time.notes, limits));
+
+  const configFile = join(work, 'config', 'injection-config.yaml');
+  await mkdir(join(work, 'config'));
+  await copyFile(join(ROOT, 'manifests/injection-config.yaml'), configFile);
+  const withConfig = [...serveArgs, '--config-file', configFile];
+  const timeoutMs = limits.admissionTimeoutMs;
+  const plainSession = (dir: string): Promise<Session> =>
+    Session.open({ dir, caFile: join(dir, 'certs/ca.crt'), logLevel: options.logLevel, args: [...withConfig, '--self-signed-dir', join(dir, 'certs')] });
+
+  const run: Record<PhaseName, (dir: string) => Promise<PhaseResult>> = {
+    fuzz: async (dir) => fuzzPhase(await plainSession(dir), options, work),
+    'never-read': async (dir) => slowClientPhase('never-read', await plainSession(dir), options, timeoutMs),
+    'stalled-body': async (dir) => slowClientPhase('stalled-body', await plainSession(dir), options, timeoutMs),
+    'byte-at-a-time': async (dir) => slowClientPhase('byte-at-a-time', await plainSession(dir), options, timeoutMs),
+    slowloris: async (dir) => slowClientPhase('slowloris', await plainSession(dir), options, timeoutMs),
+    rotation: (dir) => rotationPhase(dir, withConfig, options.logLevel, options, timeoutMs),
+    'config-flips': (dir) => configFlipPhase(dir, serveArgs, options.logLevel, options, timeoutMs),
+    drain: (dir) => drainPhase(dir, withConfig, help.has('shutdown-delay-seconds'), options.logLevel, options, timeoutMs),
+  };
+
+  const results: PhaseResult[] = [];
+  try {
+    for (const name of options.phases) {
+      process.stderr.write(`soak: ${name}\n`);
+      let result: PhaseResult;
+      try {
+        result = await run[name](join(work, name));
+      } catch (error) {
+        result = failedToRun(name, error);
+      } finally {
+        ServeProcess.killAll();
+      }
+      results.push(result);
+      out(['', ...describePhase(result)]);
+    }
+  } finally {
+    ServeProcess.killAll();
+    if (process.env.SOAK_KEEP === undefined) await rm(work, { recursive: true, force: true });
+  }
+
+  const table = [
+    '',
+    '| phase | tried | failed | lost | peak RSS MiB | max open fds | seconds |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...results.map(
+      (r) =>
+        `| ${r.name} | ${r.tried} | ${r.failed} | ${r.lost} | ${r.hwmMiB.toFixed(0)} | ${Math.max(0, ...r.samples.map((s) => s.fds))} | ${r.seconds.toFixed(0)} |`,
+    ),
+  ];
+  const checked = bounds(results, limits);
+  const broken = checked.filter((b) => b.broken.length > 0);
+  out([
+    ...table,
+    '',
+    ...checked.map((b) => `${b.broken.length === 0 ? 'held  ' : 'BROKEN'} ${b.name}${b.broken.length === 0 ? '' : `: ${b.broken.join('; ')}`}`),
+    '',
+    `took ${((performance.now() - started) / 60_000).toFixed(1)} min; load average at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+    broken.length === 0
+      ? 'soak: all bounds held'
+      : `soak: ${broken.length} bounds broken: ${broken.map((b) => b.name).join('; ')}`,
+  ]);
+  return broken.length === 0 ? 0 : 1;
+}
+
+const code = await main();
+process.exitCode = code;
+// Everything the phases opened is closed; should a handle linger anyway, the run still ends.
+setTimeout(() => process.exit(code), 5_000).unref();
