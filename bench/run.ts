@@ -48,6 +48,8 @@ const ROUNDS = Math.round(knob('BENCH_ROUNDS', QUICK ? 1 : 3));
 const WARMUP = knob('BENCH_WARMUP', QUICK ? 1 : Math.min(5, SECONDS));
 const CONNECTIONS = Math.round(knob('BENCH_CONNECTIONS', 16));
 const RATE_SECONDS = knob('BENCH_RATE_SECONDS', SECONDS);
+// A fixed rate instead of half the floor's peak: to compare commits or load clients at one rate.
+const FIXED_RATE = process.env.BENCH_RATE === undefined ? undefined : Math.round(knob('BENCH_RATE', 1));
 const RATE_CLIENT = process.env.BENCH_RATE_CLIENT ?? 'steady';
 const INPROCESS_MS = knob('BENCH_INPROCESS_MS', QUICK ? 150 : 600);
 // A quick run checks the harness on the issue's review only.
@@ -205,7 +207,7 @@ async function benchShape(
       throw new Error('missing measurements');
     }
 
-    const rate = Math.max(1, Math.round(floorPeak.admissionsPerSecond / 2));
+    const rate = FIXED_RATE ?? Math.max(1, Math.round(floorPeak.admissionsPerSecond / 2));
     const paced = RATE_CLIENT === 'steady'
       ? (t: LoadTarget): Promise<LoadResult> => steady(t, rate, RATE_SECONDS)
       : (t: LoadTarget): Promise<LoadResult> => autocannonRate(t, rate, RATE_SECONDS);
@@ -310,15 +312,17 @@ function headline(r: ShapeResult): { lines: string[]; throughput: number; cpu: n
   const p99 = r.atRate.injecting.p99 / r.atRate.floor.p99;
   const errors = Object.values(r.peak).concat(Object.values(r.atRate)).reduce((sum, m) => sum + m.errors, 0);
   const clean = errors === 0;
+  const warning = senderWarning(r.atRate.floor, r.atRate.injecting);
+  const late = warning.length > 0 ? ' (unreliable: the sender was late)' : '';
   return {
     throughput, cpu, p99, errors, noop,
     lines: [
       `  injecting / same-answer floor, admissions/s:      ${x(throughput)}   target >= ${TARGET.throughput}x: ${verdict(clean && throughput >= TARGET.throughput)}`,
       `  injecting / same-answer floor, CPU per admission: ${x(cpu)}   target <= ${TARGET.cpu}x: ${verdict(clean && cpu <= TARGET.cpu)}`,
-      `  p99 at ${r.rate}/s (half the floor's peak), injecting / floor: ${ms(r.atRate.injecting.p99)} / ${ms(r.atRate.floor.p99)} ms = ${x(p99)}   target <= ${TARGET.p99}x: ${verdict(clean && p99 <= TARGET.p99)}`,
+      `  p99 at ${r.rate}/s (${FIXED_RATE === undefined ? 'half the floor\'s peak' : 'BENCH_RATE'}), injecting / floor: ${ms(r.atRate.injecting.p99)} / ${ms(r.atRate.floor.p99)} ms = ${x(p99)}   target <= ${TARGET.p99}x: ${verdict(clean && p99 <= TARGET.p99)}${late}`,
       `  no-op webhook / parse-only floor: admissions/s ${x(noop)}, CPU per admission ${x(noopPeak.cpuMsPerAdmission / parseOnly.cpuMsPerAdmission)}   (must not fall; see the history)`,
       `  errors in all runs of this review: ${errors}`,
-      ...senderWarning(r.atRate.floor, r.atRate.injecting),
+      ...warning,
     ],
   };
 }
@@ -346,7 +350,7 @@ function report(startedAt: Date, load: [number[], number[]], results: ShapeResul
   ];
   const rows: string[] = [];
   const loadText = `${load[0][0]?.toFixed(2) ?? '?'} / ${load[1][0]?.toFixed(2) ?? '?'}`;
-  const mode = `${ROUNDS} x ${SECONDS} s, ${CONNECTIONS} conn.${RATE_CLIENT === 'steady' ? '' : ', autocannon rate'}`;
+  const mode = `${ROUNDS} x ${SECONDS} s, ${CONNECTIONS} conn.${RATE_CLIENT === 'steady' ? '' : ', autocannon rate'}${FIXED_RATE === undefined ? '' : `, at ${FIXED_RATE}/s`}`;
   for (const r of results) {
     const h = headline(r);
     const { shape, envVarsPerContainer } = r.reviews;
