@@ -361,7 +361,6 @@ describe('RBAC of the sandbox-injector service account', () => {
     ['get', 'sandboxes.agents.kruise.io', '-n', 'team-a'],
     ['get', 'mutatingwebhookconfigurations/sandbox-injector'],
     ['update', 'mutatingwebhookconfigurations/sandbox-injector'],
-    ['patch', 'mutatingwebhookconfigurations/sandbox-injector'],
   ];
   const denied: string[][] = [
     ['get', 'configmaps/other', '-n', NS],
@@ -377,6 +376,7 @@ describe('RBAC of the sandbox-injector service account', () => {
     ['get', 'pods', '-n', NS],
     ['create', 'deployments.apps', '-n', NS],
     ['update', 'sandboxes.agents.kruise.io', '-n', 'team-a'],
+    ['patch', 'mutatingwebhookconfigurations/sandbox-injector'],
     ['patch', 'mutatingwebhookconfigurations/other'],
     ['create', 'mutatingwebhookconfigurations'],
     ['delete', 'mutatingwebhookconfigurations/sandbox-injector'],
