@@ -39,7 +39,7 @@ export const DEFAULT_TRANSPORT_LIMITS: Readonly<TransportLimits> = Object.freeze
   idleTimeoutMs: 120_000,
   maxConnections: 256,
   maxBodyBytes: 4 * MIB,
-  maxInflightBytes: 32 * MIB,
+  maxInflightBytes: 16 * MIB,
   maxUnreadBytes: 64 * 1024,
 });
 

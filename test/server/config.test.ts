@@ -43,7 +43,7 @@ describe('parseServeOptions', () => {
       idleTimeoutSeconds: 120,
       maxConnections: 256,
       maxBodyBytes: 4 * 1024 * 1024,
-      maxInflightBytes: 32 * 1024 * 1024,
+      maxInflightBytes: 16 * 1024 * 1024,
       maxUnreadBytes: 64 * 1024,
       tlsMinVersion: 'VersionTLS12',
       tlsCipherSuites:
