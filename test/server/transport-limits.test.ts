@@ -286,6 +286,19 @@ describe("the HTTP parser's refusals, in our shape", () => {
     });
   });
 
+  it('answers a body that is not JSON 400 {message, code} with Connection: close', async () => {
+    await withServer({}, async (_server, open) => {
+      const client = open();
+      await client.secure;
+      await client.write(`${postHead(8)}{"broken`);
+      await client.closed;
+      const answer = parseHead(client.received());
+      expect(answer.status).toBe(400);
+      expect(answer.headers.connection).toBe('close');
+      expect(JSON.parse(answer.body)).toMatchObject({ code: 'FST_ERR_CTP_INVALID_JSON_BODY' });
+    });
+  });
+
   it('answers a body over the body limit 413 {message, code} with Connection: close', async () => {
     await withServer({ maxBodyBytes: 4096 }, async (_server, open) => {
       const client = open();
