@@ -131,7 +131,9 @@ describe('kubectl kustomize manifests/', () => {
     expect(at(pod, 'serviceAccountName')).toBe('sandbox-injector');
     expect(at(container, 'image')).toBe('ghcr.io/example/sandbox-injector:0.1.0');
     // The wrapper init container for policy Auto runs the injector's own image.
-    expect(at(container, 'env')).toEqual([{ name: 'SANDBOX_INJECTOR_WRAPPER_IMAGE', value: 'ghcr.io/example/sandbox-injector:0.1.0' }]);
+    expect(at(container, 'env')).toEqual(
+      expect.arrayContaining([{ name: 'SANDBOX_INJECTOR_WRAPPER_IMAGE', value: 'ghcr.io/example/sandbox-injector:0.1.0' }]),
+    );
     expect(at(container, 'args')).toEqual(
       expect.arrayContaining([
         'serve',
@@ -315,6 +317,11 @@ describe('kubectl kustomize manifests/overlays/cert-manager', () => {
       ]),
     );
     expect(JSON.stringify(args)).not.toMatch(/self-managed|--cert-dir|--cert-secret-name|--webhook-config-name/);
+    // Every other flag of the base (trusted creators, limits, drain) is kept, in order.
+    const baseArgs = at(find(base, 'Deployment', 'sandbox-injector'), 'spec', 'template', 'spec', 'containers', 0, 'args') as string[];
+    const certFlag = /^--(cert-mode|cert-namespace|cert-secret-name|service-name|webhook-config-name|cert-dir|tls-cert-file|tls-key-file)=/;
+    expect((args as string[]).filter((a) => !certFlag.test(a))).toEqual(baseArgs.filter((a) => !certFlag.test(a)));
+    expect(args).toContain('--trusted-creators=system:serviceaccount:sandbox-system:sandbox-controller-manager');
     expect(at(pod, 'containers', 0, 'volumeMounts')).toEqual([{ name: 'tls', mountPath: '/var/run/sandbox-injector/tls', readOnly: true }]);
     // The wrapper image stays the injector's own.
     const baseEnv = at(find(base, 'Deployment', 'sandbox-injector'), 'spec', 'template', 'spec', 'containers', 0, 'env');
