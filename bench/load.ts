@@ -85,8 +85,13 @@ export function autocannonRate(target: LoadTarget, rate: number, seconds: number
 }
 
 /** One keep-alive TLS connection carrying one review at a time, with just enough HTTP to find each answer's end. */
+const EMPTY = Buffer.alloc(0);
+
 class Connection {
-  private pending: Buffer = Buffer.alloc(0);
+  private pending: Buffer = EMPTY;
+  /** Body bytes still to come, or -1 while the head is being read. */
+  private remaining = -1;
+  private ok = false;
   private due = 0;
   private done: ((ok: boolean, due: number) => void) | undefined;
 
@@ -115,20 +120,28 @@ class Connection {
   }
 
   private read(chunk: Buffer): void {
-    this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
-    const headEnd = this.pending.indexOf('\r\n\r\n');
-    if (headEnd < 0) return;
-    const head = this.pending.toString('latin1', 0, headEnd);
-    // Every answer here has a Content-Length (Fastify sets it for the string and object bodies these servers
-    // send); one without it would be a change in the servers this client must not silently mismeasure.
-    const length = /\r\ncontent-length:\s*(\d+)/i.exec(head)?.[1];
-    if (length === undefined) {
-      this.fail();
-      return;
+    if (this.remaining < 0) {
+      // Only the head is kept; the body is counted, not copied, so the sender allocates little per answer.
+      this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
+      const headEnd = this.pending.indexOf('\r\n\r\n');
+      if (headEnd < 0) return;
+      const head = this.pending.toString('latin1', 0, headEnd);
+      // Every answer here has a Content-Length (Fastify sets it for the string and object bodies these servers
+      // send); one without it would be a change in the servers this client must not silently mismeasure.
+      const length = /\r\ncontent-length:\s*(\d+)/i.exec(head)?.[1];
+      if (length === undefined) {
+        this.fail();
+        return;
+      }
+      this.ok = /^HTTP\/1\.1 2\d\d /.test(head);
+      this.remaining = Number(length) - (this.pending.length - headEnd - 4);
+      this.pending = EMPTY;
+    } else {
+      this.remaining -= chunk.length;
     }
-    if (this.pending.length < headEnd + 4 + Number(length)) return;
-    this.pending = Buffer.alloc(0);
-    this.finish(/^HTTP\/1\.1 2\d\d /.test(head));
+    if (this.remaining > 0) return;
+    this.remaining = -1;
+    this.finish(this.ok);
   }
 
   private fail(): void {
