@@ -18,7 +18,7 @@ import { exchange, keepAliveAgent, type Target } from './http.js';
 import { NormalLoad, describeLoad, normalLoadSpec } from './load.js';
 import type { SoakOptions } from './options.js';
 import { exampleReview, reviewText, type JsonObject } from './reviews.js';
-import { ROOT } from './server.js';
+import { ROOT, type ServeSetup } from './server.js';
 import { Session, type PhaseResult } from './session.js';
 import { percentile, Tally } from './tally.js';
 
@@ -53,15 +53,15 @@ function versioned(manifest: JsonObject, version: number): string {
   return stringify({ ...manifest, data });
 }
 
-export async function configFlipPhase(dir: string, serveArgs: string[], logLevel: string, options: SoakOptions, timeoutMs: number): Promise<PhaseResult> {
+export async function configFlipPhase(dir: string, setup: ServeSetup, options: SoakOptions, timeoutMs: number): Promise<PhaseResult> {
   const manifest = parse(await readFile(join(ROOT, 'manifests/injection-config.yaml'), 'utf8')) as JsonObject;
   const volume = join(dir, 'config');
   await createKubeVolume(volume, { [FILE]: versioned(manifest, 0) });
   const session = await Session.open({
     dir,
     caFile: join(dir, 'certs/ca.crt'),
-    logLevel,
-    args: [...serveArgs, '--self-signed-dir', join(dir, 'certs'), '--config-file', join(volume, FILE)],
+    ...setup,
+    args: [...setup.args, '--self-signed-dir', join(dir, 'certs'), '--config-file', join(volume, FILE)],
   });
   const load = new NormalLoad(normalLoadSpec(session.target, timeoutMs, false));
   const probe = new Prober(session.target, timeoutMs);

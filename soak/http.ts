@@ -23,7 +23,8 @@ export interface RequestSpec {
 
 export type Outcome =
   | { kind: 'answer'; status: number; headers: IncomingHttpHeaders; body: Buffer; reused: boolean; ms: number; fingerprint: string }
-  | { kind: 'error'; error: string; reused: boolean; ms: number };
+  /** `handshaken` false: the connection failed before its TLS handshake finished, so no request byte was sent. */
+  | { kind: 'error'; error: string; reused: boolean; handshaken: boolean; ms: number };
 
 /** Answers larger than this are cut: the largest legitimate answer is far smaller, and the harness must stay small. */
 const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
@@ -50,6 +51,7 @@ export function exchange(target: Target, agent: Agent | false, spec: RequestSpec
   return new Promise((resolve) => {
     let settled = false;
     let reused = false;
+    let handshaken = false;
     const finish = (outcome: Outcome): void => {
       if (settled) return;
       settled = true;
@@ -57,7 +59,7 @@ export function exchange(target: Target, agent: Agent | false, spec: RequestSpec
       resolve(outcome);
     };
     const fail = (error: unknown): void =>
-      finish({ kind: 'error', error: describeError(error), reused, ms: performance.now() - started });
+      finish({ kind: 'error', error: describeError(error), reused, handshaken, ms: performance.now() - started });
     // tls.connect takes secureContext; https's option type leaves it out, so it goes in unchecked here.
     const options: RequestOptions & { secureContext: SecureContext } = {
       host: '127.0.0.1',
@@ -95,8 +97,11 @@ export function exchange(target: Target, agent: Agent | false, spec: RequestSpec
       },
     );
     const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-    req.on('socket', () => {
+    req.on('socket', (socket) => {
       reused = req.reusedSocket;
+      // A new socket is handed over a tick after it is made, long before its handshake can finish.
+      if (reused) handshaken = true;
+      else socket.once('secureConnect', () => (handshaken = true));
     });
     req.on('error', fail);
     if (spec.body === undefined) {

@@ -12,6 +12,7 @@ import { exchange, type Target } from './http.js';
 import { NormalLoad, describeLoad, normalLoadSpec } from './load.js';
 import type { SoakOptions } from './options.js';
 import { SoakPki, type ServingPair } from './pki.js';
+import type { ServeSetup } from './server.js';
 import { Session, type PhaseResult } from './session.js';
 import { percentile, Tally } from './tally.js';
 
@@ -20,7 +21,7 @@ const ADOPTION_TIMEOUT_MS = 10_000;
 const BAD_PAIR_WATCH_MS = 3_000;
 const POLL_MS = 50;
 
-export async function rotationPhase(dir: string, serveArgs: string[], logLevel: string, options: SoakOptions, timeoutMs: number): Promise<PhaseResult> {
+export async function rotationPhase(dir: string, setup: ServeSetup, options: SoakOptions, timeoutMs: number): Promise<PhaseResult> {
   process.stderr.write('  rotation: making keys\n');
   const pki = new SoakPki();
   const caFile = join(dir, 'ca.crt');
@@ -34,8 +35,8 @@ export async function rotationPhase(dir: string, serveArgs: string[], logLevel: 
   const session = await Session.open({
     dir,
     caFile,
-    logLevel,
-    args: [...serveArgs, '--tls-cert-file', join(volume, 'tls.crt'), '--tls-key-file', join(volume, 'tls.key')],
+    ...setup,
+    args: [...setup.args, '--tls-cert-file', join(volume, 'tls.crt'), '--tls-key-file', join(volume, 'tls.key')],
   });
   const load = new NormalLoad(normalLoadSpec(session.target, timeoutMs));
   const probeErrors = new Tally();

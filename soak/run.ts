@@ -5,16 +5,16 @@
  * Not part of `npm test`: the full run takes about half an hour. docs/reliability.md records one.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { parse } from 'yaml';
 import { configFlipPhase } from './config-flips.js';
 import { drainPhase } from './drain.js';
 import { fuzzPhase } from './fuzz-phase.js';
 import { readOptions, type PhaseName, type SoakOptions } from './options.js';
+import { readDeployment, type Deployment } from './manifests.js';
 import { rotationPhase } from './rotation.js';
-import { connectionCap, readServeHelp, ROOT, ServeProcess, shortTimeLimits, type Sample } from './server.js';
+import { connectionCap, readServeHelp, ROOT, ServeProcess, shortTimeLimits, type HelpFlag, type Sample, type ServeSetup } from './server.js';
 import { Session, type PhaseResult } from './session.js';
 import { slowClientPhase } from './slow-clients.js';
 
@@ -33,24 +33,31 @@ interface Limits {
   capSource: string;
 }
 
-async function limitsFromManifests(cap: ReturnType<typeof connectionCap>, options: SoakOptions): Promise<Limits> {
-  const deployment = parse(await readFile(join(ROOT, 'manifests/base/deployment.yaml'), 'utf8')) as {
-    spec?: { template?: { spec?: { containers?: { resources?: { limits?: { memory?: string } } }[] } } };
-  };
-  const memory = deployment.spec?.template?.spec?.containers?.[0]?.resources?.limits?.memory ?? '256Mi';
-  const quantity = /^(\d+)(Mi|Gi)$/.exec(memory);
-  const mib = quantity === null ? 256 : Number(quantity[1]) * (quantity[2] === 'Gi' ? 1024 : 1);
-  const webhook = parse(await readFile(join(ROOT, 'manifests/base/mutatingwebhookconfiguration.yaml'), 'utf8')) as {
-    webhooks?: { timeoutSeconds?: number }[];
-  };
-  const timeoutSeconds = webhook.webhooks?.[0]?.timeoutSeconds ?? 10;
+/** serve's flags: the Deployment's limits this build has, short time limits over them, then SOAK_SERVE_ARGS. */
+function serveSetup(deployment: Deployment, short: Map<string, string>, options: SoakOptions): ServeSetup {
+  const values = new Map([...deployment.limits, ...short]);
   return {
-    rssMiB: mib,
-    rssSource: `the Deployment's memory limit, ${memory}`,
-    admissionTimeoutMs: options.admissionTimeoutMs ?? timeoutSeconds * 1000,
-    timeoutSource: options.admissionTimeoutMs === undefined ? `the webhook's timeoutSeconds, ${timeoutSeconds}` : 'SOAK_ADMISSION_TIMEOUT_MS',
-    cap: cap?.value ?? ASSUMED_CAP,
-    capSource: cap === undefined ? `no connection cap flag in serve --help, ${ASSUMED_CAP} assumed` : `--${cap.flag}'s default`,
+    args: [...[...values].flatMap(([flag, value]) => [`--${flag}`, value]), ...options.extraServeArgs],
+    logLevel: options.logLevel,
+    env: deployment.nodeOptions === undefined ? {} : { NODE_OPTIONS: deployment.nodeOptions },
+  };
+}
+
+function limitsOf(deployment: Deployment, help: Map<string, HelpFlag>, options: SoakOptions): Limits {
+  const cap = connectionCap(help);
+  const fromDeployment = cap === undefined ? undefined : deployment.limits.get(cap.flag);
+  return {
+    rssMiB: deployment.memoryMiB,
+    rssSource: `the Deployment's memory limit, ${deployment.memory}`,
+    admissionTimeoutMs: options.admissionTimeoutMs ?? deployment.webhookTimeoutSeconds * 1000,
+    timeoutSource: options.admissionTimeoutMs === undefined ? `the webhook's timeoutSeconds, ${deployment.webhookTimeoutSeconds}` : 'SOAK_ADMISSION_TIMEOUT_MS',
+    cap: fromDeployment !== undefined ? Number(fromDeployment) : (cap?.value ?? ASSUMED_CAP),
+    capSource:
+      cap === undefined
+        ? `no connection cap flag in serve --help, ${ASSUMED_CAP} assumed`
+        : fromDeployment !== undefined
+          ? `the Deployment's --${cap.flag}`
+          : `--${cap.flag}'s default`,
   };
 }
 
@@ -62,7 +69,7 @@ function git(...args: string[]): string | undefined {
   }
 }
 
-function header(options: SoakOptions, serveArgs: string[], notes: string[], limits: Limits): string[] {
+function header(options: SoakOptions, setup: ServeSetup, notes: string[], limits: Limits): string[] {
   const cpu = cpus();
   const dirty = (git('status', '--porcelain', '--', 'src') ?? '').split('\n').filter((line) => line !== '');
   return [
@@ -70,7 +77,7 @@ function header(options: SoakOptions, serveArgs: string[], notes: string[], limi
     `machine: nproc ${availableParallelism()}, ${cpu.length} x ${cpu[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Linux ${release()}, Node ${process.version}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
     `commit: ${git('log', '--oneline', '-1') ?? 'not a git checkout'}${dirty.length === 0 ? '' : ` + uncommitted changes in ${dirty.length} src files (${dirty.map((l) => l.slice(3)).join(', ')})`}`,
     `phases: ${options.phases.join(', ')}; seed ${options.seed}`,
-    `serve flags added: ${serveArgs.length === 0 ? 'none' : serveArgs.join(' ')}${notes.length === 0 ? '' : ` (${notes.join('; ')})`}`,
+    `serve: ${setup.args.length === 0 ? 'no flags added' : setup.args.join(' ')}${Object.entries(setup.env).map(([k, v]) => `, ${k}=${v}`).join('')} (the Deployment's limits this build has, short time limits over them${notes.length === 0 ? '' : `; ${notes.join('; ')}`})`,
     `limits: RSS < ${limits.rssMiB} MiB (${limits.rssSource}); normal admissions time out after ${limits.admissionTimeoutMs} ms (${limits.timeoutSource}); connection cap ${limits.cap} (${limits.capSource})`,
   ];
 }
@@ -159,21 +166,22 @@ function failedToRun(name: string, error: unknown): PhaseResult {
 async function main(): Promise<number> {
   const options = readOptions();
   const help = await readServeHelp();
-  const time = options.shortLimits ? shortTimeLimits(help) : { args: [], notes: ['SOAK_SHORT_LIMITS=0: time limits left at their defaults'] };
-  const serveArgs = [...time.args, ...options.extraServeArgs];
-  const limits = await limitsFromManifests(connectionCap(help), options);
+  const time = options.shortLimits ? shortTimeLimits(help) : { values: new Map<string, string>(), notes: ['SOAK_SHORT_LIMITS=0'] };
+  const deployment = await readDeployment(help);
+  const setup = serveSetup(deployment, time.values, options);
+  const limits = limitsOf(deployment, help, options);
   const work = await mkdtemp(join(tmpdir(), 'si-soak-'));
   const started = performance.now();
   const out = (lines: string[]): boolean => process.stdout.write(`${lines.join('\n')}\n`);
-  out(header(options, serveArgs, time.notes, limits));
+  out(header(options, setup, time.notes, limits));
 
   const configFile = join(work, 'config', 'injection-config.yaml');
   await mkdir(join(work, 'config'));
   await copyFile(join(ROOT, 'manifests/injection-config.yaml'), configFile);
-  const withConfig = [...serveArgs, '--config-file', configFile];
+  const withConfig: ServeSetup = { ...setup, args: [...setup.args, '--config-file', configFile] };
   const timeoutMs = limits.admissionTimeoutMs;
   const plainSession = (dir: string): Promise<Session> =>
-    Session.open({ dir, caFile: join(dir, 'certs/ca.crt'), logLevel: options.logLevel, args: [...withConfig, '--self-signed-dir', join(dir, 'certs')] });
+    Session.open({ dir, caFile: join(dir, 'certs/ca.crt'), ...withConfig, args: [...withConfig.args, '--self-signed-dir', join(dir, 'certs')] });
 
   const run: Record<PhaseName, (dir: string) => Promise<PhaseResult>> = {
     fuzz: async (dir) => fuzzPhase(await plainSession(dir), options, work),
@@ -181,9 +189,9 @@ async function main(): Promise<number> {
     'stalled-body': async (dir) => slowClientPhase('stalled-body', await plainSession(dir), options, timeoutMs),
     'byte-at-a-time': async (dir) => slowClientPhase('byte-at-a-time', await plainSession(dir), options, timeoutMs),
     slowloris: async (dir) => slowClientPhase('slowloris', await plainSession(dir), options, timeoutMs),
-    rotation: (dir) => rotationPhase(dir, withConfig, options.logLevel, options, timeoutMs),
-    'config-flips': (dir) => configFlipPhase(dir, serveArgs, options.logLevel, options, timeoutMs),
-    drain: (dir) => drainPhase(dir, withConfig, help.has('shutdown-delay-seconds'), options.logLevel, options, timeoutMs),
+    rotation: (dir) => rotationPhase(dir, withConfig, options, timeoutMs),
+    'config-flips': (dir) => configFlipPhase(dir, setup, options, timeoutMs),
+    drain: (dir) => drainPhase(dir, withConfig, help.has('shutdown-delay-seconds'), options, timeoutMs),
   };
 
   const results: PhaseResult[] = [];
@@ -230,6 +238,13 @@ async function main(): Promise<number> {
   return broken.length === 0 ? 0 : 1;
 }
 
+// Interrupted, the harness takes its servers with it; the temp directory stays, for a look.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    ServeProcess.killAll();
+    process.exit(130);
+  });
+}
 const code = await main();
 process.exitCode = code;
 // Everything the phases opened is closed; should a handle linger anyway, the run still ends.

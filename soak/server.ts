@@ -39,14 +39,14 @@ export async function readServeHelp(): Promise<Map<string, HelpFlag>> {
  * bad connections within seconds rather than minutes. Names are matched loosely because the flags are being
  * written while this harness is; the unit comes from the suffix, and a limit with neither is left alone.
  */
-export function shortTimeLimits(help: Map<string, HelpFlag>): { args: string[]; notes: string[] } {
+export function shortTimeLimits(help: Map<string, HelpFlag>): { values: Map<string, string>; notes: string[] } {
   const wanted: [RegExp, number][] = [
     [/header/, 5],
     [/request|body/, 10],
     [/keep-?alive|idle/, 5],
     [/connection|socket/, 10],
   ];
-  const args: string[] = [];
+  const values = new Map<string, string>();
   const notes: string[] = [];
   for (const { flag } of help.values()) {
     if (!/timeout/.test(flag) || /shutdown/.test(flag)) continue;
@@ -56,12 +56,12 @@ export function shortTimeLimits(help: Map<string, HelpFlag>): { args: string[]; 
       notes.push(`--${flag} left at its default (no rule for it)`);
       continue;
     }
-    args.push(`--${flag}`, String(seconds * unit));
+    values.set(flag, String(seconds * unit));
   }
-  return { args, notes };
+  return { values, notes };
 }
 
-/** The server's connection cap, if it has a flag for one: it bounds the file descriptors a phase may see. */
+/** The server's connection-cap flag and its default, if it has one: the cap bounds the descriptors a phase may see. */
 export function connectionCap(help: Map<string, HelpFlag>): { flag: string; value: number } | undefined {
   for (const { flag, defaultValue } of help.values()) {
     if (!/connection/.test(flag) || !/max|cap|limit/.test(flag)) continue;
@@ -87,12 +87,17 @@ export interface ExitInfo {
   signal: NodeJS.Signals | null;
 }
 
-export interface ServeSpec {
-  dir: string;
+/** How every phase's server is run: the Deployment's limits, the harness's short time limits, its heap flags. */
+export interface ServeSetup {
   args: string[];
+  logLevel: string;
+  env: Record<string, string>;
+}
+
+export interface ServeSpec extends ServeSetup {
+  dir: string;
   /** Where to read the CA the server's certificate chains to, once the server has made or loaded it. */
   caFile: string;
-  logLevel: string;
 }
 
 export class ServeProcess {
@@ -142,7 +147,7 @@ export class ServeProcess {
     const child = spawn(
       process.execPath,
       [MAIN, 'serve', '--host', '127.0.0.1', '--port', String(port), '--metrics-port', '0', '--log-level', spec.logLevel, ...spec.args],
-      { cwd: spec.dir, stdio: ['ignore', out, 'pipe'] },
+      { cwd: spec.dir, env: { ...process.env, ...spec.env }, stdio: ['ignore', out, 'pipe'] },
     );
     closeSync(out);
     if (child.pid === undefined) throw new Error('serve did not start');

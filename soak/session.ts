@@ -4,7 +4,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Target } from './http.js';
-import { logProblems, Sampler, ServeProcess, type ExitInfo, type Sample } from './server.js';
+import { logProblems, Sampler, ServeProcess, type ExitInfo, type Sample, type ServeSpec } from './server.js';
 
 export interface PhaseResult {
   name: string;
@@ -34,13 +34,6 @@ export interface PhaseResult {
 /** Descriptors a server at rest may gain over a phase without counting as a leak: watcher handles, a log write. */
 const SETTLE_SLACK = 8;
 
-export interface SessionSpec {
-  dir: string;
-  args: string[];
-  caFile: string;
-  logLevel: string;
-}
-
 export class Session {
   readonly sampler: Sampler;
   readonly started = performance.now();
@@ -53,7 +46,7 @@ export class Session {
     this.sampler = new Sampler(server.pid).start();
   }
 
-  static async open(spec: SessionSpec): Promise<Session> {
+  static async open(spec: ServeSpec): Promise<Session> {
     const { server, target } = await ServeProcess.start(spec);
     // Let the readiness probe's connection close before counting what the server holds at rest.
     await sleep(300);
