@@ -8,8 +8,9 @@ import type { Server, ServerOptions as HttpsServerOptions } from 'node:https';
 import type { Socket } from 'node:net';
 import { reviewAdmission, type AdmissionSummary, type ReviewDeps } from '../admission/review.js';
 import { reviewJson } from '../admission/serialize.js';
+import { HTTP_ERRORS } from '../errors.js';
 import { LOG_NAME_MAX, cutList, cutMessage, cutName, cutNames, cutString } from '../util/log-fields.js';
-import { failureFor } from './http-errors.js';
+import { failureFor, httpFailure } from './http-errors.js';
 import type { ServerMetrics } from './metrics.js';
 import {
   BusyError,
@@ -178,9 +179,10 @@ export function buildApp(deps: AppDeps): FastifyInstance<Server> {
         const ms = elapsedMs(request.raw);
         if (outcome.kind === 'bad-request') {
           deps.metrics.admissionFailed('bad_request', ms / 1000);
-          deps.logger.warn({ durationMs: round(ms), message: cutMessage(outcome.message) }, 'admission refused');
-          reply.code(400);
-          return { message: outcome.message, code: 'ERR_BAD_REVIEW' };
+          const { status, body } = httpFailure(HTTP_ERRORS.reviewMalformed(outcome.message));
+          deps.logger.warn({ durationMs: round(ms), code: body.code, message: cutMessage(body.message) }, 'admission refused');
+          reply.code(status);
+          return body;
         }
         deps.metrics.admission(outcome.summary, ms / 1000);
         deps.logger.info(admissionLogFields(outcome.summary, ms), 'admission');
@@ -207,12 +209,14 @@ export function buildApp(deps: AppDeps): FastifyInstance<Server> {
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?', 1)[0] ?? request.url;
     const allowed = ROUTE_METHODS.get(path);
-    if (allowed === undefined) {
-      reply.code(404);
-      return { message: `no route ${request.method} ${path}`, code: 'ERR_NOT_FOUND' };
-    }
-    reply.code(405).header('allow', allowed);
-    return { message: `${request.method} is not allowed on ${path}; use ${allowed}`, code: 'ERR_METHOD' };
+    const { status, body } = httpFailure(
+      allowed === undefined
+        ? HTTP_ERRORS.routeNotFound(request.method, path)
+        : HTTP_ERRORS.methodNotAllowed(request.method, path, allowed),
+    );
+    reply.code(status);
+    if (allowed !== undefined) reply.header('allow', allowed);
+    return body;
   });
 
   // Reached for body parsing failures (413, 415, malformed JSON) before any handler runs.
@@ -254,6 +258,7 @@ function admissionLogFields(summary: AdmissionSummary, elapsedMs: number): Recor
     patchBytes: summary.patchBytes,
     warnings: summary.warnings,
     durationMs: round(elapsedMs),
+    ...(summary.code === undefined ? {} : { code: summary.code }),
     ...(summary.message === undefined ? {} : { message: cutMessage(summary.message) }),
   };
 }

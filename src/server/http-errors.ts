@@ -1,7 +1,10 @@
 /**
  * How transport-level failures (body too large, not JSON, wrong content type) become HTTP answers. Every
- * answer is JSON `{message, code}`: the API server quotes the message in the error a `kubectl` user sees.
+ * answer is JSON `{message, code}` with a code from src/errors.ts: the API server quotes the message in the
+ * error a `kubectl` user sees.
  */
+import { HTTP_ERRORS, type Failure } from '../errors.js';
+import { errorMessage } from '../util/error-message.js';
 
 export interface ErrorBody {
   message: string;
@@ -13,42 +16,41 @@ export interface HttpFailure {
   body: ErrorBody;
 }
 
-/**
- * Fastify's own errors (FST_ERR_CTP_*) carry a 4xx `statusCode` and a code: those are the client's fault
- * and keep their status. Anything else is ours: 500, so the API server applies the webhook's failure
- * policy instead of ever reading a 200 that admits.
- */
-export function failureFor(error: unknown, request?: RequestFacts): HttpFailure {
-  const status = numberField(error, 'statusCode');
-  const message = error instanceof Error ? error.message : String(error);
-  if (status !== undefined && status >= 400 && status < 500) {
-    const code = stringField(error, 'code') ?? 'ERR_BAD_REQUEST';
-    return { status, body: { message: clearerMessage(code, message, request), code } };
-  }
-  return { status: 500, body: { message: `internal error: ${message}`, code: 'ERR_INTERNAL' } };
-}
-
 /** What the client sent, for messages that say what to send instead. */
 export interface RequestFacts {
   contentType: string | undefined;
   bodyLimit: number;
 }
 
-/** Fastify's messages are terse ("Unsupported Media Type"); say what was wrong and what is expected. */
-function clearerMessage(code: string, message: string, request: RequestFacts | undefined): string {
-  if (request === undefined) return message;
+export function httpFailure({ code, status, message }: Failure): HttpFailure {
+  return { status, body: { message, code } };
+}
+
+/**
+ * Fastify's own errors (FST_ERR_CTP_*) carry a 4xx `statusCode`: those are the client's fault and keep their
+ * status, with our code and a message that says what to send instead. Anything else is ours: 500, so the API
+ * server applies the webhook's failure policy instead of ever reading a 200 that admits.
+ */
+export function failureFor(error: unknown, request?: RequestFacts): HttpFailure {
+  const status = numberField(error, 'statusCode');
+  if (status === undefined || status < 400 || status >= 500) return httpFailure(HTTP_ERRORS.internal(errorMessage(error)));
+  const known = request === undefined ? undefined : fastifyFailure(stringField(error, 'code'), request);
+  return httpFailure(known ?? { ...HTTP_ERRORS.badRequest(errorMessage(error)), status });
+}
+
+function fastifyFailure(code: string | undefined, request: RequestFacts): Failure | undefined {
   switch (code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return `content-type ${request.contentType ?? '(none)'} is not supported: send an AdmissionReview as application/json`;
+      return HTTP_ERRORS.unsupportedMediaType(request.contentType);
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return `request body is larger than the ${request.bodyLimit} byte limit`;
+      return HTTP_ERRORS.bodyTooLarge(request.bodyLimit);
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return 'request body is empty: send an AdmissionReview as application/json';
+      return HTTP_ERRORS.bodyEmpty();
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       // Fastify raises this for syntax errors and for prototype-poisoning keys alike.
-      return 'request body is not valid JSON (or holds a forbidden __proto__ or constructor.prototype key)';
+      return HTTP_ERRORS.bodyNotJson();
     default:
-      return message;
+      return undefined;
   }
 }
 

@@ -5,6 +5,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { AdmissionSummary } from '../admission/review.js';
+import { DENIALS } from '../errors.js';
 
 export type AdmissionOutcome = 'injected' | 'unchanged' | 'denied' | 'error' | 'bad_request';
 const OUTCOMES: readonly AdmissionOutcome[] = ['injected', 'unchanged', 'denied', 'error', 'bad_request'];
@@ -96,6 +97,12 @@ export function createMetrics(options: MetricsOptions): ServerMetrics {
     registers: [registry],
   });
 
+  const denials = new Counter({
+    name: `${PREFIX}denials_total`,
+    help: 'Admission reviews answered allowed: false, by denial code (src/errors.ts, docs/errors.md)',
+    labelNames: ['code'] as const,
+    registers: [registry],
+  });
   const refusals = new Counter({
     name: `${PREFIX}transport_refusals_total`,
     help: 'Clients refused or dropped by the transport limits, by reason (busy, connection_limit, request_timeout, unread_response, bad_http)',
@@ -116,6 +123,7 @@ export function createMetrics(options: MetricsOptions): ServerMetrics {
   // Zero-valued series from the start, so rate() and absent() work before the first event.
   for (const reason of REFUSAL_REASONS) refusals.inc({ reason }, 0);
   for (const outcome of OUTCOMES) admissions.inc({ outcome }, 0);
+  for (const { code } of Object.values(DENIALS)) denials.inc({ code }, 0);
   for (const result of RELOAD_RESULTS) {
     configReloads.inc({ result }, 0);
     tlsReloads.inc({ result }, 0);
@@ -128,6 +136,7 @@ export function createMetrics(options: MetricsOptions): ServerMetrics {
       admissions.inc({ outcome });
       duration.observe({ outcome }, seconds);
       for (const { runtime, reason } of summary.skipped) skips.inc({ runtime, reason });
+      if (summary.code !== undefined) denials.inc({ code: summary.code });
     },
     admissionFailed(outcome, seconds) {
       admissions.inc({ outcome });

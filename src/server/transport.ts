@@ -11,7 +11,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
 import type { Socket } from 'node:net';
 import { Transform, type TransformCallback } from 'node:stream';
-import type { ErrorBody } from './http-errors.js';
+import { HTTP_ERRORS } from '../errors.js';
+import { httpFailure, type ErrorBody } from './http-errors.js';
 import type { RefusalReason } from './metrics.js';
 
 export interface TransportLimits {
@@ -118,15 +119,12 @@ export class Reservation {
 /** A body over the budget found while streaming it (chunked, no content-length to check up front). */
 export class BusyError extends Error {
   override readonly name = 'BusyError';
-  readonly statusCode = 503;
-  readonly code = 'ERR_BUSY';
+  readonly statusCode = HTTP_ERRORS.busy.status;
+  readonly code = HTTP_ERRORS.busy.code;
 }
 
 export function busyBody(budget: ByteBudget): ErrorBody {
-  return {
-    message: `the webhook is busy: ${budget.used} bytes of requests and answers are in flight (limit ${budget.limit}); retry after ${RETRY_AFTER_SECONDS}s`,
-    code: 'ERR_BUSY',
-  };
+  return httpFailure(HTTP_ERRORS.busy(budget.used, budget.limit, RETRY_AFTER_SECONDS)).body;
 }
 
 /** Counts a body without a content-length against the reservation as it streams in. */
@@ -219,32 +217,13 @@ function clientErrorAnswer(
 ): { status: number; reason: RefusalReason; body: ErrorBody } {
   switch (code) {
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return {
-        status: 408,
-        reason: 'request_timeout',
-        body: {
-          message: `the request was not received within ${limits.requestTimeoutMs / 1000}s`,
-          code: 'ERR_REQUEST_TIMEOUT',
-        },
-      };
+      return { reason: 'request_timeout', ...httpFailure(HTTP_ERRORS.requestTimeout(limits.requestTimeoutMs / 1000)) };
     case 'HPE_HEADER_OVERFLOW':
-      return {
-        status: 431,
-        reason: 'bad_http',
-        body: { message: 'request headers are too large', code: 'ERR_HEADERS_TOO_LARGE' },
-      };
+      return { reason: 'bad_http', ...httpFailure(HTTP_ERRORS.headersTooLarge()) };
     case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
-      return {
-        status: 413,
-        reason: 'bad_http',
-        body: { message: 'chunk extensions are too large', code: 'ERR_CHUNK_EXTENSIONS_TOO_LARGE' },
-      };
+      return { reason: 'bad_http', ...httpFailure(HTTP_ERRORS.chunkExtensionsTooLarge()) };
     default:
-      return {
-        status: 400,
-        reason: 'bad_http',
-        body: { message: `malformed HTTP request${code === undefined ? '' : ` (${code})`}`, code: 'ERR_BAD_HTTP' },
-      };
+      return { reason: 'bad_http', ...httpFailure(HTTP_ERRORS.badHttp(code)) };
   }
 }
 

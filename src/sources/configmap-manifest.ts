@@ -1,7 +1,8 @@
 import { parseAllDocuments } from 'yaml';
+import { STARTUP_ERRORS } from '../errors.js';
 
 export class ConfigMapManifestError extends Error {
-  readonly code = 'SI_ERR_CONFIGMAP_MANIFEST';
+  readonly code = STARTUP_ERRORS.configMapManifestInvalid.code;
 }
 
 /**

@@ -194,7 +194,7 @@ describe('POST /mutate', () => {
     });
     const res = await app.inject({ method: 'POST', url: '/mutate', payload: reviewFor(basic.pod) });
     expect(res.statusCode).toBe(500);
-    expect(res.json()).toEqual({ message: 'internal error: config store exploded', code: 'ERR_INTERNAL' });
+    expect(res.json()).toEqual({ message: 'internal error: config store exploded', code: 'SI_INTERNAL' });
     expect(logs[0]).toMatchObject({ level: 'error', message: 'admission failed' });
     expect(await metricValue(metrics, 'sandbox_injector_admissions_total', { outcome: 'error' })).toBe(1);
   });
@@ -215,7 +215,7 @@ describe('unknown routes and methods', () => {
     const { app } = harness();
     const res = await app.inject({ method: 'GET', url: '/nope?x=1' });
     expect(res.statusCode).toBe(404);
-    expect(res.json()).toEqual({ message: 'no route GET /nope', code: 'ERR_NOT_FOUND' });
+    expect(res.json()).toEqual({ message: 'no route GET /nope', code: 'SI_ROUTE_NOT_FOUND' });
   });
 
   it.each([

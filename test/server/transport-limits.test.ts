@@ -95,7 +95,7 @@ describe('the request timeout (--request-timeout-seconds)', () => {
       expect(answer.headers.connection).toBe('close');
       expect(errorBody(client.received())).toEqual({
         message: 'the request was not received within 0.2s',
-        code: 'ERR_REQUEST_TIMEOUT',
+        code: 'SI_REQUEST_TIMEOUT',
       });
       expect(await refusals(server, 'request_timeout')).toBe(1);
     });
@@ -228,11 +228,11 @@ describe('the in-flight byte budget (--max-inflight-bytes)', () => {
       const secondReview = reviewOfSize(size, 'second');
       const request = Buffer.concat([Buffer.from(postHead(secondReview.length)), secondReview]);
       await second.write(request);
-      const busy = parseHead(await second.receivedText('ERR_BUSY'));
+      const busy = parseHead(await second.receivedText('SI_BUSY'));
       expect(busy.status).toBe(503);
       expect(busy.headers['retry-after']).toBe('1');
       expect(busy.headers.connection).toBe('keep-alive');
-      expect(JSON.parse(busy.body)).toMatchObject({ code: 'ERR_BUSY', message: expect.stringContaining('busy') as unknown });
+      expect(JSON.parse(busy.body)).toMatchObject({ code: 'SI_BUSY', message: expect.stringContaining('busy') as unknown });
 
       const free = nextEvent<number>(server.transport, 'inflight', (bytes) => bytes === 0);
       await holder.write(first.subarray(100));
@@ -240,7 +240,7 @@ describe('the in-flight byte budget (--max-inflight-bytes)', () => {
       await free;
 
       await second.write(request);
-      expect(parseHead((await second.receivedText('"uid":"second"')).split('ERR_BUSY"}').at(-1) ?? '').status).toBe(200);
+      expect(parseHead((await second.receivedText('"uid":"second"')).split('SI_BUSY"}').at(-1) ?? '').status).toBe(200);
       expect(await refusals(server, 'busy')).toBe(1);
     });
   });
@@ -270,8 +270,8 @@ describe('the in-flight byte budget (--max-inflight-bytes)', () => {
 
 describe("the HTTP parser's refusals, in our shape", () => {
   it.each([
-    ['a malformed header line', 'GET /healthz HTTP/1.1\r\nHost: localhost\r\nno colon here\r\n\r\n', 400, 'ERR_BAD_HTTP'],
-    ['headers over the size limit', `GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'y'.repeat(20_000)}\r\n\r\n`, 431, 'ERR_HEADERS_TOO_LARGE'],
+    ['a malformed header line', 'GET /healthz HTTP/1.1\r\nHost: localhost\r\nno colon here\r\n\r\n', 400, 'SI_BAD_HTTP'],
+    ['headers over the size limit', `GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'y'.repeat(20_000)}\r\n\r\n`, 431, 'SI_HEADERS_TOO_LARGE'],
   ])('%s: answered $2 {message, code} with Connection: close, then closed', async (_what, bytes, status, code) => {
     await withServer({}, async (server, open) => {
       const client = open();
@@ -295,7 +295,7 @@ describe("the HTTP parser's refusals, in our shape", () => {
       const answer = parseHead(client.received());
       expect(answer.status).toBe(400);
       expect(answer.headers.connection).toBe('close');
-      expect(JSON.parse(answer.body)).toMatchObject({ code: 'FST_ERR_CTP_INVALID_JSON_BODY' });
+      expect(JSON.parse(answer.body)).toMatchObject({ code: 'SI_BODY_NOT_JSON' });
     });
   });
 
@@ -310,7 +310,7 @@ describe("the HTTP parser's refusals, in our shape", () => {
       expect(answer.headers.connection).toBe('close');
       expect(JSON.parse(answer.body)).toEqual({
         message: 'request body is larger than the 4096 byte limit',
-        code: 'FST_ERR_CTP_BODY_TOO_LARGE',
+        code: 'SI_BODY_TOO_LARGE',
       });
     });
   });

@@ -1,0 +1,29 @@
+/** The docs list every error code and metric the code has, and nothing else (Fastify keeps its errors doc so). */
+import { describe, expect, it } from 'vitest';
+import { CATALOGUE } from '../../src/errors.js';
+import { createMetrics } from '../../src/server/metrics.js';
+import { tableRows, unquote } from './markdown-table.js';
+
+describe('docs/errors.md', () => {
+  const rows = tableRows('errors.md', 'code').map(([code = '', kind, status]) => ({ code: unquote(code), kind, status }));
+
+  it('lists every code of src/errors.ts once, with its kind and status, and no other', () => {
+    const catalogue = CATALOGUE.map(({ code, kind, status }) => ({ code, kind, status: String(status) }));
+    expect(rows).toEqual(catalogue);
+  });
+
+  it('has unique codes, all with the SI_ prefix', () => {
+    const codes = CATALOGUE.map((entry) => entry.code);
+    expect(new Set(codes).size).toBe(codes.length);
+    for (const code of codes) expect(code).toMatch(/^SI_[A-Z_]+$/);
+  });
+});
+
+describe('docs/server.md metrics table', () => {
+  it('names exactly the metrics the server registers', async () => {
+    const metrics = createMetrics({ defaultMetrics: false, configLoadedAt: () => undefined, now: Date.now });
+    const registered = (await metrics.registry.getMetricsAsJSON()).map((metric) => metric.name).sort();
+    const documented = tableRows('server.md', 'metric').map(([name = '']) => unquote(name)).sort();
+    expect(documented).toEqual(registered);
+  });
+});
