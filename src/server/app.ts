@@ -9,6 +9,7 @@ import type { Socket } from 'node:net';
 import { reviewAdmission, type AdmissionSummary, type ReviewDeps } from '../admission/review.js';
 import { reviewJson } from '../admission/serialize.js';
 import { HTTP_ERRORS } from '../errors.js';
+import type { Logger } from '../util/logger.js';
 import { LOG_NAME_MAX, cutList, cutMessage, cutName, cutNames, cutString } from '../util/log-fields.js';
 import { failureFor, httpFailure } from './http-errors.js';
 import type { ServerMetrics } from './metrics.js';
@@ -37,12 +38,6 @@ import {
  */
 export const BODY_LIMIT_BYTES = DEFAULT_TRANSPORT_LIMITS.maxBodyBytes;
 
-/** What the app logs through; a pino logger satisfies it. */
-export interface AppLogger {
-  info(fields: object, message: string): void;
-  warn(fields: object, message: string): void;
-  error(fields: object, message: string): void;
-}
 
 export interface AppDeps {
   https: HttpsServerOptions;
@@ -53,7 +48,7 @@ export interface AppDeps {
   draining?: () => boolean;
   /** Defaults: DEFAULT_TRANSPORT_LIMITS. */
   limits?: Partial<TransportLimits>;
-  logger: AppLogger;
+  logger: Logger;
   metrics: ServerMetrics;
 }
 

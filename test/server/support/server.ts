@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Server } from 'node:https';
 import { injectionSettings, parseServeOptions, tlsPolicyOf, transportLimits } from '../../../src/config.js';
-import { buildApp, type AppLogger } from '../../../src/server/app.js';
+import { buildApp } from '../../../src/server/app.js';
+import type { Logger } from '../../../src/util/logger.js';
 import { createMetrics, type ServerMetrics } from '../../../src/server/metrics.js';
 import { httpsServerOptions, loadTlsMaterial, type TlsFiles } from '../../../src/server/tls/material.js';
 import type { TransportLimits } from '../../../src/server/transport.js';
@@ -21,7 +22,7 @@ export interface LogLine {
   message: string;
 }
 
-export function recordingLogger(): AppLogger & { lines: LogLine[] } {
+export function recordingLogger(): Logger & { lines: LogLine[] } {
   const lines: LogLine[] = [];
   const at =
     (level: LogLine['level']) =>
