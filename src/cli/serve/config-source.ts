@@ -1,0 +1,104 @@
+/**
+ * Where the injection config and each pod's runtimes come from.
+ *
+ * - Local mode: a ConfigMap manifest file, watched; runtimes from the pod's annotations.
+ * - Cluster mode: a cached watch of the ConfigMap; runtimes from the pod's owning Sandbox (cached watch,
+ *   GET on a miss). Admissions never call the API for the config.
+ */
+import type { Logger } from 'pino';
+import type { ReviewDeps } from '../../admission/review.js';
+import type { ServeOptions } from '../../config.js';
+import type { ServerMetrics } from '../../server/metrics.js';
+import type { WatchDirectories } from '../../server/watch.js';
+import { logConfigProblems, startConfigFileWatch, type ConfigLoadResult } from '../../sources/config-file-watch.js';
+import type { ConfigUpdateReport, InjectionConfigStore } from '../../sources/injection-config.js';
+import type { KubeClients } from '../../sources/kube/clients.js';
+import { runtimesFromAnnotations } from '../../sources/pod-annotations.js';
+import type { Lifetime } from './lifetime.js';
+
+export interface ConfigSourceDeps {
+  options: Readonly<ServeOptions>;
+  /** Cluster mode's clients; undefined in local mode. */
+  kube: KubeClients | undefined;
+  store: InjectionConfigStore;
+  /** Watches the config file's directory in local mode. */
+  watch: WatchDirectories;
+  metrics: ServerMetrics;
+  logger: Logger;
+  lifetime: Lifetime;
+}
+
+/** Starts the sources of the mode in use; resolves once the config file has been read (local mode). */
+export async function startConfigSource(deps: ConfigSourceDeps): Promise<ReviewDeps> {
+  return deps.kube === undefined ? startLocalSources(deps) : startClusterSources(deps, deps.kube);
+}
+
+async function startLocalSources({ options, store, watch, metrics, logger, lifetime }: ConfigSourceDeps): Promise<ReviewDeps> {
+  const configWatch = await startConfigFileWatch({
+    file: options.configFile,
+    store,
+    watch,
+    logger,
+    onResult: (result) => recordConfigLoad(metrics, result),
+  });
+  lifetime.onClose(() => configWatch.close());
+  if (options.trustedCreators !== undefined) {
+    logger.warn('--trusted-creators has no effect in local mode: runtimes come from pod annotations, whoever wrote them');
+  }
+  return { config: () => store.snapshot(), selectRuntimes: (pod) => runtimesFromAnnotations(pod) };
+}
+
+async function startClusterSources(
+  { options, store, metrics, logger, lifetime }: ConfigSourceDeps,
+  kube: KubeClients,
+): Promise<ReviewDeps> {
+  // Imported here: @kubernetes/client-node alone costs ~70 MiB of RSS, which a local run has no use for.
+  const { watchInjectionConfigMap } = await import('../../sources/kube/configmap-watch.js');
+  const { parseTrustedCreators, runtimesFromOwner, watchSandboxes } = await import('../../sources/kube/sandbox-runtimes.js');
+  // Unset keeps the behaviour from before the flag existed, so a run outside the manifests (a laptop with a
+  // kubeconfig) is not broken by it; the manifests set it, and the warning says what unset means.
+  const trustedCreators = options.trustedCreators === undefined ? undefined : parseTrustedCreators(options.trustedCreators);
+  if (trustedCreators === undefined) {
+    logger.warn('every pod creator is trusted: any pod naming a Sandbox as its controller owner gets its runtimes (see --trusted-creators)');
+  } else {
+    logger.info({ users: [...trustedCreators.users], groups: [...trustedCreators.groups] }, 'only trusted creators may create pods owned by a Sandbox');
+  }
+  const configWatch = watchInjectionConfigMap({
+    clients: kube,
+    namespace: options.configNamespace,
+    name: options.configName,
+    store,
+    onApplied: (report, event) => recordConfigMapChange(logger, metrics, store.configMapName, report, event),
+    onError: (error, retryInMs) => {
+      metrics.configReload('failure', undefined);
+      logger.warn({ err: error, retryInMs }, 'injection ConfigMap watch failed; restarting');
+    },
+  });
+  lifetime.onClose(() => configWatch.stop());
+  const sandboxes = watchSandboxes(kube, {
+    onError: (error, retryInMs) => logger.warn({ err: error, retryInMs }, 'Sandbox watch failed; restarting'),
+  });
+  lifetime.onClose(() => sandboxes.watch.stop());
+  return {
+    config: () => store.snapshot(),
+    selectRuntimes: (pod, request) =>
+      runtimesFromOwner(pod, request, sandboxes.lookup, options.allowAnnotationRuntimes, trustedCreators),
+  };
+}
+
+function recordConfigLoad(metrics: ServerMetrics, result: ConfigLoadResult): void {
+  if (result.kind === 'loaded') metrics.configReload('success', result.invalidKeys.length);
+  else if (result.kind === 'failed') metrics.configReload('failure', undefined);
+}
+
+function recordConfigMapChange(
+  logger: Logger,
+  metrics: ServerMetrics,
+  configMap: string,
+  report: ConfigUpdateReport,
+  event: string,
+): void {
+  metrics.configReload('success', report.invalidKeys.length);
+  logger.info({ configMap, event, invalidKeys: report.invalidKeys.length }, 'injection config applied');
+  logConfigProblems(logger, { configMap }, report);
+}

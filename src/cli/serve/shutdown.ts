@@ -1,0 +1,131 @@
+/**
+ * How `serve` stops. SIGTERM (the kubelet) or SIGINT (a terminal) starts the shutdown: /readyz turns 503
+ * at once, then after `--shutdown-delay-seconds` (time for endpoints to drop the pod) the listener closes
+ * and the admissions in flight are drained. A second signal cuts the delay and the drain short.
+ *
+ * The process and the server are passed in, so a test drives a shutdown with an EventEmitter for the
+ * signals, a fake server and fake timers.
+ */
+import type { Server } from 'node:https';
+import type { Logger } from '../../util/logger.js';
+
+export interface Stop {
+  signal: NodeJS.Signals;
+}
+
+/** Where the signals come from; `process` satisfies it. */
+export interface SignalSource {
+  on(signal: NodeJS.Signals, listener: (signal: NodeJS.Signals) => void): unknown;
+  off(signal: NodeJS.Signals, listener: (signal: NodeJS.Signals) => void): unknown;
+}
+
+export interface StopSignals {
+  /** The first SIGTERM or SIGINT: start the shutdown. */
+  readonly first: Promise<Stop>;
+  /** The one after it: stop waiting. */
+  readonly second: Promise<Stop>;
+  /** Hands the signals back to their default action, which ends the process. */
+  remove(): void;
+}
+
+export const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT'];
+
+/** Listens from the start, so a signal that arrives while the server is still starting is not lost. */
+export function listenForStopSignals(source: SignalSource): StopSignals {
+  const resolvers: ((stop: Stop) => void)[] = [];
+  const first = new Promise<Stop>((resolve) => resolvers.push(resolve));
+  const second = new Promise<Stop>((resolve) => resolvers.push(resolve));
+  let received = 0;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    resolvers[received]?.({ signal });
+    received += 1;
+  };
+  for (const signal of STOP_SIGNALS) source.on(signal, onSignal);
+  return {
+    first,
+    second,
+    remove: () => {
+      for (const signal of STOP_SIGNALS) source.off(signal, onSignal);
+    },
+  };
+}
+
+/** The webhook server, as the drain needs it. */
+export interface DrainTarget {
+  /** Stops accepting and resolves once every admission in flight has been answered (Fastify's close). */
+  close(): Promise<void>;
+  /** The node server under it, whose connections the drain closes. */
+  connections: Pick<Server, 'closeIdleConnections' | 'closeAllConnections'>;
+}
+
+export interface ShutdownDeps {
+  signals: StopSignals;
+  server: DrainTarget;
+  /** Called at the first signal: from then on /readyz says 503 and every answer says `Connection: close`. */
+  startDraining(): void;
+  /** Between the first signal and closing the listener. */
+  delayMs: number;
+  /** The longest the drain waits for admissions in flight before it cuts their connections. */
+  timeoutMs: number;
+  logger: Pick<Logger, 'info' | 'warn'>;
+}
+
+/**
+ * While draining, idle connections not used since the drain began are closed this often (see Connections
+ * in server/transport.ts): one whose answer was already on its way at SIGTERM lacks `Connection: close`.
+ */
+export const IDLE_SWEEP_MS = 100;
+
+/** Waits for the first stop signal, then shuts down; resolves with the exit status (1: connections were cut). */
+export async function shutDownOnSignal(deps: ShutdownDeps): Promise<number> {
+  const { signals, logger } = deps;
+  const stop = await signals.first;
+  logger.info({ signal: stop.signal }, 'shutting down: draining in-flight admissions');
+  deps.startDraining();
+  if (deps.delayMs > 0) await sleepUnless(deps.delayMs, signals.second);
+  const forced = await drain(deps.server, deps.timeoutMs, signals.second, logger);
+  logger.info({ forced }, 'stopped');
+  return forced ? 1 : 0;
+}
+
+/**
+ * Stops accepting, lets every admission in flight finish, and returns whether connections had to be cut
+ * (the timeout passed, or a second signal asked for it). A connection used since SIGTERM closes after the
+ * answer that told it `Connection: close`; the rest are closed while idle, so a keep-alive client cannot
+ * hold the process open.
+ */
+export async function drain(
+  server: DrainTarget,
+  timeoutMs: number,
+  secondSignal: Promise<Stop>,
+  logger: Pick<Logger, 'warn'>,
+): Promise<boolean> {
+  let forced = false;
+  const force = (why: string): void => {
+    if (forced) return;
+    forced = true;
+    logger.warn({ why }, 'closing connections with admissions still in flight');
+    server.connections.closeAllConnections();
+  };
+  const sweep = setInterval(() => server.connections.closeIdleConnections(), IDLE_SWEEP_MS);
+  const timeout = setTimeout(() => force(`shutdown timeout of ${timeoutMs} ms passed`), timeoutMs);
+  void secondSignal.then((stop) => force(`second ${stop.signal}`));
+  try {
+    await server.close();
+  } finally {
+    clearInterval(sweep);
+    clearTimeout(timeout);
+  }
+  return forced;
+}
+
+/** Waits `ms`, or less when `cut` settles first; the timer is cleared either way, so it holds nothing open. */
+async function sleepUnless(ms: number, cut: Promise<unknown>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  try {
+    await Promise.race([elapsed, cut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
