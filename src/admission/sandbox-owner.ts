@@ -2,7 +2,7 @@ import type { OwnerReference, Pod } from '../injection/index.js';
 
 export const SANDBOX_GROUP = 'agents.kruise.io';
 export const SANDBOX_VERSION = 'v1alpha1';
-export const SANDBOX_API_VERSION = `${SANDBOX_GROUP}/${SANDBOX_VERSION}`;
+const SANDBOX_API_VERSION = `${SANDBOX_GROUP}/${SANDBOX_VERSION}`;
 
 /** The pod's controller owner, when it is a Sandbox. */
 export function sandboxOwner(pod: Pod): OwnerReference | undefined {

@@ -5,7 +5,7 @@ import { pod as podShape } from '../shapes/kubernetes.js';
 import type { AdmissionReviewRequest } from './types.js';
 
 /** The API versions of AdmissionReview we speak; the answer always carries the request's own. */
-export const ADMISSION_API_VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'] as const;
+const ADMISSION_API_VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'] as const;
 
 const ajv = new Ajv({ allErrors: false, strict: true });
 

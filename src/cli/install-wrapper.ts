@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { CliError, type CliIo, writeLine } from './io.js';
 
 /** The wrapper as shipped in the package (dist/cli -> src/wrapper). */
-export const WRAPPER_SOURCE = fileURLToPath(new URL('../../src/wrapper/run_with_envs.sh', import.meta.url));
+const WRAPPER_SOURCE = fileURLToPath(new URL('../../src/wrapper/run_with_envs.sh', import.meta.url));
 
 /**
  * Copies run_with_envs.sh into a directory. The optional init container runs this, because the injector's

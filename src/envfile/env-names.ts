@@ -48,7 +48,7 @@ export function isShellName(name: string): boolean {
   return SHELL_NAME.test(name);
 }
 
-export function isBashReservedName(name: string): boolean {
+function isBashReservedName(name: string): boolean {
   return BASH_RESERVED_NAMES.has(name);
 }
 

@@ -5,9 +5,9 @@ import type { Container, Probe, Volume, VolumeMount } from './types.js';
 
 /** The wrapper every wrapped command and exec probe starts with. */
 export const WRAPPER = Object.freeze(['/bin/bash', '/var/sandbox/run_with_envs.sh']);
-export const SANDBOX_ENV_VOLUME = 'sandbox-env';
-export const SANDBOX_ENV_PATH = '/var/sandbox';
-export const WRAPPER_INIT_CONTAINER = 'sandbox-env-wrapper';
+const SANDBOX_ENV_VOLUME = 'sandbox-env';
+const SANDBOX_ENV_PATH = '/var/sandbox';
+const WRAPPER_INIT_CONTAINER = 'sandbox-env-wrapper';
 
 /** An image that can put run_with_envs.sh into the shared volume, and the command that does it there. */
 export interface WrapperInstaller {
@@ -67,7 +67,7 @@ function agentRuntimePresent(editor: PodEditor, input: EnvWrapperInput): boolean
   return input.sidecarNames.every((name) => initNames.has(name));
 }
 
-export function startsWithWrapper(command: readonly string[] | undefined): boolean {
+function startsWithWrapper(command: readonly string[] | undefined): boolean {
   return command !== undefined && command[0] === WRAPPER[0] && command[1] === WRAPPER[1];
 }
 

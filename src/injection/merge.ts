@@ -3,7 +3,7 @@ import type { Container, EnvVar, PodSpec, Volume, VolumeMount } from './types.js
 
 type ContainerList = 'containers' | 'initContainers';
 
-export function editSpec(editor: PodEditor): PodSpec {
+function editSpec(editor: PodEditor): PodSpec {
   return editor.own(editor.root(), 'spec', (): PodSpec => ({ containers: [] }));
 }
 

@@ -4,7 +4,7 @@ import { AGENT_RUNTIME, CSI } from './types.js';
 type ContainerList = 'containers' | 'initContainers';
 
 /** The containers a runtime's config adds, each with the pod list it goes to. */
-export function runtimeContainers(runtime: string, config: RuntimeConfig): { list: ContainerList; container: Container }[] {
+function runtimeContainers(runtime: string, config: RuntimeConfig): { list: ContainerList; container: Container }[] {
   const into = (list: ContainerList, containers: readonly Container[] | undefined) =>
     (containers ?? []).map((container) => ({ list, container }));
   if (runtime === AGENT_RUNTIME || runtime === CSI) return into('initContainers', config.csiSidecar);

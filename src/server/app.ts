@@ -52,7 +52,7 @@ export interface AppDeps {
   metrics: ServerMetrics;
 }
 
-export const MUTATE_PATH = '/mutate';
+const MUTATE_PATH = '/mutate';
 /** Methods each known path answers; any other method there gets 405 rather than a misleading 404. */
 const ROUTE_METHODS: ReadonlyMap<string, string> = new Map([
   [MUTATE_PATH, 'POST'],

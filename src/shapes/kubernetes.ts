@@ -55,9 +55,9 @@ const probe = struct({
   ),
 });
 
-export const envVar = struct({ name: string, value: string, valueFrom: any }, ['name']);
+const envVar = struct({ name: string, value: string, valueFrom: any }, ['name']);
 
-export const volumeMount = struct(
+const volumeMount = struct(
   {
     name: string,
     mountPath: string,

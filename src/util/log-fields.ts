@@ -8,9 +8,9 @@
 /** uids, namespaces, pod and runtime names: Kubernetes names are at most 253 characters. */
 export const LOG_NAME_MAX = 253;
 /** Messages (denials, refusals): enough for every message the server writes itself. */
-export const LOG_MESSAGE_MAX = 1024;
+const LOG_MESSAGE_MAX = 1024;
 /** Lists (runtimes, present, skipped): more than any sensible pod asks for. */
-export const LOG_LIST_MAX = 16;
+const LOG_LIST_MAX = 16;
 
 /** `value` when short enough, else its first `max` characters and how many were cut. */
 export function cutString(value: string, max: number): string {

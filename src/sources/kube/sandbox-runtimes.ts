@@ -9,7 +9,7 @@ import type { KubeClients } from './clients.js';
 import { ResilientWatch } from './resilient-watch.js';
 import { errorMessage } from '../../util/error-message.js';
 
-export const SANDBOX_PLURAL = 'sandboxes';
+const SANDBOX_PLURAL = 'sandboxes';
 
 export interface Sandbox extends KubernetesObject {
   spec?: { runtimes?: unknown; envVarsInjectionPolicy?: unknown };
@@ -113,7 +113,7 @@ export async function runtimesFromOwner(
  * annotation, which the Sandbox controller copies from the template. Reading it from the pod is safe because
  * wrapping grants nothing: it only makes the pod's own commands wait for their environment.
  */
-export function selectionFromSandbox(sandbox: Sandbox, pod: Pod, label: string): RuntimeSelection {
+function selectionFromSandbox(sandbox: Sandbox, pod: Pod, label: string): RuntimeSelection {
   const runtimes = sandbox.spec?.runtimes ?? [];
   if (!Array.isArray(runtimes)) return { ok: false, denial: DENIALS.sandboxSpecInvalid(label, 'spec.runtimes must be a list') };
   const names: string[] = [];
