@@ -9,13 +9,18 @@ import {
   tlsPolicyOf,
   transportLimits,
   type ServeOptions,
-} from '../../src/config.js';
-import { IMAGE_INSTALL_COMMAND } from '../../src/wrapper/installer.js';
+} from '../src/config.js';
+import { IMAGE_INSTALL_COMMAND } from '../src/wrapper/installer.js';
 
-function options(argv: string[], env: NodeJS.ProcessEnv = {}): Readonly<ServeOptions> {
-  const parsed = parseServeOptions(argv, env);
+function options(argv: string[], env: NodeJS.ProcessEnv = {}, fileExists = noFileLookups): Readonly<ServeOptions> {
+  const parsed = parseServeOptions(argv, env, fileExists);
   if (parsed.kind !== 'options') throw new Error('expected options');
   return parsed.options;
+}
+
+// Outside a pod the parser has no reason to look at the filesystem; a test that expects a lookup passes its own.
+function noFileLookups(path: string): boolean {
+  throw new Error(`unexpected lookup of ${path}`);
 }
 
 function problemsOf(argv: string[], env: NodeJS.ProcessEnv = {}): readonly string[] {
@@ -62,6 +67,7 @@ describe('parseServeOptions', () => {
       webhookConfigName: 'sandbox-injector',
       certDir: 'certs/self-managed',
       certPollSeconds: 60,
+      mode: 'local',
     });
     expect(DEFAULT_CONFIG_FILE).toMatch(/\/manifests\/injection-config\.yaml$/);
   });
@@ -73,6 +79,24 @@ describe('parseServeOptions', () => {
     expect(() => options(['--cert-mode', 'files'])).toThrow(/--cert-mode \(SANDBOX_INJECTOR_CERT_MODE\) files needs --tls-cert-file/);
     expect(() => options(['--cert-mode', 'magic'])).toThrow(/--cert-mode .*must be equal to one of the allowed values \(auto, files, self-managed\)/);
     expect(() => options(['--config-namespace', 'Bad_NS'])).toThrow(/--config-namespace/);
+  });
+
+  it('chooses cluster mode for a kubeconfig, or in a pod whose service-account token is mounted', () => {
+    const token = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+    const pod = { KUBERNETES_SERVICE_HOST: '10.96.0.1' };
+    const asked: string[] = [];
+    const tokenMounted = (path: string): boolean => {
+      asked.push(path);
+      return true;
+    };
+    expect(options([]).mode).toBe('local');
+    expect(options(['--kubeconfig', '/k']).mode).toBe('cluster');
+    expect(options([], { SANDBOX_INJECTOR_KUBECONFIG: '/k', ...pod }).mode).toBe('cluster');
+    expect(options([], pod, tokenMounted).mode).toBe('cluster');
+    expect(asked).toEqual([token]);
+    // automountServiceAccountToken: false leaves the variable but no token to authenticate with.
+    expect(options([], pod, () => false).mode).toBe('local');
+    expect(() => options(['--port', 'x'], pod)).toThrow(OptionsError);
   });
 
   it('parses how reviews inject: --poststart-conflict, and --agent-runtime-has-wrapper over --wrapper-image', () => {

@@ -141,12 +141,10 @@ async function run(options: Readonly<ServeOptions>, logger: Logger): Promise<num
   }
 }
 
-/** Cluster mode when given a kubeconfig or running in a pod; otherwise everything comes from local files. */
+/** The parsed options chose the mode (src/config.ts); in local mode everything comes from local files. */
 async function clusterClients(options: Readonly<ServeOptions>, logger: Logger): Promise<KubeClients | undefined> {
-  // Without a kubeconfig, only a pod's environment can mean cluster mode; check that before loading the client.
-  if (options.kubeconfig === undefined && process.env.KUBERNETES_SERVICE_HOST === undefined) return undefined;
-  const { createKubeClients, runningInCluster } = await import('../sources/kube/clients.js');
-  if (options.kubeconfig === undefined && !runningInCluster(process.env)) return undefined;
+  if (options.mode === 'local') return undefined;
+  const { createKubeClients } = await import('../sources/kube/clients.js');
   logger.info({ kubeconfig: options.kubeconfig ?? 'in-cluster service account' }, 'cluster mode');
   return createKubeClients(options.kubeconfig);
 }

@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { CoreV1Api, CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node';
 
 /** The Kubernetes clients the cluster-mode sources use, made once at the edge and passed in. */
@@ -9,13 +8,7 @@ export interface KubeClients {
   watch: Watch;
 }
 
-const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
-
-/** Whether the process runs in a pod with a service account: the signal for cluster mode without --kubeconfig. */
-export function runningInCluster(env: NodeJS.ProcessEnv): boolean {
-  return env.KUBERNETES_SERVICE_HOST !== undefined && existsSync(SERVICE_ACCOUNT_TOKEN);
-}
-
+/** Without a kubeconfig, the pod's service account: config.ts chose cluster mode only when it is mounted. */
 export function createKubeClients(kubeconfigPath: string | undefined): KubeClients {
   const kubeConfig = new KubeConfig();
   if (kubeconfigPath === undefined) kubeConfig.loadFromCluster();
