@@ -19,7 +19,7 @@ import { buildApp } from '../server/app.js';
 import { createMetrics } from '../server/metrics.js';
 import { startMetricsServer } from '../server/metrics-server.js';
 import { loadTlsMaterial, httpsServerOptions } from '../server/tls/material.js';
-import { directoryWatcher, systemTimers } from '../server/watch.js';
+import { directoryWatcher, systemTimers } from '../util/directory-watch.js';
 import { InjectionConfigStore } from '../sources/injection-config.js';
 // Cluster-mode modules are imported where used: @kubernetes/client-node alone costs ~70 MiB of RSS, which a
 // local run (npm start, the benchmark) has no use for.

@@ -9,19 +9,17 @@
  */
 import { readFile as fsReadFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { coalesced } from '../util/coalesce.js';
 import { parseConfigMapManifest } from './configmap-manifest.js';
 import type { ConfigUpdateReport } from './injection-config.js';
+import type { WatchDirectories } from '../util/directory-watch.js';
 import { errorMessage } from '../util/error-message.js';
 import type { Logger } from '../util/logger.js';
+import { reloadOnChange } from '../util/reload-on-change.js';
 
 /** The part of InjectionConfigStore this module writes to. */
 export interface ConfigSink {
   update(data: Record<string, string> | undefined): ConfigUpdateReport;
 }
-
-/** Debounced "something changed in one of these directories"; see server/watch.ts for the fs version. */
-export type WatchDirectories = (dirs: readonly string[], onChange: () => void) => { close(): void };
 
 export type ConfigWatchLogger = Pick<Logger, 'info' | 'warn'>;
 
@@ -56,7 +54,6 @@ const ABSENT = Symbol('absent');
 export async function startConfigFileWatch(deps: ConfigFileWatchDeps): Promise<ConfigFileWatch> {
   const readFile = deps.readFile ?? ((path: string) => fsReadFile(path, 'utf8'));
   let applied: string | typeof ABSENT | undefined;
-  let closed = false;
 
   const loadOnce = async (): Promise<ConfigLoadResult> => {
     let text: string | typeof ABSENT;
@@ -78,28 +75,22 @@ export async function startConfigFileWatch(deps: ConfigFileWatchDeps): Promise<C
     return { kind: 'loaded', absent: data === undefined, ...report };
   };
 
-  const load = async (): Promise<ConfigLoadResult> => {
-    const result = closed ? { kind: 'unchanged' as const } : await loadOnce();
+  const report = (result: ConfigLoadResult): void => {
     logResult(deps, result);
     deps.onResult?.(result);
-    return result;
   };
 
-  // One load at a time; changes that arrive meanwhile collapse into a single follow-up load.
-  const loads = coalesced(load);
-  const reload = (): Promise<ConfigLoadResult> => loads.run();
-
-  const first = await reload();
-  const watcher = deps.watch([dirname(deps.file)], () => void reload());
-  return {
-    first,
-    reload,
-    async close() {
-      closed = true;
-      watcher.close();
-      await loads.idle();
-    },
-  };
+  // The first load needs no coalescing: nothing can ask for another before this function returns.
+  const first = await loadOnce();
+  report(first);
+  const reloads = reloadOnChange({
+    watch: deps.watch,
+    dirs: [dirname(deps.file)],
+    load: loadOnce,
+    whenClosed: { kind: 'unchanged' },
+    onResult: report,
+  });
+  return { first, reload: reloads.reload, close: reloads.close };
 }
 
 function logResult({ file, logger }: ConfigFileWatchDeps, result: ConfigLoadResult): void {

@@ -5,8 +5,7 @@
  *
  * A run that fails (rejects, or throws) fails only its own callers: the next call starts afresh.
  *
- * Shared by the certificate reloader (server/) and the config file watch (sources/), which may not import
- * from each other.
+ * The heart of reload-on-change.ts, which the certificate reloader and the config file watch share.
  */
 export interface Coalesced<T> {
   /** Starts a run, or joins the follow-up already queued. */

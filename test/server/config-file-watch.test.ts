@@ -5,7 +5,7 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { directoryWatcher, systemTimers } from '../../src/server/watch.js';
+import { directoryWatcher, systemTimers } from '../../src/util/directory-watch.js';
 import {
   startConfigFileWatch,
   type ConfigFileWatch,

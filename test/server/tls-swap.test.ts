@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadTlsMaterial } from '../../src/server/tls/material.js';
 import { startTlsReloader, type TlsReloader } from '../../src/server/tls/reloader.js';
-import { directoryWatcher, systemTimers } from '../../src/server/watch.js';
+import { directoryWatcher, systemTimers } from '../../src/util/directory-watch.js';
 import { loadConformanceCases, reviewFor } from '../support/conformance.js';
 import { postJson, type HttpResult } from './support/https-client.js';
 import { createKubeVolume, swapKubeVolume } from './support/kube-volume.js';

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { ReviewDeps } from '../../admission/review.js';
 import type { ServeOptions } from '../../config.js';
 import type { ServerMetrics } from '../../server/metrics.js';
-import type { WatchDirectories } from '../../server/watch.js';
+import type { WatchDirectories } from '../../util/directory-watch.js';
 import { logConfigProblems, startConfigFileWatch, type ConfigLoadResult } from '../../sources/config-file-watch.js';
 import type { ConfigUpdateReport, InjectionConfigStore } from '../../sources/injection-config.js';
 import type { KubeClients } from '../../sources/kube/clients.js';

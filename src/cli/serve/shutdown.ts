@@ -28,7 +28,7 @@ export interface StopSignals {
   remove(): void;
 }
 
-export const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT'];
+const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT'];
 
 /** Listens from the start, so a signal that arrives while the server is still starting is not lost. */
 export function listenForStopSignals(source: SignalSource): StopSignals {

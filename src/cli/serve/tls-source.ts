@@ -12,7 +12,7 @@ import type { TlsFiles, TlsMaterial } from '../../server/tls/material.js';
 import type { TlsPolicy } from '../../server/tls/policy.js';
 import { startTlsReloader, type SecureContextTarget, type TlsReloadResult } from '../../server/tls/reloader.js';
 import { ensureSelfSignedCertificates } from '../../server/tls/self-signed.js';
-import type { WatchDirectories } from '../../server/watch.js';
+import type { WatchDirectories } from '../../util/directory-watch.js';
 import type { KubeClients } from '../../sources/kube/clients.js';
 import type { Lifetime } from './lifetime.js';
 

@@ -7,8 +7,8 @@
  */
 import type { SecureContextOptions } from 'node:tls';
 import { dirname } from 'node:path';
-import { coalesced } from '../../util/coalesce.js';
-import type { WatchDirectories } from '../watch.js';
+import type { WatchDirectories } from '../../util/directory-watch.js';
+import { reloadOnChange } from '../../util/reload-on-change.js';
 import {
   loadTlsMaterial,
   sameMaterial,
@@ -56,7 +56,6 @@ export interface TlsReloader {
 
 export function startTlsReloader(deps: TlsReloaderDeps): TlsReloader {
   let current = deps.initial;
-  let closed = false;
 
   const attemptOnce = async (): Promise<TlsReloadResult> => {
     const next = await loadTlsMaterial(deps.files, deps.readFile);
@@ -66,11 +65,9 @@ export function startTlsReloader(deps: TlsReloaderDeps): TlsReloader {
     return { kind: 'reloaded', material: next, attempts: 0 };
   };
 
-  const reloadWithRetries = async (): Promise<TlsReloadResult> => {
-    // A follow-up queued before close() has nothing left to serve.
-    if (closed) return { kind: 'unchanged' };
+  const reloadWithRetries = async (closed: () => boolean): Promise<TlsReloadResult> => {
     let lastMessage = '';
-    for (let attempt = 1; attempt <= deps.attempts && !closed; attempt += 1) {
+    for (let attempt = 1; attempt <= deps.attempts && !closed(); attempt += 1) {
       try {
         const result = await attemptOnce();
         return result.kind === 'reloaded' ? { ...result, attempts: attempt } : result;
@@ -82,28 +79,21 @@ export function startTlsReloader(deps: TlsReloaderDeps): TlsReloader {
     return { kind: 'failed', message: lastMessage, attempts: deps.attempts };
   };
 
-  // One reload at a time; changes that arrive meanwhile collapse into a single follow-up reload.
-  const reloads = coalesced(async () => {
-    const result = await reloadWithRetries();
-    deps.onResult(result);
-    return result;
+  const reloads = reloadOnChange({
+    watch: deps.watch,
+    dirs: [deps.files.certFile, deps.files.keyFile, deps.files.clientCaFile]
+      .filter((file): file is string => file !== undefined)
+      .map((file) => dirname(file)),
+    load: reloadWithRetries,
+    whenClosed: { kind: 'unchanged' },
+    onResult: (result) => deps.onResult(result),
   });
-  const reload = (): Promise<TlsReloadResult> => reloads.run();
-
-  const dirs = [deps.files.certFile, deps.files.keyFile, deps.files.clientCaFile]
-    .filter((file): file is string => file !== undefined)
-    .map((file) => dirname(file));
-  const watcher = deps.watch(dirs, () => void reload());
 
   return {
     get current() {
       return current;
     },
-    reload,
-    async close() {
-      closed = true;
-      watcher.close();
-      await reloads.idle();
-    },
+    reload: reloads.reload,
+    close: reloads.close,
   };
 }

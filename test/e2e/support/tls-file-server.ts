@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MIN_TLS_VERSION, loadTlsMaterial, secureContextOptions } from '../../../src/server/tls/material.js';
 import { startTlsReloader, type TlsReloader, type TlsReloadResult } from '../../../src/server/tls/reloader.js';
-import { directoryWatcher, systemTimers } from '../../../src/server/watch.js';
+import { directoryWatcher, systemTimers } from '../../../src/util/directory-watch.js';
 
 export interface TlsFileServer {
   port: number;

@@ -2,8 +2,8 @@
 import { writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { directoryWatcher, type Timers } from '../../src/server/watch.js';
-import { temporaryDirectory } from './support/pki.js';
+import { directoryWatcher, type Timers } from '../../src/util/directory-watch.js';
+import { temporaryDirectory } from '../server/support/pki.js';
 
 let dir: string;
 let removeDir: () => Promise<void>;

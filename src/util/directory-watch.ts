@@ -6,6 +6,9 @@
  * debounced because one swap produces several (create `..data_tmp`, rename over `..data`, unlink the old
  * directory), and a periodic resync covers file systems where inotify misses events (some network volumes).
  * Reloaders compare bytes, so a spurious signal costs one read.
+ *
+ * In util/ because its users, the certificate reloader (server/) and the config file watch (sources/), may
+ * not import from each other.
  */
 import { watch as fsWatch, type FSWatcher } from 'node:fs';
 
