@@ -21,6 +21,9 @@ import {
   type TlsPolicy,
 } from './server/tls/policy.js';
 import { POSTSTART_CONFLICT_MODES, type PostStartConflict, type WrapperInstaller } from './injection/index.js';
+import { STARTUP_ERRORS } from './errors.js';
+import { DEFAULT_CONFIG_NAME, DEFAULT_CONFIG_NAMESPACE } from './sources/injection-config.js';
+import { errorMessage } from './util/error-message.js';
 import { IMAGE_INSTALL_COMMAND } from './wrapper/installer.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -176,9 +179,9 @@ export const OPTION_ROWS = {
     'string',
     'namespace of the injection ConfigMap (cluster mode)',
     DNS_LABEL,
-    'sandbox-system',
+    DEFAULT_CONFIG_NAMESPACE,
   ),
-  configName: option('config-name', 'string', 'name of the injection ConfigMap (cluster mode)', DNS_SUBDOMAIN, 'sandbox-injection-config'),
+  configName: option('config-name', 'string', 'name of the injection ConfigMap (cluster mode)', DNS_SUBDOMAIN, DEFAULT_CONFIG_NAME),
   allowAnnotationRuntimes: option(
     'allow-annotation-runtimes',
     'boolean',
@@ -293,7 +296,7 @@ const validate = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: true
 
 export class OptionsError extends Error {
   override readonly name = 'OptionsError';
-  readonly code = 'ERR_INVALID_OPTIONS';
+  readonly code = STARTUP_ERRORS.optionsInvalid.code;
   constructor(readonly problems: readonly string[]) {
     super(problems.join('; '));
   }
@@ -351,7 +354,7 @@ function readFlags(argv: readonly string[]): Record<string, string | boolean | u
     const { values } = parseArgs({ args: [...argv], options: parseOptions, strict: true, allowPositionals: false });
     return values;
   } catch (error) {
-    throw new OptionsError([error instanceof Error ? error.message : String(error)]);
+    throw new OptionsError([errorMessage(error)]);
   }
 }
 
