@@ -18,7 +18,8 @@ export function tableRows(file: string, firstHeader: string): string[][] {
   return rows;
 }
 
-function cells(line: string): string[] {
+/** A table line's cells, trimmed; `\|` inside a cell does not split it. */
+export function cells(line: string): string[] {
   return line
     .trim()
     .replace(/^\||\|$/g, '')

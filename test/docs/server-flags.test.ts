@@ -7,6 +7,7 @@ import { isAbsolute, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { OPTION_ROWS } from '../../src/config.js';
+import { cells } from './markdown-table.js';
 
 const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SECTION = '## Flags and environment';
@@ -42,14 +43,6 @@ function documentedRows(): string[][] {
     rows.push(row);
   }
   return rows;
-}
-
-function cells(line: string): string[] {
-  return line
-    .trim()
-    .replace(/^\||\|$/g, '')
-    .split(/(?<!\\)\|/)
-    .map((cell) => cell.trim());
 }
 
 function codeSpans(cell: string): string[] {
