@@ -4,9 +4,9 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConformanceCases, reviewFor } from '../support/conformance.js';
-import { MAIN, spawnServer } from './support/child-server.js';
-import { postJson } from './support/https-client.js';
-import { servingPki, temporaryDirectory } from './support/pki.js';
+import { MAIN, spawnServer } from '../server/support/child-server.js';
+import { postJson } from '../server/support/https-client.js';
+import { servingPki, temporaryDirectory } from '../server/support/pki.js';
 
 const run = promisify(execFile);
 const basic = loadConformanceCases().find((c) => c.name === 'agent-runtime-basic');

@@ -1,9 +1,8 @@
 /**
  * The config file source (src/sources/config-file-watch.ts): load at start, reload on change, keep the last
- * valid data on a bad file. Its tests live here with the other serve-time watchers.
+ * valid data on a bad file.
  */
 import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { directoryWatcher, systemTimers } from '../../src/util/directory-watch.js';
 import {
@@ -14,9 +13,9 @@ import {
 } from '../../src/sources/config-file-watch.js';
 import { InjectionConfigStore } from '../../src/sources/injection-config.js';
 import { loadConformanceCases } from '../support/conformance.js';
-import { createKubeVolume, swapKubeVolume } from './support/kube-volume.js';
-import { temporaryDirectory } from './support/pki.js';
-import { recordingLogger } from './support/server.js';
+import { createKubeVolume, swapKubeVolume } from '../server/support/kube-volume.js';
+import { temporaryDirectory } from '../server/support/pki.js';
+import { recordingLogger } from '../server/support/server.js';
 
 const configMap = loadConformanceCases().find((c) => c.name === 'agent-runtime-basic')?.configMap;
 if (configMap === undefined || configMap === null) throw new Error('conformance case agent-runtime-basic is missing');
@@ -49,6 +48,8 @@ interface Rig {
   results: ConfigLoadResult[];
   logs: ReturnType<typeof recordingLogger>['lines'];
   updates: () => number;
+  /** Resolves after the first load result from now on that leaves `test` true of the store. */
+  loadedUntil: (test: (store: InjectionConfigStore) => boolean) => Promise<void>;
 }
 
 /** The watcher with a do-nothing directory watch: reloads happen when the test calls reload(). */
@@ -56,6 +57,7 @@ async function rig(file: string, overrides: Partial<ConfigFileWatchDeps> = {}): 
   const store = new InjectionConfigStore();
   let updates = 0;
   const results: ConfigLoadResult[] = [];
+  const waiters: { test: (store: InjectionConfigStore) => boolean; resolve: () => void }[] = [];
   const logger = recordingLogger();
   const watch = await startConfigFileWatch({
     file,
@@ -67,10 +69,18 @@ async function rig(file: string, overrides: Partial<ConfigFileWatchDeps> = {}): 
     },
     watch: () => ({ close: () => undefined }),
     logger,
-    onResult: (result) => results.push(result),
+    onResult: (result) => {
+      results.push(result);
+      for (const waiter of waiters.filter((w) => w.test(store))) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve();
+      }
+    },
     ...overrides,
   });
-  return { watch, store, results, logs: logger.lines, updates: () => updates };
+  const loadedUntil = (test: (store: InjectionConfigStore) => boolean): Promise<void> =>
+    new Promise((resolve) => waiters.push({ test, resolve }));
+  return { watch, store, results, logs: logger.lines, updates: () => updates, loadedUntil };
 }
 
 function keys(store: InjectionConfigStore): string[] {
@@ -182,11 +192,11 @@ describe('with the real directory watcher', () => {
     const dir = `${await freshDir()}/volume`;
     await createKubeVolume(dir, { 'injection-config.yaml': manifest });
     const watch = directoryWatcher({ debounceMs: 50, resyncMs: 0, timers: systemTimers, onError: () => undefined });
-    const { watch: configWatch, store } = await rig(`${dir}/injection-config.yaml`, { watch });
+    const { watch: configWatch, store, loadedUntil } = await rig(`${dir}/injection-config.yaml`, { watch });
 
+    const reloaded = loadedUntil((loaded) => keys(loaded).length === 1);
     await swapKubeVolume(dir, { 'injection-config.yaml': agentRuntimeOnly });
-    const deadline = Date.now() + 2000;
-    while (keys(store).length !== 1 && Date.now() < deadline) await sleep(20);
+    await reloaded;
 
     expect(keys(store)).toEqual(['agent-runtime']);
     await configWatch.close();
@@ -196,12 +206,12 @@ describe('with the real directory watcher', () => {
     const dir = await freshDir();
     await writeFile(`${dir}/config.yaml`, manifest);
     const watch = directoryWatcher({ debounceMs: 50, resyncMs: 0, timers: systemTimers, onError: () => undefined });
-    const { watch: configWatch, store } = await rig(`${dir}/config.yaml`, { watch });
+    const { watch: configWatch, store, loadedUntil } = await rig(`${dir}/config.yaml`, { watch });
 
+    const reloaded = loadedUntil((loaded) => keys(loaded).length === 1);
     await rm(`${dir}/config.yaml`);
     await writeFile(`${dir}/config.yaml`, agentRuntimeOnly);
-    const deadline = Date.now() + 2000;
-    while (keys(store).length !== 1 && Date.now() < deadline) await sleep(20);
+    await reloaded;
 
     expect(keys(store)).toEqual(['agent-runtime']);
     await configWatch.close();
