@@ -4,13 +4,14 @@
  * with 409 Conflict; reading again and deciding again on what the other wrote is then the whole remedy.
  */
 import { ApiException } from '@kubernetes/client-node';
+import { STARTUP_ERRORS } from '../errors.js';
 
 /** Reads and writes per call before giving up: writers that keep winning this often are not replicas. */
 const CONFLICT_ATTEMPTS = 5;
 
 export class CertificateConflictError extends Error {
   override readonly name = 'CertificateConflictError';
-  readonly code = 'ERR_CERT_CONFLICT';
+  readonly code = STARTUP_ERRORS.certificateConflict.code;
 }
 
 /**

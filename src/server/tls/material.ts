@@ -7,6 +7,8 @@ import { X509Certificate, createPrivateKey } from 'node:crypto';
 import type { SecureContextOptions } from 'node:tls';
 import type { ServerOptions as HttpsServerOptions } from 'node:https';
 import { DEFAULT_TLS_POLICY, type TlsPolicy } from './policy.js';
+import { STARTUP_ERRORS, type Failure } from '../../errors.js';
+import { errorMessage } from '../../util/error-message.js';
 
 export interface TlsFiles {
   certFile: string;
@@ -30,15 +32,12 @@ export type ReadFile = (path: string) => Promise<Buffer>;
 /** TLS 1.0 and 1.1 are deprecated (RFC 8996); the Kubernetes API server speaks 1.2 and 1.3. */
 export const MIN_TLS_VERSION = 'TLSv1.2';
 
-export type TlsMaterialErrorCode = 'ERR_TLS_READ' | 'ERR_TLS_CERT' | 'ERR_TLS_KEY' | 'ERR_TLS_KEY_MISMATCH' | 'ERR_TLS_CLIENT_CA';
-
 export class TlsMaterialError extends Error {
   override readonly name = 'TlsMaterialError';
-  constructor(
-    readonly code: TlsMaterialErrorCode,
-    message: string,
-  ) {
+  readonly code: string;
+  constructor({ code, message }: Failure) {
     super(message);
+    this.code = code;
   }
 }
 
@@ -49,17 +48,14 @@ export async function loadTlsMaterial(files: TlsFiles, readFile: ReadFile = fsRe
     files.clientCaFile === undefined ? undefined : readOrThrow(readFile, files.clientCaFile),
   ]);
 
-  const leaf = parse('ERR_TLS_CERT', `certificate ${files.certFile}`, () => new X509Certificate(cert));
-  const privateKey = parse('ERR_TLS_KEY', `private key ${files.keyFile}`, () => createPrivateKey(key));
+  const leaf = parse(STARTUP_ERRORS.tlsCertificateInvalid, `certificate ${files.certFile}`, () => new X509Certificate(cert));
+  const privateKey = parse(STARTUP_ERRORS.tlsKeyInvalid, `private key ${files.keyFile}`, () => createPrivateKey(key));
   if (!leaf.checkPrivateKey(privateKey)) {
-    throw new TlsMaterialError(
-      'ERR_TLS_KEY_MISMATCH',
-      `private key ${files.keyFile} does not match certificate ${files.certFile}`,
-    );
+    throw new TlsMaterialError(STARTUP_ERRORS.tlsKeyMismatch(files.keyFile, files.certFile));
   }
   if (clientCa !== undefined && files.clientCaFile !== undefined) {
     const where = `client CA ${files.clientCaFile}`;
-    parse('ERR_TLS_CLIENT_CA', where, () => new X509Certificate(clientCa));
+    parse(STARTUP_ERRORS.tlsClientCaInvalid, where, () => new X509Certificate(clientCa));
   }
 
   return {
@@ -76,20 +72,16 @@ async function readOrThrow(readFile: ReadFile, path: string): Promise<Buffer> {
   try {
     return await readFile(path);
   } catch (error) {
-    throw new TlsMaterialError('ERR_TLS_READ', `cannot read ${path}: ${errorMessage(error)}`);
+    throw new TlsMaterialError(STARTUP_ERRORS.tlsUnreadable(path, errorMessage(error)));
   }
 }
 
-function parse<T>(code: TlsMaterialErrorCode, what: string, build: () => T): T {
+function parse<T>(failure: (what: string, reason: string) => Failure, what: string, build: () => T): T {
   try {
     return build();
   } catch (error) {
-    throw new TlsMaterialError(code, `${what} is not valid PEM: ${errorMessage(error)}`);
+    throw new TlsMaterialError(failure(what, errorMessage(error)));
   }
-}
-
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 export function sameMaterial(a: TlsMaterial, b: TlsMaterial): boolean {

@@ -18,6 +18,7 @@ import {
   type TlsMaterial,
 } from './material.js';
 import type { TlsPolicy } from './policy.js';
+import { errorMessage } from '../../util/error-message.js';
 
 /** `https.Server` satisfies this; tests pass a recorder. */
 export interface SecureContextTarget {
@@ -72,7 +73,7 @@ export function startTlsReloader(deps: TlsReloaderDeps): TlsReloader {
         const result = await attemptOnce();
         return result.kind === 'reloaded' ? { ...result, attempts: attempt } : result;
       } catch (error) {
-        lastMessage = error instanceof Error ? error.message : String(error);
+        lastMessage = errorMessage(error);
         if (attempt < deps.attempts) await deps.sleep(deps.retryDelayMs);
       }
     }
