@@ -51,31 +51,31 @@ describe('directoryWatcher', () => {
     watcher.close();
   });
 
-  it('resyncs on its interval even without events, through the same debounce', () => {
-    let calls = 0;
-    const timers = manualTimers();
-    const watcher = directoryWatcher({ debounceMs: 100, resyncMs: 60_000, timers, onError: () => undefined })(
+  /** A watcher with a resync interval, on timers the test fires, counting its calls. */
+  function resyncingWatcher() {
+    const state = { calls: 0, timers: manualTimers() };
+    const watcher = directoryWatcher({ debounceMs: 100, resyncMs: 60_000, timers: state.timers, onError: () => undefined })(
       [dir],
-      () => (calls += 1),
+      () => (state.calls += 1),
     );
-    timers.fireIntervals();
-    expect(calls).toBe(0);
-    timers.fireTimeouts();
-    expect(calls).toBe(1);
+    return { state, watcher };
+  }
+
+  it('resyncs on its interval even without events, through the same debounce', () => {
+    const { state, watcher } = resyncingWatcher();
+    state.timers.fireIntervals();
+    expect(state.calls).toBe(0);
+    state.timers.fireTimeouts();
+    expect(state.calls).toBe(1);
     watcher.close();
   });
 
   it('calls nothing after close, even with a debounce pending', () => {
-    let calls = 0;
-    const timers = manualTimers();
-    const watcher = directoryWatcher({ debounceMs: 100, resyncMs: 60_000, timers, onError: () => undefined })(
-      [dir],
-      () => (calls += 1),
-    );
-    timers.fireIntervals();
+    const { state, watcher } = resyncingWatcher();
+    state.timers.fireIntervals();
     watcher.close();
-    timers.fireTimeouts();
-    timers.fireIntervals();
-    expect(calls).toBe(0);
+    state.timers.fireTimeouts();
+    state.timers.fireIntervals();
+    expect(state.calls).toBe(0);
   });
 });

@@ -138,14 +138,13 @@ describe('run_with_envs.sh main mode', () => {
 
 describe('run_with_envs.sh --probe', () => {
   it('succeeds at once before readiness without running the probe', async () => {
+    // Readiness never comes here: a probe that waited for it would never return, and the test would time out.
     const ran = path.join(dir, 'probe-ran');
-    const started = Date.now();
     const result = await runWrapper(['--probe', '--', 'bash', '-c', ': > "$1"; exit 3', 'bash', ran], {
       envDir: dir,
     });
     expect(result.code).toBe(0);
     expect(await exists(ran)).toBe(false);
-    expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it('after readiness runs the probe with the loaded environment and returns its status', async () => {
