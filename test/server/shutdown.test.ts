@@ -89,6 +89,18 @@ function connectRefused(port: number): Promise<boolean> {
   });
 }
 
+
+/** serve on free loopback ports, with the test's config file and a self-signed pair in the test's dir. */
+function localServeArgs(): string[] {
+  return [
+    '--host', '127.0.0.1',
+    '--port', '0',
+    '--metrics-port', '0',
+    '--config-file', `${dir}/config.json`,
+    '--self-signed-dir', `${dir}/certs`,
+  ];
+}
+
 describe('SIGTERM', () => {
   let server: ChildServer | undefined;
 
@@ -99,11 +111,7 @@ describe('SIGTERM', () => {
   it('finishes every in-flight admission, stops accepting, and exits 0', async () => {
     const started = await spawnServer(
       [
-        '--host', '127.0.0.1',
-        '--port', '0',
-        '--metrics-port', '0',
-        '--config-file', `${dir}/config.json`,
-        '--self-signed-dir', `${dir}/certs`,
+        ...localServeArgs(),
       ],
       dir,
     );
@@ -226,11 +234,7 @@ describe('SIGTERM under keep-alive load', () => {
     const delay = await manifestShutdownDelay();
     const started = await spawnServer(
       [
-        '--host', '127.0.0.1',
-        '--port', '0',
-        '--metrics-port', '0',
-        '--config-file', `${dir}/config.json`,
-        '--self-signed-dir', `${dir}/certs`,
+        ...localServeArgs(),
         '--shutdown-delay-seconds', String(delay),
       ],
       dir,
