@@ -24,7 +24,7 @@ import { POSTSTART_CONFLICT_MODES, type PostStartConflict, type WrapperInstaller
 import { STARTUP_ERRORS } from './errors.js';
 import { DEFAULT_CONFIG_NAME, DEFAULT_CONFIG_NAMESPACE } from './sources/injection-config.js';
 import { errorMessage } from './util/error-message.js';
-import { IMAGE_INSTALL_COMMAND } from './wrapper/installer.js';
+import { wrapperFromImage } from './wrapper/installer.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -407,8 +407,7 @@ export function injectionSettings(options: Readonly<ServeOptions>): {
   wrapper?: WrapperInstaller;
 } {
   const image = options.agentRuntimeHasWrapper ? undefined : options.wrapperImage;
-  const wrapper = image === undefined ? {} : { wrapper: { image, command: IMAGE_INSTALL_COMMAND } };
-  return { postStartConflict: options.postStartConflict, ...wrapper };
+  return { postStartConflict: options.postStartConflict, ...wrapperFromImage(image) };
 }
 
 /** The webhook port's limits, as the options say (seconds and bytes, here in the units Node takes). */

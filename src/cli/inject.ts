@@ -3,8 +3,8 @@ import fastJsonPatch, { type Operation } from 'fast-json-patch';
 import { parseAllDocuments, stringify } from 'yaml';
 import { reviewAdmission } from '../admission/review.js';
 import type { AdmissionReviewRequest } from '../admission/types.js';
-import type { Pod, WrapperInstaller } from '../injection/index.js';
-import { IMAGE_INSTALL_COMMAND } from '../wrapper/installer.js';
+import type { Pod } from '../injection/index.js';
+import { wrapperFromImage } from '../wrapper/installer.js';
 import type { RuntimeSelection } from '../admission/ports.js';
 import {
   parsePolicy,
@@ -49,7 +49,7 @@ export async function injectCommand(argv: string[], io: CliIo): Promise<number> 
 
   const outcome = await reviewAdmission(podCreateReview(pod), {
     ...deps,
-    ...wrapperFrom(values['wrapper-image']),
+    ...wrapperFromImage(values['wrapper-image']),
     selectRuntimes: (pod) => selectionWithFlags(pod, values.runtimes, flagPolicy),
   });
   if (outcome.kind === 'bad-request') throw new CliError(outcome.message);
@@ -72,10 +72,6 @@ function selectionWithFlags(pod: Pod, runtimes: string | undefined, policy: stri
   if (!checked.ok) return checked;
   const names = parseRuntimeList(runtimes ?? annotations[RUNTIMES_ANNOTATION] ?? '');
   return { ok: true, runtimes: names, policy: checked.policy, source: 'flags' };
-}
-
-function wrapperFrom(image: string | undefined): { wrapper?: WrapperInstaller } {
-  return image === undefined ? {} : { wrapper: { image, command: IMAGE_INSTALL_COMMAND } };
 }
 
 function parsePod(text: string, origin: string): Pod {

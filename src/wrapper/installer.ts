@@ -1,3 +1,5 @@
+import type { WrapperInstaller } from '../injection/index.js';
+
 /**
  * How the injector's own image puts run_with_envs.sh into a pod: the init container that Auto adds runs the
  * CLI's install-wrapper at the path the Dockerfile installs it (the image has no shell or `cp`). Kept at the
@@ -10,3 +12,8 @@ export const IMAGE_INSTALL_COMMAND: readonly string[] = Object.freeze([
   '--dir',
   '/var/sandbox',
 ]);
+
+/** `{ wrapper }` for reviews when an image is given, else nothing: serve and inject build it the same way. */
+export function wrapperFromImage(image: string | undefined): { wrapper?: WrapperInstaller } {
+  return image === undefined ? {} : { wrapper: { image, command: IMAGE_INSTALL_COMMAND } };
+}
