@@ -1,4 +1,5 @@
 import type { Pod } from '../injection/index.js';
+import { escapePointer } from '../util/json-pointer.js';
 
 export type PatchOperation =
   | { op: 'add'; path: string; value: unknown }
@@ -68,10 +69,4 @@ function elementwise(before: readonly unknown[], after: readonly unknown[]): boo
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
-/** JSON Pointer escaping (RFC 6901): `~` first, so an escaped `/` is not escaped again. */
-function escapePointer(key: string): string {
-  if (!key.includes('~') && !key.includes('/')) return key;
-  return key.replace(/~/g, '~0').replace(/\//g, '~1');
 }

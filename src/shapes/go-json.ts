@@ -1,3 +1,4 @@
+import { escapePointer } from '../util/json-pointer.js';
 import type { Shape, StructShape } from './kubernetes.js';
 
 export interface GoReading {
@@ -39,7 +40,7 @@ function readValue(value: unknown, shape: Shape, path: string, unknown: string[]
       if (!isObject(value)) return value;
       const result: Record<string, unknown> = {};
       for (const [key, item] of Object.entries(value)) {
-        setOwn(result, key, item === null ? zeroOf(shape.of) : readValue(item, shape.of, `${path}/${escape(key)}`, unknown));
+        setOwn(result, key, item === null ? zeroOf(shape.of) : readValue(item, shape.of, `${path}/${escapePointer(key)}`, unknown));
       }
       return result;
     }
@@ -55,7 +56,7 @@ function readStruct(value: Record<string, unknown>, shape: StructShape, path: st
     const name = Object.hasOwn(shape.fields, key) ? key : names.get(fold(key));
     const field = name === undefined ? undefined : shape.fields[name];
     if (name === undefined || field === undefined) {
-      unknown.push(`${path}/${escape(key)}`);
+      unknown.push(`${path}/${escapePointer(key)}`);
       continue;
     }
     if (item === null) {
@@ -114,8 +115,4 @@ function setOwn(target: Record<string, unknown>, key: string, value: unknown): v
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
-function escape(key: string): string {
-  return key.replaceAll('~', '~0').replaceAll('/', '~1');
 }
