@@ -1,4 +1,5 @@
 import { isShellName } from './env-names.js';
+import { jsonErrorPosition } from '../util/json-position.js';
 import { EnvFileError } from './errors.js';
 
 type JsonObject = Record<string, unknown>;
@@ -79,14 +80,8 @@ function whereParsingFailed(error: unknown, text: string): string {
   if (message === 'Unexpected end of JSON input') {
     return ' (it ends too early)';
   }
-  const offset = /\bat position (\d+)\b/.exec(message)?.[1];
-  if (offset === undefined) {
-    return '';
-  }
-  const before = text.slice(0, Number(offset));
-  const line = before.split('\n').length;
-  const column = before.length - before.lastIndexOf('\n');
-  return ` (line ${line}, column ${column})`;
+  const where = jsonErrorPosition(text, error);
+  return where === undefined ? '' : ` (line ${where.line}, column ${where.column})`;
 }
 
 /** `envVars.FOO` reads naturally; a key that is no identifier is quoted so the path stays unambiguous. */

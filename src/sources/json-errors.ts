@@ -1,14 +1,13 @@
 import type { ErrorObject } from 'ajv';
+import { errorMessage } from '../util/error-message.js';
+import { jsonErrorPosition } from '../util/json-position.js';
 
 /** "invalid JSON at line L column C: reason", from whatever position V8 reports. */
 export function describeJsonError(text: string, error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  const position = /at position (\d+)/.exec(message)?.[1];
-  if (position === undefined) return `invalid JSON: ${message}`;
-  const offset = Number(position);
-  const before = text.slice(0, offset);
-  const line = before.split('\n').length;
-  const column = offset - before.lastIndexOf('\n');
+  const message = errorMessage(error);
+  const where = jsonErrorPosition(text, error);
+  if (where === undefined) return `invalid JSON: ${message}`;
+  const { line, column } = where;
   const reason = message.replace(/\s*(in JSON )?at position \d+.*$/, '');
   return `invalid JSON at line ${line} column ${column}: ${reason}`;
 }
