@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
-# Builds the binaries of the e2e test cluster (kube-apiserver, kubectl, etcd)
-# from the Go modules pinned in test/e2e/cluster/tools/go.mod, into a cache
-# folder outside the clone:
+# Builds the command-line tools the e2e suite runs, from Go modules pinned in
+# this folder, into a cache folder outside the clone. One tool set per call:
 #
-#   ${SANDBOX_INJECTOR_CACHE:-$HOME/.cache/sandbox-injector}/kube-<k8s>-etcd-<etcd>-<hash>/bin/
+#   build.sh [kube]   kube-apiserver, kubectl (tools/go.mod) and etcd (tools/etcd)
+#   build.sh helm     helm (tools-helm/go.mod)
+#   build.sh promtool promtool (tools-promtool/go.mod)
+#   build.sh all      the three sets at once, one line each: "<set> <bin dir>"
 #
-# <hash> is a short digest of tools/go.mod, tools/go.sum, the etcd wrapper and
-# the build recipe below, so any change to the pins or flags gets a fresh
-# folder. A folder that exists is complete: the build writes into a temporary
-# folder next to it and renames it into place only once every binary is there.
+# A set lands in ${SANDBOX_INJECTOR_CACHE:-$HOME/.cache/sandbox-injector}/<set>-<versions>-<hash>/bin/.
+# <hash> is a short digest of the set's go.mod, go.sum, sources and the build
+# recipe below, so any change to the pins or flags gets a fresh folder. A folder
+# that exists is complete: the build writes into a temporary folder next to it
+# and renames it into place only once every binary is there.
 #
-# Progress goes to stderr; stdout carries exactly one line, the bin folder.
+# Progress goes to stderr; stdout carries exactly one line, the bin folder
+# (for `all`, one line per set).
 set -euo pipefail
 
 script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-tools_dir="$script_dir/tools"
+tool_set="${1:-kube}"
 
-log() { printf 'build.sh: %s\n' "$*" >&2; }
+log() { printf 'build.sh %s: %s\n' "$tool_set" "$*" >&2; }
 
 command -v go >/dev/null 2>&1 || {
   if [[ -x /usr/local/go/bin/go ]]; then
@@ -27,48 +31,99 @@ command -v go >/dev/null 2>&1 || {
   fi
 }
 
+if [[ "$tool_set" == all ]]; then
+  # The sets share nothing but the module cache, which Go locks itself; their
+  # downloads overlap each other's compiles.
+  declare -A outputs=()
+  pids=()
+  for set in kube helm promtool; do
+    outputs[$set]="$(mktemp)"
+    bash "${BASH_SOURCE[0]}" "$set" >"${outputs[$set]}" &
+    pids+=($!)
+  done
+  status=0
+  for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+  for set in kube helm promtool; do
+    [[ -s "${outputs[$set]}" ]] && printf '%s %s\n' "$set" "$(cat "${outputs[$set]}")"
+    rm -f "${outputs[$set]}"
+  done
+  exit "$status"
+fi
+
 # Keep the build independent of whatever the caller has set.
 export GOWORK=off
 export CGO_ENABLED=0
 export GOFLAGS=-mod=readonly
 
-# The pinned versions, read from the module's require block.
+# A pinned version, read from the require block of a set's go.mod.
 mod_version() {
-  awk -v mod="$1" '
+  awk -v mod="$2" '
     $1 == "require" && $2 == mod { print $3; exit }
     $1 == mod && $2 ~ /^v/ { print $2; exit }
-  ' "$tools_dir/go.mod"
+  ' "$1/go.mod"
 }
-k8s_version="$(mod_version k8s.io/kubernetes)"
-etcd_version="$(mod_version go.etcd.io/etcd/server/v3)"
-if [[ ! "$k8s_version" =~ ^v1\.([0-9]+)\.[0-9]+$ || ! "$etcd_version" =~ ^v3\.[0-9]+\.[0-9]+$ ]]; then
-  log "could not read pinned versions from $tools_dir/go.mod (k8s='$k8s_version' etcd='$etcd_version')"
-  exit 1
-fi
-k8s_minor="$(cut -d. -f2 <<<"${k8s_version#v}")"
 
-# Stamp the Kubernetes version the way its release build does, so that
-# `kubectl version` and the apiserver's /version report v1.x.y.
-version_ldflags=""
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  version_ldflags+=" -X $pkg.gitVersion=$k8s_version"
-  version_ldflags+=" -X $pkg.gitMajor=1"
-  version_ldflags+=" -X $pkg.gitMinor=$k8s_minor"
-  version_ldflags+=" -X $pkg.gitTreeState=clean"
-done
-ldflags="-s -w$version_ldflags"
-packages=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./etcd)
-binaries=(kube-apiserver kubectl etcd)
+case "$tool_set" in
+  kube)
+    tools_dir="$script_dir/tools"
+    k8s_version="$(mod_version "$tools_dir" k8s.io/kubernetes)"
+    etcd_version="$(mod_version "$tools_dir" go.etcd.io/etcd/server/v3)"
+    if [[ ! "$k8s_version" =~ ^v1\.([0-9]+)\.[0-9]+$ || ! "$etcd_version" =~ ^v3\.[0-9]+\.[0-9]+$ ]]; then
+      log "could not read pinned versions from $tools_dir/go.mod (k8s='$k8s_version' etcd='$etcd_version')"
+      exit 1
+    fi
+    k8s_minor="$(cut -d. -f2 <<<"${k8s_version#v}")"
+    # Stamp the Kubernetes version the way its release build does, so that
+    # `kubectl version` and the apiserver's /version report v1.x.y.
+    version_ldflags=""
+    for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+      version_ldflags+=" -X $pkg.gitVersion=$k8s_version"
+      version_ldflags+=" -X $pkg.gitMajor=1"
+      version_ldflags+=" -X $pkg.gitMinor=$k8s_minor"
+      version_ldflags+=" -X $pkg.gitTreeState=clean"
+    done
+    ldflags="-s -w$version_ldflags"
+    packages=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./etcd)
+    binaries=(kube-apiserver kubectl etcd)
+    sources=("$tools_dir/etcd/main.go")
+    folder="kube-$k8s_version-etcd-$etcd_version"
+    ;;
+  helm)
+    tools_dir="$script_dir/tools-helm"
+    helm_version="$(mod_version "$tools_dir" helm.sh/helm/v3)"
+    [[ "$helm_version" =~ ^v3\.[0-9]+\.[0-9]+$ ]] || { log "could not read the helm pin from $tools_dir/go.mod"; exit 1; }
+    # `helm version` reports the pin, as a release build does.
+    ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version"
+    packages=(helm.sh/helm/v3/cmd/helm)
+    binaries=(helm)
+    sources=("$tools_dir/tools.go")
+    folder="helm-$helm_version"
+    ;;
+  promtool)
+    tools_dir="$script_dir/tools-promtool"
+    prometheus_version="$(mod_version "$tools_dir" github.com/prometheus/prometheus)"
+    [[ "$prometheus_version" =~ ^v0\.[0-9]+\.[0-9]+$ ]] || { log "could not read the prometheus pin from $tools_dir/go.mod"; exit 1; }
+    ldflags="-s -w -X github.com/prometheus/common/version.Version=$prometheus_version"
+    packages=(github.com/prometheus/prometheus/cmd/promtool)
+    binaries=(promtool)
+    sources=("$tools_dir/tools.go")
+    folder="promtool-$prometheus_version"
+    ;;
+  *)
+    log "unknown tool set (kube, helm, promtool or all)"
+    exit 2
+    ;;
+esac
 
 recipe_hash="$(
   {
-    cat "$tools_dir/go.mod" "$tools_dir/go.sum" "$tools_dir/etcd/main.go"
+    cat "$tools_dir/go.mod" "$tools_dir/go.sum" "${sources[@]}"
     printf '%s\n' "$ldflags" "${packages[@]}" "CGO_ENABLED=$CGO_ENABLED" "-trimpath"
   } | sha256sum | cut -c1-10
 )"
 
 cache_root="${SANDBOX_INJECTOR_CACHE:-${HOME:-/root}/.cache/sandbox-injector}"
-final_dir="$cache_root/kube-$k8s_version-etcd-$etcd_version-$recipe_hash"
+final_dir="$cache_root/$folder-$recipe_hash"
 bin_dir="$final_dir/bin"
 
 complete() {
@@ -81,20 +136,20 @@ complete() {
 mkdir -p "$cache_root"
 
 if ! complete; then
-  # One build at a time per cache root; a second caller waits, then finds the
+  # One build of a set at a time per cache root; a second caller waits, then finds the
   # finished folder.
-  exec 9>"$cache_root/.build.lock"
+  exec 9>"$cache_root/.build-$tool_set.lock"
   flock 9
   if ! complete; then
     # Leftovers of builds that were killed outright; none is running now.
-    rm -rf "$cache_root"/.tmp-kube-*
+    rm -rf "$cache_root"/.tmp-"$tool_set"-*
     if [[ -e "$final_dir" ]]; then
       log "removing incomplete $final_dir"
       rm -rf "$final_dir"
     fi
-    tmp_dir="$(mktemp -d "$cache_root/.tmp-kube-$k8s_version-XXXXXX")"
+    tmp_dir="$(mktemp -d "$cache_root/.tmp-$tool_set-XXXXXX")"
     trap 'rm -rf "$tmp_dir"' EXIT
-    log "building kube-apiserver, kubectl ($k8s_version) and etcd ($etcd_version) with $(go version | cut -d' ' -f3)"
+    log "building ${binaries[*]} ($folder) with $(go version | cut -d' ' -f3)"
     log "into $final_dir (first build takes a long while; later runs reuse it)"
     start=$SECONDS
     (
@@ -105,8 +160,7 @@ if ! complete; then
       [[ -x "$tmp_dir/bin/$b" ]] || { log "build produced no $b"; exit 1; }
     done
     {
-      echo "kubernetes=$k8s_version"
-      echo "etcd=$etcd_version"
+      echo "set=$folder"
       echo "go=$(go env GOVERSION)"
       echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
       echo "seconds=$((SECONDS - start))"

@@ -1,40 +1,62 @@
-// Where the e2e cluster's binaries are: etcd, kube-apiserver and kubectl, built
-// from their Go modules by test/e2e/cluster/build.sh (see docs/e2e.md).
+// Where the e2e suite's tools are: etcd, kube-apiserver and kubectl (the "kube"
+// set), helm, and promtool, each built from its pinned Go module by
+// test/e2e/cluster/build.sh (see docs/e2e.md).
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** Set by `npm run test:e2e` to the bin dir that build.sh printed. */
-export const BIN_DIR_ENV = 'SANDBOX_INJECTOR_KUBE_BIN_DIR';
+export type ToolSet = 'kube' | 'helm' | 'promtool';
+
+const BINARIES: Record<ToolSet, readonly string[]> = {
+  kube: ['etcd', 'kube-apiserver', 'kubectl'],
+  helm: ['helm'],
+  promtool: ['promtool'],
+};
+
+/** Set by `npm run test:e2e` (test/e2e/cluster/with-tools.sh) to the bin dir build.sh printed. */
+export function binDirEnv(set: ToolSet): string {
+  return `SANDBOX_INJECTOR_${set.toUpperCase()}_BIN_DIR`;
+}
+export const BIN_DIR_ENV = binDirEnv('kube');
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 export const buildScript = path.join(repoRoot, 'test', 'e2e', 'cluster', 'build.sh');
-const BINARIES = ['etcd', 'kube-apiserver', 'kubectl'] as const;
 
-let resolvedBinDir: string | undefined;
+const resolved = new Map<ToolSet, string>();
 
 /**
- * The folder holding etcd, kube-apiserver and kubectl: $SANDBOX_INJECTOR_KUBE_BIN_DIR
- * when set, otherwise whatever build.sh prints (it only builds when its cache
- * folder is missing, so this is quick after the first time).
+ * The folder holding a tool set's binaries: $SANDBOX_INJECTOR_<SET>_BIN_DIR when
+ * set, otherwise whatever build.sh prints (it only builds when its cache folder
+ * is missing, so this is quick after the first time).
  */
-export function resolveBinDir(): string {
-  if (resolvedBinDir !== undefined) return resolvedBinDir;
-  let dir = process.env[BIN_DIR_ENV];
+export function resolveToolDir(set: ToolSet): string {
+  const known = resolved.get(set);
+  if (known !== undefined) return known;
+  let dir = process.env[binDirEnv(set)];
   if (dir === undefined || dir === '') {
-    const out = execFileSync('bash', [buildScript], {
+    const out = execFileSync('bash', [buildScript, set], {
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'inherit'],
       maxBuffer: 1024 * 1024,
     });
     dir = out.trim().split('\n').pop() ?? '';
   }
-  for (const bin of BINARIES) {
+  for (const bin of BINARIES[set]) {
     if (!existsSync(path.join(dir, bin))) {
-      throw new Error(`e2e cluster binary ${bin} not found in '${dir}' (run bash ${buildScript})`);
+      throw new Error(`e2e tool ${bin} not found in '${dir}' (run bash ${buildScript} ${set})`);
     }
   }
-  resolvedBinDir = dir;
+  resolved.set(set, dir);
   return dir;
+}
+
+/** The folder holding etcd, kube-apiserver and kubectl. */
+export function resolveBinDir(): string {
+  return resolveToolDir('kube');
+}
+
+/** The path of one tool set's binary, e.g. toolPath('helm', 'helm'). */
+export function toolPath(set: ToolSet, binary: string): string {
+  return path.join(resolveToolDir(set), binary);
 }
