@@ -140,9 +140,16 @@ export const OPTION_ROWS = {
   maxConnections: option(
     'max-connections',
     'integer',
-    'connections past this many are closed when accepted',
+    'at this many, a new connection first closes one arriving past the slow-client grace, else the longest idle; else it is closed',
     { minimum: 1, maximum: 1_000_000 },
     DEFAULT_TRANSPORT_LIMITS.maxConnections,
+  ),
+  slowClientGraceMilliseconds: option(
+    'slow-client-grace-milliseconds',
+    'integer',
+    'a connection still arriving (handshake, headers, body) after this long may be closed for others at the connection cap or byte budget',
+    { minimum: 0, maximum: 3_600_000 },
+    DEFAULT_TRANSPORT_LIMITS.slowClientGraceMs,
   ),
   maxBodyBytes: option(
     'max-body-bytes',
@@ -416,6 +423,7 @@ export function transportLimits(options: Readonly<ServeOptions>): TransportLimit
     requestTimeoutMs: options.requestTimeoutSeconds * 1000,
     idleTimeoutMs: options.idleTimeoutSeconds * 1000,
     maxConnections: options.maxConnections,
+    slowClientGraceMs: options.slowClientGraceMilliseconds,
     maxBodyBytes: options.maxBodyBytes,
     maxInflightBytes: options.maxInflightBytes,
     maxUnreadBytes: options.maxUnreadBytes,

@@ -47,6 +47,7 @@ describe('parseServeOptions', () => {
       requestTimeoutSeconds: 30,
       idleTimeoutSeconds: 120,
       maxConnections: 256,
+      slowClientGraceMilliseconds: 1000,
       maxBodyBytes: 4 * 1024 * 1024,
       maxInflightBytes: 16 * 1024 * 1024,
       maxUnreadBytes: 64 * 1024,
@@ -111,13 +112,17 @@ describe('parseServeOptions', () => {
 
   it('turns the limit flags into the transport limits, in milliseconds and bytes', () => {
     const parsed = options(
-      ['--request-timeout-seconds', '12', '--idle-timeout-seconds', '95', '--max-connections', '64', '--max-unread-bytes', '0'],
+      [
+        '--request-timeout-seconds', '12', '--idle-timeout-seconds', '95', '--max-connections', '64', '--max-unread-bytes', '0',
+        '--slow-client-grace-milliseconds', '250',
+      ],
       { SANDBOX_INJECTOR_MAX_BODY_BYTES: '2097152', SANDBOX_INJECTOR_MAX_INFLIGHT_BYTES: '8388608' },
     );
     expect(transportLimits(parsed)).toEqual({
       requestTimeoutMs: 12_000,
       idleTimeoutMs: 95_000,
       maxConnections: 64,
+      slowClientGraceMs: 250,
       maxBodyBytes: 2_097_152,
       maxInflightBytes: 8_388_608,
       maxUnreadBytes: 0,

@@ -12,11 +12,11 @@ import { HTTP_ERRORS } from '../errors.js';
 import type { Logger } from '../util/logger.js';
 import { LOG_NAME_MAX, cutList, cutMessage, cutName, cutNames, cutString } from '../util/log-fields.js';
 import { failureFor, httpFailure } from './http-errors.js';
+import { Connections } from './connections.js';
 import type { ServerMetrics } from './metrics.js';
 import {
   BusyError,
   ByteBudget,
-  Connections,
   DEFAULT_TRANSPORT_LIMITS,
   RETRY_AFTER_SECONDS,
   Reservation,
@@ -89,15 +89,23 @@ export function buildApp(deps: AppDeps): FastifyInstance<Server> {
     clientErrorHandler: clientErrorHandler(limits, answeredEarly, (reason) => deps.metrics.refused(reason)),
   });
 
-  app.server.maxConnections = limits.maxConnections;
-  app.server.on('drop', () => deps.metrics.refused('connection_limit'));
   // Replaces Node's default (destroy on inactivity) only to count the connections holding unread answers.
   app.server.on('timeout', (socket: Socket) => {
     if (socket.writableLength > 0) deps.metrics.refused('unread_response');
     socket.destroy();
   });
-  const connections = new Connections(app.server, draining, (open) => deps.metrics.openConnections(open));
-  const budget = new ByteBudget(limits.maxInflightBytes, (used) => deps.metrics.inflightBytes(used));
+  const connections = new Connections(app.server, {
+    maxConnections: limits.maxConnections,
+    slowClientGraceMs: limits.slowClientGraceMs,
+    draining,
+    onCount: (open) => deps.metrics.openConnections(open),
+    onRefused: (reason) => deps.metrics.refused(reason),
+  });
+  const budget = new ByteBudget(
+    limits.maxInflightBytes,
+    (used) => deps.metrics.inflightBytes(used),
+    (bytes) => connections.evictStalledHolders(bytes),
+  );
   const reservations = new WeakMap<object, Reservation>();
 
   app.addHook('onRequest', (request, reply, done) => {
@@ -113,17 +121,17 @@ export function buildApp(deps: AppDeps): FastifyInstance<Server> {
         done();
         return;
       }
-      connections.requestStarted(socket);
     }
     const reservation = new Reservation(budget);
     reservations.set(request.raw, reservation);
+    if (socket !== undefined) connections.requestStarted(socket, reservation);
     reply.raw.once('finish', () => {
       if (socket !== undefined && !request.raw.complete) answeredEarly.add(socket);
     });
     // 'close' follows the answer's last byte leaving, or the connection ending: either way its bytes are free.
     reply.raw.once('close', () => {
       reservation.release();
-      if (socket !== undefined) connections.requestEnded(socket);
+      if (socket !== undefined) connections.requestEnded(socket, reservation);
     });
     const body = declaredBody(request.raw);
     // A body over the body limit is refused by Fastify with 413 before it is read, so it takes nothing.
@@ -147,6 +155,13 @@ export function buildApp(deps: AppDeps): FastifyInstance<Server> {
     const counted = countingStream(reservation);
     payload.on('error', (error) => counted.destroy(error));
     done(null, payload.pipe(counted));
+  });
+
+  // Past parsing: the whole body has arrived, so the connection is no longer a slow client.
+  app.addHook('preHandler', (request, _reply, done) => {
+    const socket = socketOf(request.raw);
+    if (socket !== undefined) connections.requestReceived(socket);
+    done();
   });
 
   app.addHook('onSend', (request, reply, payload, done) => {

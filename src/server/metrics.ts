@@ -13,11 +13,19 @@ export type ReloadResult = 'success' | 'failure';
 const RELOAD_RESULTS: readonly ReloadResult[] = ['success', 'failure'];
 /**
  * Why the transport refused or dropped a client before (or instead of) an admission answer: over the
- * in-flight byte budget (503), over the connection cap (dropped at accept), a request not received in time
+ * in-flight byte budget (503), over the connection cap (dropped at accept), closed to make room for another
+ * (evicted: arriving past the slow-client grace, or idle longest, at the cap or the budget), a request not received in time
  * (408), answers left unread, and requests the HTTP parser could not read (400, 413, 431).
  */
-export type RefusalReason = 'busy' | 'connection_limit' | 'request_timeout' | 'unread_response' | 'bad_http';
-const REFUSAL_REASONS: readonly RefusalReason[] = ['busy', 'connection_limit', 'request_timeout', 'unread_response', 'bad_http'];
+export type RefusalReason = 'busy' | 'connection_limit' | 'evicted' | 'request_timeout' | 'unread_response' | 'bad_http';
+const REFUSAL_REASONS: readonly RefusalReason[] = [
+  'busy',
+  'connection_limit',
+  'evicted',
+  'request_timeout',
+  'unread_response',
+  'bad_http',
+];
 
 export interface MetricsOptions {
   /** process_* and nodejs_* metrics; off in tests, where they would add timers per app. */
@@ -105,7 +113,7 @@ export function createMetrics(options: MetricsOptions): ServerMetrics {
   });
   const refusals = new Counter({
     name: `${PREFIX}transport_refusals_total`,
-    help: 'Clients refused or dropped by the transport limits, by reason (busy, connection_limit, request_timeout, unread_response, bad_http)',
+    help: 'Clients refused or dropped by the transport limits, by reason (busy, connection_limit, evicted, request_timeout, unread_response, bad_http)',
     labelNames: ['reason'] as const,
     registers: [registry],
   });

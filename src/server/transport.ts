@@ -8,7 +8,6 @@
  * The mechanisms live here; app.ts wires them into the Fastify instance.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Server } from 'node:https';
 import type { Socket } from 'node:net';
 import { Transform, type TransformCallback } from 'node:stream';
 import { HTTP_ERRORS } from '../errors.js';
@@ -23,8 +22,16 @@ export interface TransportLimits {
   requestTimeoutMs: number;
   /** A kept-alive connection with nothing to do is closed after this long. */
   idleTimeoutMs: number;
-  /** Connections past this many are closed as soon as they are accepted. */
+  /**
+   * At this many connections, a new one closes one arriving past `slowClientGraceMs`, else the one idle
+   * longest; with neither, the new one is closed as soon as it is accepted.
+   */
   maxConnections: number;
+  /**
+   * How long a connection may be arriving (TLS handshake, headers, body) before the connection cap or the
+   * byte budget may close it to serve another. kube-apiserver's requests arrive within milliseconds.
+   */
+  slowClientGraceMs: number;
   /** The largest request body read; larger is 413. */
   maxBodyBytes: number;
   /** Request bodies being received plus answers not yet written out, across all connections; past it, 503. */
@@ -39,6 +46,7 @@ export const DEFAULT_TRANSPORT_LIMITS: Readonly<TransportLimits> = Object.freeze
   requestTimeoutMs: 30_000,
   idleTimeoutMs: 120_000,
   maxConnections: 256,
+  slowClientGraceMs: 1000,
   maxBodyBytes: 4 * MIB,
   maxInflightBytes: 16 * MIB,
   maxUnreadBytes: 64 * 1024,
@@ -47,13 +55,17 @@ export const DEFAULT_TRANSPORT_LIMITS: Readonly<TransportLimits> = Object.freeze
 /** Seconds a client should wait before sending again after a 503; kube-apiserver's client honours it. */
 export const RETRY_AFTER_SECONDS = 1;
 
-/** Bytes held against `maxInflightBytes`, shared by every request. */
+/**
+ * Bytes held against `maxInflightBytes`, shared by every request. When a request does not fit, `reclaim`
+ * is asked to hand bytes back (by closing connections whose bodies have stalled) before it is refused.
+ */
 export class ByteBudget {
   #used = 0;
 
   constructor(
     readonly limit: number,
     private readonly onChange: (used: number) => void,
+    private readonly reclaim: (bytes: number) => void = () => undefined,
   ) {}
 
   get used(): number {
@@ -62,6 +74,7 @@ export class ByteBudget {
 
   /** Takes `bytes` if they fit under the limit. */
   tryTake(bytes: number): boolean {
+    if (this.#used + bytes > this.limit) this.reclaim(this.#used + bytes - this.limit);
     if (this.#used + bytes > this.limit) return false;
     this.change(bytes);
     return true;
@@ -145,69 +158,6 @@ export function declaredBody(request: IncomingMessage): { length: number } | { c
     return Number.isSafeInteger(bytes) && bytes > 0 ? { length: bytes } : undefined;
   }
   return request.headers['transfer-encoding'] === undefined ? undefined : { chunked: true };
-}
-
-interface ConnectionState {
-  /** Requests received and not yet answered (more than one only when a client pipelines). */
-  active: number;
-  /** Accepted, or sent a request, after the drain began: it gets an answer saying `Connection: close`. */
-  usedWhileDraining: boolean;
-}
-
-/**
- * Every open connection of the webhook port, for the connection cap and for a drain that drops nothing.
- *
- * Node's `server.close()` destroys every connection that is idle at that instant (closeIdleConnections). A
- * kept-alive connection is idle between two requests, so a request the client has just sent on it is cut.
- * Here a connection is closed by us only when it is idle and has not been used since the drain began: a
- * connection used during the drain was told `Connection: close` in its answer and closes after it, and
- * one accepted during the drain is about to send its request. What is left has lain unused through the
- * whole shutdown delay, and is closed when the listener closes.
- */
-export class Connections {
-  readonly #open = new Set<Socket>();
-  readonly #state = new WeakMap<Socket, ConnectionState>();
-
-  constructor(
-    server: Server,
-    private readonly draining: () => boolean,
-    private readonly onCount: (open: number) => void,
-  ) {
-    server.on('secureConnection', (socket: Socket) => {
-      this.#open.add(socket);
-      this.#state.set(socket, { active: 0, usedWhileDraining: this.draining() });
-      this.onCount(this.#open.size);
-      socket.once('close', () => {
-        this.#open.delete(socket);
-        this.onCount(this.#open.size);
-      });
-    });
-    // Node calls this from server.close(); see the class comment for why its own version is replaced.
-    server.closeIdleConnections = () => this.closeUnusedSinceDrain();
-  }
-
-  get size(): number {
-    return this.#open.size;
-  }
-
-  requestStarted(socket: Socket): void {
-    const state = this.#state.get(socket);
-    if (state === undefined) return;
-    state.active += 1;
-    if (this.draining()) state.usedWhileDraining = true;
-  }
-
-  requestEnded(socket: Socket): void {
-    const state = this.#state.get(socket);
-    if (state !== undefined && state.active > 0) state.active -= 1;
-  }
-
-  private closeUnusedSinceDrain(): void {
-    for (const socket of this.#open) {
-      const state = this.#state.get(socket);
-      if (state !== undefined && state.active === 0 && !state.usedWhileDraining) socket.destroy();
-    }
-  }
 }
 
 /** What the HTTP parser's failures are answered with; the socket is closed after each. */

@@ -185,18 +185,34 @@ describe('answers the client does not read', () => {
 });
 
 describe('the connection cap (--max-connections)', () => {
-  it('closes connections past the cap when accepted, and serves again once one has gone', async () => {
-    await withServer({ maxConnections: 3 }, async (server, open) => {
+  // A grace no test outlives: the connections below must not count as slow clients.
+  const patient = 3_600_000;
+
+  /** A request line and part of a header, never finished: a connection that is still arriving. */
+  const unfinished = 'POST /mutate HTTP/1.1\r\nHost: localhost\r\nX-Slow: ';
+
+  /** Each client sends one request and reads its answer: kept alive, idle, and just used. */
+  async function usedOnce(clients: RawTlsConnection[]): Promise<void> {
+    for (const client of clients) {
+      await client.secure;
+      await client.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
+      await client.receivedText('"ok"');
+    }
+  }
+
+  it('closes a new connection when every one is in use, and serves again once one has gone', async () => {
+    await withServer({ maxConnections: 3, slowClientGraceMs: patient }, async (server, open) => {
       const serverSockets: Socket[] = [];
       server.app.server.on('secureConnection', (socket: Socket) => serverSockets.push(socket));
       const first = [open(), open(), open()];
-      await Promise.all(first.map((client) => client.secure));
+      await usedOnce(first);
 
       const dropped = nextEvent(server.transport, 'refused', (reason) => reason === 'connection_limit');
       const extra = open();
       await expect(extra.secure).rejects.toThrow();
       await dropped;
       expect(await refusals(server, 'connection_limit')).toBe(1);
+      expect(await refusals(server, 'evicted')).toBe(0);
 
       const gone = serverSockets[0];
       if (gone === undefined) throw new Error('no server-side socket');
@@ -208,10 +224,71 @@ describe('the connection cap (--max-connections)', () => {
       expect(parseHead(await later.receivedText('"ok"')).status).toBe(200);
     });
   });
+
+  it('in a flood of new connections, closes the one arriving longest, not one just used', async () => {
+    await withServer({ maxConnections: 3, slowClientGraceMs: patient }, async (server, open) => {
+      const used = open();
+      await usedOnce([used]);
+      const flood = [open(), open()];
+      for (const client of flood) {
+        await client.secure;
+        await client.write(unfinished);
+      }
+      const evicted = nextEvent(server.transport, 'refused', (reason) => reason === 'evicted');
+      const fresh = open();
+      await fresh.secure;
+      await evicted;
+      expect(await flood[0]?.closed).toBeDefined();
+      expect(flood[1]?.socket.destroyed).toBe(false);
+      expect(used.socket.destroyed).toBe(false);
+      await fresh.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
+      expect(parseHead(await fresh.receivedText('"ok"')).status).toBe(200);
+    });
+  });
+
+  it('at the cap, closes the connection arriving longest past the grace to serve a new one', async () => {
+    await withServer({ maxConnections: 3, slowClientGraceMs: 0 }, async (server, open) => {
+      const slow = [open(), open(), open()];
+      for (const client of slow) {
+        await client.secure;
+        await client.write(unfinished);
+      }
+      const evicted = nextEvent(server.transport, 'refused', (reason) => reason === 'evicted');
+      const fresh = open();
+      await fresh.secure;
+      await evicted;
+      // The first to arrive is the first to go; the others are still open.
+      expect(await slow[0]?.closed).toBeDefined();
+      expect(slow[1]?.socket.destroyed).toBe(false);
+      expect(slow[2]?.socket.destroyed).toBe(false);
+
+      await fresh.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
+      expect(parseHead(await fresh.receivedText('"ok"')).status).toBe(200);
+      expect(await refusals(server, 'evicted')).toBe(1);
+      expect(await refusals(server, 'connection_limit')).toBe(0);
+    });
+  });
+
+  it('at the cap with no slow client, closes the connection idle longest past the grace', async () => {
+    await withServer({ maxConnections: 2, slowClientGraceMs: 0 }, async (server, open) => {
+      const older = open();
+      const newer = open();
+      await usedOnce([older, newer]);
+      const evicted = nextEvent(server.transport, 'refused', (reason) => reason === 'evicted');
+      const fresh = open();
+      await fresh.secure;
+      await evicted;
+      expect(await older.closed).toBeDefined();
+      expect(newer.socket.destroyed).toBe(false);
+      await newer.write('GET /readyz HTTP/1.1\r\nHost: localhost\r\n\r\n');
+      const second = (await newer.receivedText('"status":"ready"')).split('"status":"ok"}').at(-1) ?? '';
+      expect(parseHead(second).status).toBe(200);
+    });
+  });
 });
 
 describe('the in-flight byte budget (--max-inflight-bytes)', () => {
-  const limits = { maxBodyBytes: 48 * 1024, maxInflightBytes: 64 * 1024 };
+  const limits = { maxBodyBytes: 48 * 1024, maxInflightBytes: 64 * 1024, slowClientGraceMs: 3_600_000 };
   const size = 40 * 1024;
 
   it('answers a body that does not fit 503 with Retry-After, keeps the connection, and serves it once bytes are free', async () => {
@@ -264,6 +341,30 @@ describe('the in-flight byte budget (--max-inflight-bytes)', () => {
       expect(answer.headers.connection).toBe('close');
       expect(answer.headers['retry-after']).toBe('1');
       expect(await refusals(server, 'busy')).toBe(1);
+    });
+  });
+});
+
+describe('bodies that stall while others wait for the byte budget', () => {
+  it('closes the body arriving longest past the grace, hands its bytes back, and serves the new one', async () => {
+    await withServer({ maxBodyBytes: 48 * 1024, maxInflightBytes: 64 * 1024, slowClientGraceMs: 0 }, async (server, open) => {
+      const size = 40 * 1024;
+      const staller = open();
+      await staller.secure;
+      const held = nextEvent<number>(server.transport, 'inflight', (bytes) => bytes >= size);
+      const stalled = reviewOfSize(size, 'stalled');
+      await staller.write(postHead(stalled.length) + stalled.subarray(0, 100).toString('latin1'));
+      await held;
+
+      const next = open();
+      await next.secure;
+      const review = reviewOfSize(size, 'next');
+      await next.write(Buffer.concat([Buffer.from(postHead(review.length)), review]));
+      expect(parseHead(await next.receivedText('"uid":"next"')).status).toBe(200);
+      expect(await staller.closed).toBeDefined();
+      expect(staller.received()).toBe('');
+      expect(await refusals(server, 'evicted')).toBe(1);
+      expect(await refusals(server, 'busy')).toBe(0);
     });
   });
 });

@@ -1,0 +1,214 @@
+/**
+ * Every open connection of the webhook port: for the connection cap, for taking bytes back from stalled
+ * bodies, and for a drain that drops nothing.
+ *
+ * A cap that refuses new connections lets a few hundred clients that send nothing (a handshake or a
+ * request that never ends) shut kube-apiserver out until their timeouts run. kube-apiserver's own
+ * connections are either idle between requests or in a request that arrives within milliseconds, so at
+ * the cap the server closes the connection that has been arriving the longest, and when request bodies in
+ * flight fill the byte budget, the bodies arriving longer than a grace no healthy client needs. See
+ * `victimForNewConnection` for the order; the new connection is refused only when nobody can make room.
+ */
+import type { Server } from 'node:https';
+import type { Socket } from 'node:net';
+import type { Reservation } from './transport.js';
+
+/**
+ * arriving: accepted, in the TLS handshake, or with a request whose headers or body have not all come;
+ * handling: a whole request being answered; idle: kept alive between requests.
+ */
+type Phase = 'arriving' | 'handling' | 'idle';
+
+interface Connection {
+  /** The TCP socket, which is what the cap counts. */
+  readonly tcp: Socket;
+  /** The TLS socket on top, once the handshake is done: requests arrive on it. */
+  tls: Socket | undefined;
+  phase: Phase;
+  /** When the phase began (ms, the clock given). */
+  since: number;
+  /** Requests received and not yet answered (more than one only when a client pipelines). */
+  active: number;
+  /** Accepted, or sent a request, after the drain began: it gets an answer saying `Connection: close`. */
+  usedWhileDraining: boolean;
+  /** Bytes its requests hold against the byte budget, handed back when the connection is evicted. */
+  readonly reservations: Set<Reservation>;
+}
+
+export type EvictionCause = 'connection_limit' | 'busy';
+
+export interface ConnectionsOptions {
+  maxConnections: number;
+  /** How long a connection may be arriving before the cap or the byte budget may close it for others. */
+  slowClientGraceMs: number;
+  draining: () => boolean;
+  onCount: (open: number) => void;
+  /** A connection closed to make room (`evicted`), or a new one refused for want of one. */
+  onRefused: (reason: 'connection_limit' | 'evicted') => void;
+  now?: () => number;
+}
+
+/** What the server's 'connection' and 'secureConnection' events both know of a connection. */
+function peerKey(socket: Socket): string {
+  return `${socket.remoteAddress ?? ''}|${socket.remotePort ?? ''}`;
+}
+
+export class Connections {
+  readonly #byTcp = new Map<Socket, Connection>();
+  readonly #byPeer = new Map<string, Connection>();
+  readonly #byTls = new WeakMap<Socket, Connection>();
+  readonly #now: () => number;
+
+  constructor(
+    server: Server,
+    private readonly options: ConnectionsOptions,
+  ) {
+    this.#now = options.now ?? (() => performance.now());
+    server.on('connection', (tcp: Socket) => this.accept(tcp));
+    server.on('secureConnection', (tls: Socket) => {
+      const connection = this.#byPeer.get(peerKey(tls));
+      if (connection === undefined || connection.tls !== undefined) return;
+      connection.tls = tls;
+      this.#byTls.set(tls, connection);
+    });
+    // Node's server.close() calls this to destroy every connection idle at that instant; see drain below.
+    server.closeIdleConnections = () => this.closeUnusedSinceDrain();
+  }
+
+  get size(): number {
+    return this.#byTcp.size;
+  }
+
+  requestStarted(socket: Socket, reservation: Reservation): void {
+    const connection = this.#byTls.get(socket);
+    if (connection === undefined) return;
+    connection.active += 1;
+    connection.reservations.add(reservation);
+    if (connection.phase === 'idle') this.enter(connection, 'arriving');
+    if (this.options.draining()) connection.usedWhileDraining = true;
+  }
+
+  /** The request's body has all arrived and it is being answered. */
+  requestReceived(socket: Socket): void {
+    const connection = this.#byTls.get(socket);
+    if (connection !== undefined && connection.phase === 'arriving') this.enter(connection, 'handling');
+  }
+
+  requestEnded(socket: Socket, reservation: Reservation): void {
+    const connection = this.#byTls.get(socket);
+    if (connection === undefined) return;
+    connection.reservations.delete(reservation);
+    if (connection.active > 0) connection.active -= 1;
+    if (connection.active === 0) this.enter(connection, 'idle');
+  }
+
+  /**
+   * Closes connections whose requests have been arriving past the grace, longest first, until `bytes`
+   * are handed back to the budget or none is left. Returns the bytes handed back.
+   */
+  evictStalledHolders(bytes: number): number {
+    let freed = 0;
+    const cutoff = this.#now() - this.options.slowClientGraceMs;
+    const stalled = [...this.#byTcp.values()]
+      .filter((c) => c.phase === 'arriving' && c.since <= cutoff && heldBy(c) > 0)
+      .sort((a, b) => a.since - b.since);
+    for (const connection of stalled) {
+      if (freed >= bytes) break;
+      freed += heldBy(connection);
+      this.evict(connection);
+    }
+    return freed;
+  }
+
+  private accept(tcp: Socket): void {
+    if (this.#byTcp.size >= this.options.maxConnections) {
+      const victim = this.victimForNewConnection();
+      if (victim === undefined) {
+        this.options.onRefused('connection_limit');
+        tcp.destroy();
+        return;
+      }
+      this.evict(victim);
+    }
+    const connection: Connection = {
+      tcp,
+      tls: undefined,
+      phase: 'arriving',
+      since: this.#now(),
+      active: 0,
+      usedWhileDraining: this.options.draining(),
+      reservations: new Set(),
+    };
+    const key = peerKey(tcp);
+    this.#byTcp.set(tcp, connection);
+    this.#byPeer.set(key, connection);
+    this.options.onCount(this.#byTcp.size);
+    tcp.once('close', () => this.forget(connection, key));
+  }
+
+  /**
+   * Who makes room for a new connection: one arriving past the grace (the longest), else one idle past the
+   * grace (the longest: Go reuses its most recently used connection first), else any arriving one (the
+   * longest, which a flood of new connections reaches only after every connection accepted before it).
+   * A connection being answered, or idle within the grace (about to carry the client's next request), never.
+   */
+  private victimForNewConnection(): Connection | undefined {
+    const cutoff = this.#now() - this.options.slowClientGraceMs;
+    let slow: Connection | undefined;
+    let idle: Connection | undefined;
+    let arriving: Connection | undefined;
+    for (const connection of this.#byTcp.values()) {
+      if (connection.phase === 'arriving') {
+        if (arriving === undefined || connection.since < arriving.since) arriving = connection;
+        if (connection.since <= cutoff && (slow === undefined || connection.since < slow.since)) slow = connection;
+      } else if (connection.phase === 'idle' && connection.since <= cutoff) {
+        if (idle === undefined || connection.since < idle.since) idle = connection;
+      }
+    }
+    return slow ?? idle ?? arriving;
+  }
+
+  private evict(connection: Connection): void {
+    this.options.onRefused('evicted');
+    for (const reservation of connection.reservations) reservation.release();
+    connection.reservations.clear();
+    // Counted free now, not when the socket's 'close' event comes round.
+    this.forget(connection, peerKey(connection.tcp));
+    (connection.tls ?? connection.tcp).destroy();
+    connection.tcp.destroy();
+  }
+
+  private forget(connection: Connection, key: string): void {
+    if (this.#byTcp.get(connection.tcp) !== connection) return;
+    this.#byTcp.delete(connection.tcp);
+    if (this.#byPeer.get(key) === connection) this.#byPeer.delete(key);
+    this.options.onCount(this.#byTcp.size);
+  }
+
+  private enter(connection: Connection, phase: Phase): void {
+    connection.phase = phase;
+    connection.since = this.#now();
+  }
+
+  /**
+   * Node's `server.close()` destroys every connection that is idle at that instant (closeIdleConnections).
+   * A kept-alive connection is idle between two requests, so a request the client has just sent on it is
+   * cut. Here a connection is closed by us only when it is idle and has not been used since the drain
+   * began: a connection used during the drain was told `Connection: close` in its answer and closes after
+   * it, and one accepted during the drain is about to send its request. What is left has lain unused
+   * through the whole shutdown delay, and is closed when the listener closes.
+   */
+  private closeUnusedSinceDrain(): void {
+    for (const connection of [...this.#byTcp.values()]) {
+      if (connection.tls !== undefined && connection.active === 0 && !connection.usedWhileDraining) {
+        connection.tls.destroy();
+      }
+    }
+  }
+}
+
+function heldBy(connection: Connection): number {
+  let held = 0;
+  for (const reservation of connection.reservations) held += reservation.held;
+  return held;
+}
