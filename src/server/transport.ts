@@ -23,8 +23,8 @@ export interface TransportLimits {
   /** A kept-alive connection with nothing to do is closed after this long. */
   idleTimeoutMs: number;
   /**
-   * At this many connections, a new one closes one arriving past `slowClientGraceMs`, else the one idle
-   * longest; with neither, the new one is closed as soon as it is accepted.
+   * At this many connections, a new one makes room by closing another (connections.ts says which); when
+   * none may go, the new one is closed as soon as it is accepted.
    */
   maxConnections: number;
   /**
