@@ -27,6 +27,12 @@ const REFUSAL_REASONS: readonly RefusalReason[] = [
   'bad_http',
 ];
 
+/** A config key rejected at a load; `fellBack` when its last valid version is used instead (InvalidKey fits). */
+export interface RejectedKey {
+  readonly key: string;
+  readonly fellBack: boolean;
+}
+
 export interface MetricsOptions {
   /** process_* and nodejs_* metrics; off in tests, where they would add timers per app. */
   defaultMetrics: boolean;
@@ -39,7 +45,8 @@ export interface ServerMetrics {
   readonly registry: Registry;
   admission(summary: AdmissionSummary, seconds: number): void;
   admissionFailed(outcome: 'error' | 'bad_request', seconds: number): void;
-  configReload(result: ReloadResult, invalidKeys: number | undefined): void;
+  /** `invalidKeys` is the whole list of the load; undefined when nothing was loaded (the last state stands). */
+  configReload(result: ReloadResult, invalidKeys: readonly RejectedKey[] | undefined): void;
   tlsReload(result: ReloadResult): void;
   tlsCertificate(notAfter: Date): void;
   refused(reason: RefusalReason): void;
@@ -82,6 +89,14 @@ export function createMetrics(options: MetricsOptions): ServerMetrics {
   const invalidKeys = new Gauge({
     name: `${PREFIX}config_invalid_keys`,
     help: 'ConfigMap keys rejected at the last load (each falls back to its last valid version, if any)',
+    registers: [registry],
+  });
+  // One series per key on its last valid version, so an alert can say which key and for how long; a key that
+  // recovers or leaves the ConfigMap loses its series at the next load rather than reading 0 forever.
+  const keyFallback = new Gauge({
+    name: `${PREFIX}config_key_fallback`,
+    help: 'ConfigMap keys rejected at the last load whose last valid version is in use instead: 1 per such key, no series otherwise',
+    labelNames: ['key'] as const,
     registers: [registry],
   });
   new Gauge({
@@ -152,7 +167,10 @@ export function createMetrics(options: MetricsOptions): ServerMetrics {
     },
     configReload(result, invalid) {
       configReloads.inc({ result });
-      if (invalid !== undefined) invalidKeys.set(invalid);
+      if (invalid === undefined) return;
+      invalidKeys.set(invalid.length);
+      keyFallback.reset();
+      for (const { key, fellBack } of invalid) if (fellBack) keyFallback.set({ key }, 1);
     },
     tlsReload(result) {
       tlsReloads.inc({ result });

@@ -87,7 +87,7 @@ async function startClusterSources(
 }
 
 function recordConfigLoad(metrics: ServerMetrics, result: ConfigLoadResult): void {
-  if (result.kind === 'loaded') metrics.configReload('success', result.invalidKeys.length);
+  if (result.kind === 'loaded') metrics.configReload('success', result.invalidKeys);
   else if (result.kind === 'failed') metrics.configReload('failure', undefined);
 }
 
@@ -98,7 +98,7 @@ function recordConfigMapChange(
   report: ConfigUpdateReport,
   event: string,
 ): void {
-  metrics.configReload('success', report.invalidKeys.length);
+  metrics.configReload('success', report.invalidKeys);
   logger.info({ configMap, event, invalidKeys: report.invalidKeys.length }, 'injection config applied');
   logConfigProblems(logger, { configMap }, report);
 }
