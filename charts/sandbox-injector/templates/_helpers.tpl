@@ -36,6 +36,20 @@ app.kubernetes.io/component: webhook
 {{- end -}}
 {{- end -}}
 
+{{/*
+The selectors' defaults live here, not in values.yaml: Helm merges a map value with its default, so a default
+selector there would be ANDed with any selector a user gives.
+*/}}
+{{- define "sandbox-injector.objectSelector" -}}
+{{- if .Values.webhook.objectSelector -}}
+{{ toYaml .Values.webhook.objectSelector }}
+{{- else -}}
+# The label (and annotation) the OpenKruise Agents Sandbox controller puts on every pod it creates.
+matchLabels:
+  agents.kruise.io/created-by: sandbox
+{{- end -}}
+{{- end -}}
+
 {{/* The namespaces the webhook leaves alone when webhook.namespaceSelector is empty. */}}
 {{- define "sandbox-injector.namespaceSelector" -}}
 {{- if .Values.webhook.namespaceSelector -}}
