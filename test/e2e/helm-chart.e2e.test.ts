@@ -17,7 +17,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify as toYaml } from 'yaml';
-import { auditFlags, readAuditEvents, type AuditEvent } from './support/audit-log.js';
+import { auditFlags, readAuditEvents } from './support/audit-log.js';
 import { toolPath } from './support/binaries.js';
 import { byKey, isHook, objectKey, releaseObjects, withoutHelmLabels } from './support/chart-objects.js';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
@@ -393,11 +393,11 @@ describe('helm install --wait, a Sandbox pod, helm uninstall', () => {
   }
 
   /** The deletes helm sent since event `from` of the audit log, as `resource/name`, in the order they completed. */
-  function helmDeletes(from: number): { what: string; code: number | undefined; event: AuditEvent }[] {
+  function helmDeletes(from: number): { what: string; code: number | undefined }[] {
     return readAuditEvents(auditLog)
       .slice(from)
       .filter((e) => e.verb === 'delete' && (e.userAgent ?? '').startsWith('Helm/'))
-      .map((e) => ({ what: `${e.objectRef?.resource ?? ''}/${e.objectRef?.name ?? ''}`, code: e.responseStatus?.code, event: e }));
+      .map((e) => ({ what: `${e.objectRef?.resource ?? ''}/${e.objectRef?.name ?? ''}`, code: e.responseStatus?.code }));
   }
 
   beforeAll(async () => {
