@@ -22,7 +22,7 @@ import { toolPath } from './support/binaries.js';
 import { byKey, isHook, objectKey, releaseObjects, withoutHelmLabels } from './support/chart-objects.js';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
 import { settleScaledToZero } from './support/deployment-controller.js';
-import { CHART, makeHelm, parseObjects, RELEASE, type Helm, type KubeObject } from './support/helm.js';
+import { CHART, KUBE_VERSION, makeHelm, parseObjects, RELEASE, type Helm, type KubeObject } from './support/helm.js';
 import { at } from './support/json.js';
 import { podFromSandbox, type SandboxObject } from './support/sandbox-controller.js';
 import { startWebhookProcess, type WebhookProcess } from './support/webhook-process.js';
@@ -251,13 +251,18 @@ describe('helm template with other values', () => {
     expect(result.code).toBe(0);
   });
 
-  it('refuses an autoscaler that could go below 2 replicas, and an unknown certificate mode', async () => {
-    const low = await helm.run(['template', RELEASE, CHART, '--kube-version', 'v1.36.3', ...helm.valuesArgs({ autoscaling: { enabled: true, minReplicas: 1 } })]);
-    expect(low.code).not.toBe(0);
-    expect(low.stderr).toContain('autoscaling.minReplicas must be at least 2');
-    const mode = await helm.run(['template', RELEASE, CHART, '--kube-version', 'v1.36.3', ...helm.valuesArgs({ certificates: { mode: 'vault' } })]);
-    expect(mode.code).not.toBe(0);
-    expect(mode.stderr).toContain('certificates.mode must be self-managed or cert-manager, not "vault"');
+  it.each([
+    [{ autoscaling: { enabled: true, minReplicas: 1 } }, 'autoscaling.minReplicas must be at least 2'],
+    [{ certificates: { mode: 'vault' } }, "at '/certificates/mode': value must be one of 'self-managed', 'cert-manager'"],
+    [{ webhook: { failurePolicy: 'Sometimes' } }, "at '/webhook/failurePolicy': value must be one of 'Fail', 'Ignore'"],
+    [{ webhook: { timeoutSeconds: 31 } }, "at '/webhook/timeoutSeconds': maximum: got 31, want 30"],
+    [{ logLevel: 'loud' }, "at '/logLevel': value must be one of"],
+    [{ postStartConflict: 'chain' }, "at '/postStartConflict': value must be one of"],
+    [{ replica: 3 }, "additional properties 'replica' not allowed"],
+  ])('refuses %j: %s', async (values, message) => {
+    const result = await helm.run(['template', RELEASE, CHART, '--kube-version', KUBE_VERSION, ...helm.valuesArgs(values)]);
+    expect(result.stderr).toContain(message);
+    expect(result.code).not.toBe(0);
   });
 
   it('monitoring: a ServiceMonitor on the metrics port of the Service, selected by the given labels', () => {
@@ -533,17 +538,24 @@ describe('helm install --wait, a Sandbox pod, helm uninstall', () => {
   });
 
   it('without the hook (helm uninstall --no-hooks) Helm deletes the Service first: the hook is what orders it', async () => {
-    // sandbox-system is terminating for good here (no namespace controller), so this release gets another.
-    const values = { ...installValues(), namespace: { name: 'sandbox-system-no-hooks' } };
-    await helm.runOk(['install', RELEASE, CHART, '-n', RECORD_NS, ...helm.valuesArgs(values)]);
+    // sandbox-system is terminating for good here (no namespace controller), so this release gets another, made
+    // and labelled beforehand the way the chart's README shows for keeping the release record beside the webhook.
+    const ns = 'sandbox-system-no-hooks';
+    await cluster.ensureNamespace(ns);
+    await cluster.kubectlOk(['label', 'namespace', ns, 'pod-security.kubernetes.io/enforce=restricted', 'pod-security.kubernetes.io/warn=restricted']);
+    const values = { ...installValues(), namespace: { name: ns, create: false } };
+    await helm.runOk(['install', RELEASE, CHART, '-n', ns, ...helm.valuesArgs(values)]);
     const before = readAuditEvents(auditLog).length;
-    await helm.runOk(['uninstall', RELEASE, '-n', RECORD_NS, '--no-hooks']);
-    const deletes = helmDeletes(before).map((d) => `${d.what} ${String(d.code)}`);
+    await helm.runOk(['uninstall', RELEASE, '-n', ns, '--no-hooks']);
+    // Helm's own release record (a Secret sh.helm.release.v1.*) goes after the chart's objects.
+    const deletes = helmDeletes(before)
+      .filter((d) => !d.what.startsWith('secrets/sh.helm.release.v1.'))
+      .map((d) => `${d.what} ${String(d.code)}`);
     const service = deletes.indexOf('services/sandbox-injector 200');
-    const config = deletes.indexOf('mutatingwebhookconfigurations/sandbox-injector 200');
     expect(service).toBeGreaterThanOrEqual(0);
-    expect(config).toBeGreaterThan(service);
-    // Last of the chart's objects, after the Namespace even (kinds Helm does not know go last).
-    expect(config).toBeGreaterThan(deletes.indexOf('namespaces/sandbox-system-no-hooks 200'));
+    expect(deletes.indexOf('mutatingwebhookconfigurations/sandbox-injector 200')).toBe(deletes.length - 1);
+    // The namespace was not the chart's to delete.
+    expect(deletes.filter((d) => d.startsWith('namespaces/'))).toEqual([]);
+    expect(at(JSON.parse(await cluster.kubectlOk(['get', 'namespace', ns, '-o', 'json'])), 'metadata', 'deletionTimestamp')).toBeUndefined();
   });
 });
