@@ -537,25 +537,45 @@ describe('helm install --wait, a Sandbox pod, helm uninstall', () => {
     expect(created.map((e) => (at(e.requestObject, 'webhooks') as unknown[] | undefined)?.length ?? 0)).toEqual([1, 0]);
   });
 
+  // A second release: sandbox-system is terminating for good here (no namespace controller). Its namespace is
+  // made and labelled beforehand, the way the chart's README shows for keeping the release record beside the
+  // webhook, and its webhook configuration calls the Service, as in a real install (nothing calls it here).
+  const SECOND_NS = 'sandbox-system-second';
+  const secondValues = (more: Record<string, unknown> = {}): Record<string, unknown> => ({ namespace: { name: SECOND_NS, create: false }, ...more });
+  const storedConfig = async (): Promise<unknown> =>
+    JSON.parse(await cluster.kubectlOk(['get', 'mutatingwebhookconfiguration', 'sandbox-injector', '-o', 'json']));
+
+  it('helm upgrade keeps the caBundle the webhook wrote, and turning the autoscaler on keeps the replica count', async () => {
+    await cluster.ensureNamespace(SECOND_NS);
+    await cluster.kubectlOk(['label', 'namespace', SECOND_NS, 'pod-security.kubernetes.io/enforce=restricted', 'pod-security.kubernetes.io/warn=restricted']);
+    await helm.runOk(['install', RELEASE, CHART, '-n', SECOND_NS, ...helm.valuesArgs(secondValues())]);
+    // What a self-managed replica (or cert-manager's CA injector) does once it has a CA.
+    const caBundle = Buffer.from(cluster.caPem).toString('base64');
+    await cluster.kubectlOk(['patch', 'mutatingwebhookconfiguration', 'sandbox-injector', '--type=json', '-p',
+      JSON.stringify([{ op: 'add', path: '/webhooks/0/clientConfig/caBundle', value: caBundle }])]);
+
+    await helm.runOk(['upgrade', RELEASE, CHART, '-n', SECOND_NS, ...helm.valuesArgs(secondValues({ webhook: { timeoutSeconds: 7 }, autoscaling: { enabled: true } }))]);
+    const config = await storedConfig();
+    expect(at(config, 'webhooks', 0, 'timeoutSeconds')).toBe(7);
+    expect(at(config, 'webhooks', 0, 'clientConfig', 'caBundle')).toBe(caBundle);
+    // Without the chart's lookup of the live count, Helm would delete spec.replicas and the API server would
+    // default it to 1.
+    const deployment = JSON.parse(await cluster.kubectlOk(['-n', SECOND_NS, 'get', 'deployment', 'sandbox-injector', '-o', 'json'])) as unknown;
+    expect(at(deployment, 'spec', 'replicas')).toBe(2);
+    expect((await cluster.kubectl(['-n', SECOND_NS, 'get', 'horizontalpodautoscaler', 'sandbox-injector'])).code).toBe(0);
+  });
+
   it('without the hook (helm uninstall --no-hooks) Helm deletes the Service first: the hook is what orders it', async () => {
-    // sandbox-system is terminating for good here (no namespace controller), so this release gets another, made
-    // and labelled beforehand the way the chart's README shows for keeping the release record beside the webhook.
-    const ns = 'sandbox-system-no-hooks';
-    await cluster.ensureNamespace(ns);
-    await cluster.kubectlOk(['label', 'namespace', ns, 'pod-security.kubernetes.io/enforce=restricted', 'pod-security.kubernetes.io/warn=restricted']);
-    const values = { ...installValues(), namespace: { name: ns, create: false } };
-    await helm.runOk(['install', RELEASE, CHART, '-n', ns, ...helm.valuesArgs(values)]);
     const before = readAuditEvents(auditLog).length;
-    await helm.runOk(['uninstall', RELEASE, '-n', ns, '--no-hooks']);
+    await helm.runOk(['uninstall', RELEASE, '-n', SECOND_NS, '--no-hooks']);
     // Helm's own release record (a Secret sh.helm.release.v1.*) goes after the chart's objects.
     const deletes = helmDeletes(before)
       .filter((d) => !d.what.startsWith('secrets/sh.helm.release.v1.'))
       .map((d) => `${d.what} ${String(d.code)}`);
-    const service = deletes.indexOf('services/sandbox-injector 200');
-    expect(service).toBeGreaterThanOrEqual(0);
+    expect(deletes.indexOf('services/sandbox-injector 200')).toBeGreaterThanOrEqual(0);
     expect(deletes.indexOf('mutatingwebhookconfigurations/sandbox-injector 200')).toBe(deletes.length - 1);
     // The namespace was not the chart's to delete.
     expect(deletes.filter((d) => d.startsWith('namespaces/'))).toEqual([]);
-    expect(at(JSON.parse(await cluster.kubectlOk(['get', 'namespace', ns, '-o', 'json'])), 'metadata', 'deletionTimestamp')).toBeUndefined();
+    expect(at(JSON.parse(await cluster.kubectlOk(['get', 'namespace', SECOND_NS, '-o', 'json'])), 'metadata', 'deletionTimestamp')).toBeUndefined();
   });
 });
