@@ -1,0 +1,105 @@
+// The real helm (built by test/e2e/cluster/build.sh helm) run against the chart in charts/sandbox-injector,
+// with its cache, config and data folders in a temp dir of its own so no user's repositories or plugins count.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { repoRoot, toolPath } from './binaries.js';
+import { at } from './json.js';
+import type { KubectlResult } from './kubectl.js';
+
+export const CHART = path.join(repoRoot, 'charts', 'sandbox-injector');
+export const RELEASE = 'sandbox-injector';
+/**
+ * The Kubernetes version `helm template` renders for. A helm built from its Go module without the release
+ * build's version stamps assumes v1.20, below the chart's kubeVersion; `helm install` asks the server instead.
+ */
+export const KUBE_VERSION = 'v1.36.3';
+
+export interface KubeObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  [field: string]: unknown;
+}
+
+export interface Helm {
+  /** Runs helm to completion; never rejects on a non-zero exit. */
+  run(args: string[]): Promise<KubectlResult>;
+  /** Like run(), but rejects with stderr unless helm exits 0; resolves to stdout. */
+  runOk(args: string[]): Promise<string>;
+  /** Starts helm and returns at once, e.g. an install --wait that the test must help along. */
+  start(args: string[]): { process: ChildProcess; done: Promise<KubectlResult> };
+  /** Writes values (JSON is YAML) to a file of this helm's temp dir and returns `-f <file>`. */
+  valuesArgs(values: Record<string, unknown>): string[];
+  /** `helm template` of the chart with these values, parsed. */
+  template(values?: Record<string, unknown>): Promise<KubeObject[]>;
+  dispose(): void;
+}
+
+/** A helm whose every command uses `kubeconfigPath` (when given) and a fresh HELM_*_HOME. */
+export function makeHelm(kubeconfigPath?: string): Helm {
+  const home = mkdtempSync(path.join(tmpdir(), 'si-e2e-helm-'));
+  const env = {
+    ...process.env,
+    HELM_CACHE_HOME: path.join(home, 'cache'),
+    HELM_CONFIG_HOME: path.join(home, 'config'),
+    HELM_DATA_HOME: path.join(home, 'data'),
+    ...(kubeconfigPath === undefined ? {} : { KUBECONFIG: kubeconfigPath }),
+  };
+  let files = 0;
+
+  const start = (args: string[]): { process: ChildProcess; done: Promise<KubectlResult> } => {
+    const child = spawn(toolPath('helm', 'helm'), args, { env, cwd: home, stdio: ['ignore', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (c: Buffer) => out.push(c));
+    child.stderr.on('data', (c: Buffer) => err.push(c));
+    const done = new Promise<KubectlResult>((resolve, reject) => {
+      child.on('error', reject);
+      child.on('close', (code, signal) =>
+        resolve({
+          code: code ?? (signal === null ? 1 : 128),
+          stdout: Buffer.concat(out).toString('utf8'),
+          stderr: Buffer.concat(err).toString('utf8'),
+        }),
+      );
+    });
+    return { process: child, done };
+  };
+  const run = (args: string[]): Promise<KubectlResult> => start(args).done;
+  const runOk = async (args: string[]): Promise<string> => {
+    const result = await run(args);
+    if (result.code !== 0) throw new Error(`helm ${args.join(' ')} exited ${result.code}: ${result.stderr}`);
+    return result.stdout;
+  };
+  const valuesArgs = (values: Record<string, unknown>): string[] => {
+    const file = path.join(home, `values-${++files}.yaml`);
+    writeFileSync(file, JSON.stringify(values));
+    return ['-f', file];
+  };
+  return {
+    run,
+    runOk,
+    start,
+    valuesArgs,
+    template: async (values = {}) =>
+      parseObjects(await runOk(['template', RELEASE, CHART, '--kube-version', KUBE_VERSION, ...valuesArgs(values)])),
+    dispose: () => rmSync(home, { recursive: true, force: true }),
+  };
+}
+
+/** The objects of a multi-document YAML stream (empty documents, which helm leaves between templates, dropped). */
+export function parseObjects(yamlText: string): KubeObject[] {
+  return parseAllDocuments(yamlText).flatMap((doc, i): KubeObject[] => {
+    if (doc.errors.length > 0) throw new Error(`document ${i}: ${doc.errors.map((e) => e.message).join('; ')}`);
+    const value: unknown = doc.toJS();
+    if (value === null || value === undefined) return [];
+    if (typeof at(value, 'kind') !== 'string' || typeof at(value, 'metadata', 'name') !== 'string') {
+      throw new Error(`document ${i} is not a Kubernetes object: ${JSON.stringify(value).slice(0, 200)}`);
+    }
+    const object = value as KubeObject;
+    return [object];
+  });
+}
