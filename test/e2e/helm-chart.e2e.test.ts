@@ -18,9 +18,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify as toYaml } from 'yaml';
 import { auditFlags, readAuditEvents } from './support/audit-log.js';
-import { toolPath } from './support/binaries.js';
+import { resolveBinDir, toolPath } from './support/binaries.js';
 import { byKey, isHook, objectKey, releaseObjects, withoutHelmLabels } from './support/chart-objects.js';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
+import { renderWithComponents } from './support/components.js';
 import { settleScaledToZero } from './support/deployment-controller.js';
 import { CHART, KUBE_VERSION, makeHelm, parseObjects, RELEASE, type Helm, type KubeObject } from './support/helm.js';
 import { at } from './support/json.js';
@@ -50,6 +51,7 @@ const VALUE_SETS: Record<string, Record<string, unknown>> = {
   certManager: { certificates: { mode: 'cert-manager' } },
   certManagerOwnIssuer: { certificates: { mode: 'cert-manager', certManagerIssuer: { name: 'corp-ca', kind: 'ClusterIssuer' } } },
   scaledAndMonitored: { autoscaling: { enabled: true }, monitoring: { enabled: true, labels: { release: 'kube-prometheus-stack' } } },
+  components: { autoscaling: { enabled: true }, monitoring: { enabled: true } },
   configElsewhere: { config: { create: false, name: 'team-runtimes', namespace: 'platform-config' } },
   everythingChanged: {
     namespace: { name: 'agents-webhook' },
@@ -78,6 +80,7 @@ let auditDir: string;
 let auditLog: string;
 let kustomized: KubeObject[];
 let kustomizedCertManager: KubeObject[];
+let kustomizedWithComponents: KubeObject[];
 const rendered = new Map<string, KubeObject[]>();
 
 function render(set: string): KubeObject[] {
@@ -104,6 +107,7 @@ beforeAll(async () => {
   helm = makeHelm(cluster.kubeconfigPath);
   kustomized = parseObjects(await cluster.kubectlOk(['kustomize', MANIFESTS]));
   kustomizedCertManager = parseObjects(await cluster.kubectlOk(['kustomize', CERT_MANAGER]));
+  kustomizedWithComponents = await renderWithComponents(resolveBinDir(), ['autoscaling', 'monitoring']);
   for (const [name, values] of Object.entries(VALUE_SETS)) rendered.set(name, await helm.template(values));
   await cluster.kubectlOk(['apply', '-f', CRD]);
   await cluster.kubectlOk(['wait', '--for=condition=Established', 'crd/sandboxes.agents.kruise.io', '--timeout=60s']);
@@ -214,21 +218,33 @@ describe('certificates.mode=cert-manager renders kubectl kustomize manifests/ove
   });
 });
 
+describe('autoscaling and monitoring on render manifests/ with components/autoscaling and components/monitoring', () => {
+  it('object by object, apart from Helm standard labels: the same HPA, PDB, ServiceMonitor and alert rules', () => {
+    const chart = releaseObjects(render('components'));
+    const kustomize = byKey(kustomizedWithComponents);
+    expect([...chart.keys()].sort()).toEqual([...kustomize.keys()].sort());
+    for (const [key, object] of kustomize) expect(chart.get(key), key).toEqual(object);
+  });
+});
+
 describe('helm template with other values', () => {
-  it('autoscaling: an autoscaling/v2 HPA on CPU, no replica count in the Deployment, the PDB and spread unchanged', () => {
+  it('autoscaling: an autoscaling/v2 HPA on CPU, no replica count in the Deployment, one replica at a time in the PDB', () => {
     const objects = render('scaledAndMonitored');
-    expect(at(find(objects, 'HorizontalPodAutoscaler'), 'spec')).toEqual({
+    expect(at(find(objects, 'HorizontalPodAutoscaler'), 'spec')).toMatchObject({
       scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'sandbox-injector' },
       minReplicas: 2,
-      maxReplicas: 6,
+      maxReplicas: 10,
       metrics: [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 70 } } }],
     });
     expect(find(objects, 'HorizontalPodAutoscaler').apiVersion).toBe('autoscaling/v2');
     expect(at(find(objects, 'Deployment'), 'spec', 'replicas')).toBeUndefined();
     const defaults = releaseObjects(render('defaults'));
-    for (const kind of ['PodDisruptionBudget', 'Service']) {
-      expect(withoutHelmLabels(find(objects, kind)), kind).toEqual(defaults.get(objectKey(find(objects, kind))));
-    }
+    const service = find(objects, 'Service');
+    expect(withoutHelmLabels(service)).toEqual(defaults.get(objectKey(service)));
+    const budget = find(objects, 'PodDisruptionBudget');
+    expect(at(budget, 'spec', 'maxUnavailable')).toBe(1);
+    expect(at(budget, 'spec', 'minAvailable')).toBeUndefined();
+    expect(at(budget, 'spec', 'selector')).toEqual(at(defaults.get(objectKey(budget)), 'spec', 'selector'));
     expect(at(find(objects, 'Deployment'), 'spec', 'template')).toEqual(at(find(render('defaults'), 'Deployment'), 'spec', 'template'));
   });
 
@@ -274,7 +290,8 @@ describe('helm template with other values', () => {
     const service = find(objects, 'Service');
     const selector = at(monitor, 'spec', 'selector', 'matchLabels') as Record<string, string>;
     expect(service.metadata.labels).toMatchObject(selector);
-    expect(at(monitor, 'spec', 'namespaceSelector')).toEqual({ matchNames: [NS] });
+    expect(at(monitor, 'spec', 'namespaceSelector')).toBeUndefined();
+    expect(monitor.metadata.namespace).toBe(service.metadata.namespace);
     expect(at(monitor, 'spec', 'endpoints')).toEqual([{ port: 'metrics', path: '/metrics', scheme: 'http', interval: '30s' }]);
     expect(at(service, 'spec', 'ports')).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'metrics' })]));
   });
@@ -294,15 +311,16 @@ describe('helm template with other values', () => {
     }
   });
 
-  it('monitoring: the slow-admission threshold is half of webhook.timeoutSeconds, up to the top bucket', async () => {
+  it('monitoring: the slow-admission threshold is the largest bucket within half of webhook.timeoutSeconds', async () => {
     const expr = async (timeoutSeconds: number): Promise<string> => {
       const objects = await helm.template({ monitoring: { enabled: true }, webhook: { timeoutSeconds } });
       const groups = at(find(objects, 'PrometheusRule'), 'spec', 'groups') as { rules: { alert: string; expr: string }[] }[];
       return groups.flatMap((g) => g.rules).find((r) => r.alert === 'SandboxInjectorSlowAdmissions')?.expr ?? '';
     };
-    expect(await expr(5)).toMatch(/>= 2\.5$/);
-    expect(await expr(2)).toMatch(/>= 1$/);
-    expect(await expr(30)).toMatch(/>= 2\.5$/);
+    expect(await expr(5)).toContain('{le="2.5"}');
+    expect(await expr(2)).toContain('{le="1"}');
+    expect(await expr(1)).toContain('{le="0.5"}');
+    expect(await expr(30)).toContain('{le="2.5"}');
   });
 
   it('config.create=false: no ConfigMap; the Role and the flags name the ConfigMap and namespace given', () => {
