@@ -31,7 +31,7 @@ export interface Explanation {
   notes: string[];
   webhook: WebhookCheck;
   /** Runtimes and policy with where each came from; absent when the pod is denied before they are chosen. */
-  selection?: { runtimes: string[]; runtimesFrom: string; policy: string; policyFrom: string };
+  selection?: { runtimes: string[]; runtimesFrom: string; policy: string; policyFrom?: string };
   configMap: { name: string; exists: boolean; keys: KeyReport[] };
   decision: Decision;
   denial?: { code: string; status: number; message: string };
@@ -52,8 +52,6 @@ export interface ExplainInput {
   /** The same dependencies the server's review gets, built from files or one-off reads of the cluster. */
   deps: ReviewDeps;
 }
-
-const NO_POLICY = 'not set anywhere (None)';
 
 /** Runs the server's review on the pod's creation and reads the answer back as an explanation. */
 export async function explainPod(input: ExplainInput): Promise<Explanation> {
@@ -87,7 +85,7 @@ export async function explainPod(input: ExplainInput): Promise<Explanation> {
             runtimes: chosen.runtimes,
             runtimesFrom: chosen.source,
             policy: chosen.policy,
-            policyFrom: chosen.policySource ?? NO_POLICY,
+            ...(chosen.policySource === undefined ? {} : { policyFrom: chosen.policySource }),
           },
         }),
     configMap: configMapReport(snapshot, asked),
@@ -97,8 +95,13 @@ export async function explainPod(input: ExplainInput): Promise<Explanation> {
     wrapped: [...recordedStatus(mutated).wrapped],
     warnings: response?.warnings ?? [],
     patch: decodePatch(response?.patch),
-    diff: unifiedDiff(stringify(pod), stringify(mutated), { from: `pod ${namespace}/${name} as created`, to: `pod ${namespace}/${name} as admitted` }),
+    diff: unifiedDiff(asYaml(pod), asYaml(mutated), { from: `pod ${namespace}/${name} as created`, to: `pod ${namespace}/${name} as admitted` }),
   };
+}
+
+/** Long values (the status annotation) stay on one line, so each change is one diff line. */
+function asYaml(pod: Pod): string {
+  return stringify(pod, { lineWidth: 0 });
 }
 
 function configMapReport(snapshot: ConfigSnapshot, asked: readonly string[]): Explanation['configMap'] {

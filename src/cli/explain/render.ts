@@ -54,7 +54,7 @@ function selectionSection({ selection, denial }: Explanation): string[] {
   return [
     'Runtimes and policy',
     `  runtimes: ${runtimes}  from ${selection.runtimesFrom}`,
-    `  policy:   ${selection.policy}  from ${selection.policyFrom}`,
+    `  policy:   ${selection.policy}  ${selection.policyFrom === undefined ? '(set nowhere: None by default)' : `from ${selection.policyFrom}`}`,
   ];
 }
 

@@ -56,6 +56,10 @@ describe('explainPod', () => {
       },
     ]);
     expect(explanation.warnings.some((w) => w.startsWith('pod team-a/p: traffic-proxy: skipped'))).toBe(true);
+    // The status annotation, long with the skip's message, stays one diff line rather than folded YAML.
+    const added = explanation.diff.split('\n').filter((line) => line.startsWith('+'));
+    expect(added.filter((line) => line.includes(STATUS_ANNOTATION))).toHaveLength(1);
+    expect(added.find((line) => line.includes(STATUS_ANNOTATION))).toMatch(/"wrapped":\[\]\}'$/);
   });
 
   it('gives the patch the server answers with, and a diff that shows the same change', async () => {
@@ -90,7 +94,8 @@ describe('explainPod', () => {
 
   it('says so when no source sets the policy', async () => {
     const explanation = await explain(annotated('csi'), storeOf(ALL_KEYS));
-    expect(explanation.selection).toMatchObject({ policy: 'None', policyFrom: 'not set anywhere (None)' });
+    expect(explanation.selection).toEqual({ runtimes: ['csi'], runtimesFrom: `annotation ${RUNTIMES}`, policy: 'None' });
+    expect(renderText(explanation)).toContain('  policy:   None  (set nowhere: None by default)\n');
   });
 
   it('reports each asked key: valid, on its last valid version, invalid, missing', async () => {
