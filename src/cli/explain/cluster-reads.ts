@@ -8,7 +8,7 @@ const MAX_OBJECT_BYTES = 16 * 1024 * 1024;
 const REQUEST_TIMEOUT_MS = 30_000;
 
 /**
- * One-off GETs through the kubeconfig's credentials, as client-node applies them. The objects are kept as the
+ * One-off GETs through the kubeconfig's credentials and agent (TLS, proxy-url), as client-node applies them. The objects are kept as the
  * API server sent them: client-node's typed readers turn timestamps into Dates and drop fields they do not know,
  * and explain must review the very pod the server would see.
  */
@@ -39,7 +39,7 @@ export class ClusterReads {
     const options: RequestOptions = {
       method: 'GET',
       hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'),
-      port: url.port,
+      port: url.port === '' ? 443 : Number(url.port),
       path: url.pathname + url.search,
       headers: { Accept: 'application/json' },
       timeout: REQUEST_TIMEOUT_MS,
