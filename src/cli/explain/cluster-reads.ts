@@ -8,9 +8,9 @@ const MAX_OBJECT_BYTES = 16 * 1024 * 1024;
 const REQUEST_TIMEOUT_MS = 30_000;
 
 /**
- * One-off GETs through the kubeconfig's credentials and agent (TLS, proxy-url), as client-node applies them. The objects are kept as the
- * API server sent them: client-node's typed readers turn timestamps into Dates and drop fields they do not know,
- * and explain must review the very pod the server would see.
+ * One-off GETs through the kubeconfig's credentials and agent (TLS, proxy-url), as client-node applies them.
+ * The objects are kept as the API server sent them: client-node's typed readers turn timestamps into Dates and
+ * drop fields they do not know, and explain must review the very pod the server would see.
  */
 export class ClusterReads {
   private constructor(private readonly kubeConfig: KubeConfig) {}
