@@ -16,8 +16,9 @@ interface Template {
  * annotation, and a controller owner reference. The controller's own injection of spec.runtimes is not replayed
  * (that is the controller's code, not ours): a runtime it injects shows here as injected, on the real pod as present.
  */
-export function podFromSandboxTemplate(sandbox: Sandbox & { spec?: { template?: Template } }): Pod {
-  const template = structuredClone(sandbox.spec?.template ?? {});
+export function podFromSandboxTemplate(sandbox: Sandbox): Pod {
+  // As the API stored it: the review checks the pod's shape before reading it, as it does for any pod.
+  const template = structuredClone((sandbox.spec as { template?: Template } | undefined)?.template ?? {});
   const name = sandbox.metadata?.name ?? '';
   return {
     apiVersion: 'v1',
