@@ -73,6 +73,7 @@ async function explainInCluster(kubeconfig: string, flags: ExplainFlags, io: Cli
   // Imported here so offline runs never load @kubernetes/client-node.
   const { clusterTarget } = await import('./explain/cluster-target.js');
   const target = await clusterTarget(kubeconfig, flags, io);
+  // --poststart-conflict checked as review and inject check it; the config and runtime choice come from the cluster.
   const base: ReviewDeps = await offlineDeps(undefined, flags['poststart-conflict'], io);
   return explainPod({ ...target, deps: { ...base, ...target.deps, ...wrapperFromImage(flags['wrapper-image']) } });
 }
