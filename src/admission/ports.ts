@@ -6,7 +6,15 @@ import type { EnvVarsInjectionPolicy, RuntimeConfig } from '../injection/index.j
  * the handler never learns whether they came from a file, an informer or a pod annotation.
  */
 export type RuntimeSelection =
-  | { ok: true; runtimes: string[]; policy: EnvVarsInjectionPolicy; source: string }
+  | {
+      ok: true;
+      runtimes: string[];
+      policy: EnvVarsInjectionPolicy;
+      /** Where the runtimes were read, e.g. `Sandbox ns/name: spec.runtimes`; `explain` shows it. */
+      source: string;
+      /** The field the policy was read from; absent when none was set and the policy is None by default. */
+      policySource?: string;
+    }
   | { ok: false; denial: Failure };
 
 export interface ConfigEntry {

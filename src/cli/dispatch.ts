@@ -1,4 +1,5 @@
 import { CliError, type CliIo, writeLine } from './io.js';
+import { explainCommand, EXPLAIN_USAGE } from './explain.js';
 import { injectCommand, INJECT_USAGE } from './inject.js';
 import { reviewCommand, REVIEW_USAGE } from './review.js';
 
@@ -11,6 +12,7 @@ const USAGE = [
   '  serve        run the HTTPS admission webhook',
   `  review       answer an AdmissionReview from a file or stdin (${REVIEW_USAGE.replace('usage: ', '')})`,
   `  inject       print a pod as the webhook would admit it (${INJECT_USAGE.replace('usage: ', '')})`,
+  `  explain      why a pod did or did not get its runtimes (${EXPLAIN_USAGE.replace('usage: ', '')})`,
   '  env-file     write the per-claim environment file for run_with_envs.sh',
   '  install-wrapper --dir DIR   copy run_with_envs.sh into DIR',
 ].join('\n');
@@ -19,6 +21,7 @@ const USAGE = [
 const COMMANDS: Record<string, () => Promise<Command>> = {
   review: () => Promise.resolve(reviewCommand),
   inject: () => Promise.resolve(injectCommand),
+  explain: () => Promise.resolve(explainCommand),
   serve: async () => (await import('./serve.js')).serveCommand,
   'env-file': async () => (await import('./env-file.js')).envFileCommand,
   'install-wrapper': async () => (await import('./install-wrapper.js')).installWrapperCommand,

@@ -1,20 +1,20 @@
 import { parseArgs } from 'node:util';
-import fastJsonPatch, { type Operation } from 'fast-json-patch';
-import { parseAllDocuments, stringify } from 'yaml';
+import { stringify } from 'yaml';
 import { reviewAdmission } from '../admission/review.js';
-import type { AdmissionReviewRequest } from '../admission/types.js';
 import type { Pod } from '../injection/index.js';
 import { wrapperFromImage } from '../wrapper/installer.js';
 import type { RuntimeSelection } from '../admission/ports.js';
 import {
+  firstPolicy,
   parsePolicy,
   parseRuntimeList,
   POLICY_ANNOTATION,
   RUNTIMES_ANNOTATION,
   runtimesFromAnnotations,
 } from '../sources/pod-annotations.js';
-import { CliError, type CliIo, readInput, refusePrototypeKeys, writeLine } from './io.js';
+import { CliError, type CliIo, readInput, writeLine } from './io.js';
 import { offlineDeps, POSTSTART_CONFLICT_FLAG, POSTSTART_CONFLICT_USAGE } from './offline-deps.js';
+import { applyResponsePatch, parsePod, podCreateReview } from './pod-review.js';
 
 export const INJECT_USAGE =
   'usage: sandbox-injector inject [--config-file CONFIGMAP] [-f POD|-] [--runtimes a,b] ' +
@@ -47,7 +47,7 @@ export async function injectCommand(argv: string[], io: CliIo): Promise<number> 
   const deps = await offlineDeps(values['config-file'], values['poststart-conflict'], io);
   const pod = parsePod(await readInput(values.filename, io), values.filename);
 
-  const outcome = await reviewAdmission(podCreateReview(pod), {
+  const outcome = await reviewAdmission(podCreateReview(pod, undefined, 'sandbox-injector-inject'), {
     ...deps,
     ...wrapperFromImage(values['wrapper-image']),
     selectRuntimes: (pod) => selectionWithFlags(pod, values.runtimes, flagPolicy),
@@ -68,45 +68,9 @@ function selectionWithFlags(pod: Pod, runtimes: string | undefined, policy: stri
   if (runtimes === undefined && policy === undefined) return runtimesFromAnnotations(pod);
   const annotations = pod.metadata.annotations ?? {};
   const field = policy === undefined ? `annotation ${POLICY_ANNOTATION}` : '--env-vars-injection-policy';
-  const checked = parsePolicy(policy ?? annotations[POLICY_ANNOTATION], field);
+  const checked = firstPolicy([[policy ?? annotations[POLICY_ANNOTATION], field]]);
   if (!checked.ok) return checked;
   const names = parseRuntimeList(runtimes ?? annotations[RUNTIMES_ANNOTATION] ?? '');
-  return { ok: true, runtimes: names, policy: checked.policy, source: 'flags' };
-}
-
-function parsePod(text: string, origin: string): Pod {
-  const documents = parseAllDocuments(text).filter((doc) => doc.contents !== null);
-  const [document] = documents;
-  if (documents.length !== 1 || document === undefined) {
-    throw new CliError(`${origin}: expected one Pod manifest, found ${documents.length} documents`);
-  }
-  const firstError = document.errors[0];
-  if (firstError !== undefined) throw new CliError(`${origin}: not valid YAML or JSON: ${firstError.message.split('\n')[0] ?? ''}`);
-  const value: unknown = document.toJS();
-  refusePrototypeKeys(value, origin);
-  if (value === null || typeof value !== 'object' || (value as { kind?: unknown }).kind !== 'Pod') {
-    throw new CliError(`${origin}: not a Pod manifest (kind Pod)`);
-  }
-  return value as Pod;
-}
-
-function podCreateReview(pod: Pod): AdmissionReviewRequest {
-  return {
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: {
-      uid: 'sandbox-injector-inject',
-      kind: { group: '', version: 'v1', kind: 'Pod' },
-      resource: { group: '', version: 'v1', resource: 'pods' },
-      operation: 'CREATE',
-      namespace: pod.metadata?.namespace ?? 'default',
-      object: pod,
-    },
-  };
-}
-
-function applyResponsePatch(pod: Pod, patch: string | undefined): Pod {
-  if (patch === undefined) return pod;
-  const operations = JSON.parse(Buffer.from(patch, 'base64').toString('utf8')) as Operation[];
-  return fastJsonPatch.applyPatch(structuredClone(pod), operations, true, true).newDocument;
+  const source = runtimes === undefined ? `annotation ${RUNTIMES_ANNOTATION}` : '--runtimes';
+  return { ok: true, runtimes: names, policy: checked.policy, source, policySource: checked.field };
 }

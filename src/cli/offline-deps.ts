@@ -11,10 +11,12 @@ export const POSTSTART_CONFLICT_USAGE = `[--poststart-conflict ${POSTSTART_CONFL
 
 /**
  * The review dependencies for a run without a cluster: the ConfigMap from a file (none given = the ConfigMap
- * does not exist), runtimes and policy from the pod's annotations.
+ * does not exist), runtimes and policy from the pod's annotations. Several files are successive versions of the
+ * ConfigMap, oldest first, read as the server's watch reads changes: a key that is bad in the last one keeps its
+ * last valid version from an earlier one.
  */
 export async function offlineDeps(
-  configFile: string | undefined,
+  configFiles: string | readonly string[] | undefined,
   postStartConflict: string,
   io: CliIo,
 ): Promise<ReviewDeps> {
@@ -22,7 +24,7 @@ export async function offlineDeps(
     throw new CliError(`--poststart-conflict: "${postStartConflict}" is not one of ${POSTSTART_CONFLICT_MODES.join(', ')}`);
   }
   const store = new InjectionConfigStore();
-  if (configFile !== undefined) {
+  for (const configFile of typeof configFiles === 'string' ? [configFiles] : (configFiles ?? [])) {
     const data = parseConfigMapManifest(await readInput(configFile, io), configFile);
     const report = store.update(data);
     for (const invalid of report.invalidKeys) {

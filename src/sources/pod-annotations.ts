@@ -24,6 +24,9 @@ export function parsePolicy(
 
 type PolicyResult = { ok: true; policy: EnvVarsInjectionPolicy } | { ok: false; denial: Failure };
 
+/** A policy with the field it was read from, absent when no source set one. */
+type ChosenPolicy = { ok: true; policy: EnvVarsInjectionPolicy; field?: string } | { ok: false; denial: Failure };
+
 /** A value for the policy and the field it was read from, for the message if it is bad. */
 export type PolicySource = readonly [value: unknown, field: string];
 
@@ -31,22 +34,22 @@ export type PolicySource = readonly [value: unknown, field: string];
  * The first policy that is set among `sources`, in order. Every value that is set is checked, not only the one
  * that wins: a bad value is bad input wherever it is.
  */
-export function firstPolicy(sources: readonly PolicySource[]): PolicyResult {
-  let chosen: EnvVarsInjectionPolicy | undefined;
+export function firstPolicy(sources: readonly PolicySource[]): ChosenPolicy {
+  let chosen: { policy: EnvVarsInjectionPolicy; field: string } | undefined;
   for (const [value, field] of sources) {
     if (value === undefined || value === null || value === '') continue;
     const parsed = parsePolicy(value, field);
     if (!parsed.ok) return parsed;
-    chosen ??= parsed.policy;
+    chosen ??= { policy: parsed.policy, field };
   }
-  return { ok: true, policy: chosen ?? 'None' };
+  return chosen === undefined ? { ok: true, policy: 'None' } : { ok: true, ...chosen };
 }
 
 /** Runtimes and policy as the pod names them itself: offline use, and cluster mode when the operator allows it. */
 export function runtimesFromAnnotations(pod: Pod): RuntimeSelection {
   const annotations = pod.metadata?.annotations ?? {};
-  const policy = parsePolicy(annotations[POLICY_ANNOTATION], `annotation ${POLICY_ANNOTATION}`);
+  const policy = firstPolicy([[annotations[POLICY_ANNOTATION], `annotation ${POLICY_ANNOTATION}`]]);
   if (!policy.ok) return policy;
   const runtimes = parseRuntimeList(annotations[RUNTIMES_ANNOTATION] ?? '');
-  return { ok: true, runtimes, policy: policy.policy, source: 'pod annotations' };
+  return { ok: true, runtimes, policy: policy.policy, source: `annotation ${RUNTIMES_ANNOTATION}`, policySource: policy.field };
 }

@@ -157,6 +157,6 @@ describe('pod annotations', () => {
 
   it('reads runtimes and policy from the pod', () => {
     const pod = { metadata: { annotations: { 'agents.kruise.io/runtimes': 'csi', 'agents.kruise.io/env-vars-injection-policy': 'Auto' } }, spec: { containers: [] } };
-    expect(runtimesFromAnnotations(pod)).toEqual({ ok: true, runtimes: ['csi'], policy: 'Auto', source: 'pod annotations' });
+    expect(runtimesFromAnnotations(pod)).toEqual({ ok: true, runtimes: ['csi'], policy: 'Auto', source: 'annotation agents.kruise.io/runtimes', policySource: 'annotation agents.kruise.io/env-vars-injection-policy' });
   });
 });

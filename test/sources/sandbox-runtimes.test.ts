@@ -26,7 +26,7 @@ describe('runtimes from the owning Sandbox', () => {
   it('reads spec.runtimes[].name and spec.envVarsInjectionPolicy of the controller owner', async () => {
     const lookup = lookupOf(sandbox({ runtimes: [{ name: 'agent-runtime' }, { name: 'csi' }, { name: 'csi' }], envVarsInjectionPolicy: 'Auto' }));
     const selection = await runtimesFromOwner(pod([owner]), request, lookup, false);
-    expect(selection).toEqual({ ok: true, runtimes: ['agent-runtime', 'csi'], policy: 'Auto', source: 'Sandbox team-a/sbx' });
+    expect(selection).toEqual({ ok: true, runtimes: ['agent-runtime', 'csi'], policy: 'Auto', source: 'Sandbox team-a/sbx: spec.runtimes', policySource: 'Sandbox team-a/sbx: spec.envVarsInjectionPolicy' });
     expect(lookup.calls).toEqual(['team-a/sbx/uid-1']);
   });
 
@@ -88,17 +88,30 @@ describe('runtimes from the owning Sandbox', () => {
       runtimesFromOwner(pod([owner], podAnnotations), request, lookupOf(sandbox), false);
 
     it('comes from the Sandbox annotation when the spec has none (today\'s CRD prunes the field)', async () => {
-      expect(await select(box({ runtimes: [{ name: 'agent-runtime' }] }, { [POLICY]: 'Auto' }))).toMatchObject({ ok: true, policy: 'Auto' });
+      expect(await select(box({ runtimes: [{ name: 'agent-runtime' }] }, { [POLICY]: 'Auto' }))).toMatchObject({
+        ok: true,
+        policy: 'Auto',
+        policySource: `Sandbox team-a/sbx: annotation ${POLICY}`,
+      });
     });
 
     it('comes from the pod annotation the controller copies from the template, after the Sandbox\'s', async () => {
-      expect(await select(box({}), { [POLICY]: 'Auto' })).toMatchObject({ ok: true, policy: 'Auto' });
-      expect(await select(box({}, { [POLICY]: 'None' }), { [POLICY]: 'Auto' })).toMatchObject({ ok: true, policy: 'None' });
-      expect(await select(box({ envVarsInjectionPolicy: 'Auto' }, { [POLICY]: 'None' }), { [POLICY]: 'None' })).toMatchObject({ policy: 'Auto' });
+      expect(await select(box({}), { [POLICY]: 'Auto' })).toMatchObject({ ok: true, policy: 'Auto', policySource: `pod annotation ${POLICY}` });
+      expect(await select(box({}, { [POLICY]: 'None' }), { [POLICY]: 'Auto' })).toMatchObject({
+        ok: true,
+        policy: 'None',
+        policySource: `Sandbox team-a/sbx: annotation ${POLICY}`,
+      });
+      expect(await select(box({ envVarsInjectionPolicy: 'Auto' }, { [POLICY]: 'None' }), { [POLICY]: 'None' })).toMatchObject({
+        policy: 'Auto',
+        policySource: 'Sandbox team-a/sbx: spec.envVarsInjectionPolicy',
+      });
     });
 
     it('is None when no source sets it, and an empty value counts as unset', async () => {
-      expect(await select(box({}, { [POLICY]: '' }), { [POLICY]: '' })).toMatchObject({ ok: true, policy: 'None' });
+      const selection = await select(box({}, { [POLICY]: '' }), { [POLICY]: '' });
+      expect(selection).toMatchObject({ ok: true, policy: 'None' });
+      expect(selection.ok && selection.policySource).toBeUndefined();
     });
 
     it('denies a bad value in any source, naming it, even when a source before it is set', async () => {

@@ -132,7 +132,7 @@ describe('runtimes from the owning Sandbox, with trusted creators', () => {
 
   it('gives the Sandbox runtimes to a pod from a trusted user name', async () => {
     expect(await select({ username: CONTROLLER, groups: SA_GROUPS }, trusted)).toEqual({
-      selection: { ok: true, runtimes: ['csi'], policy: 'None', source: 'Sandbox team-a/sbx' },
+      selection: { ok: true, runtimes: ['csi'], policy: 'None', source: 'Sandbox team-a/sbx: spec.runtimes' },
       lookups: 1,
     });
   });

@@ -131,7 +131,7 @@ function selectionFromSandbox(sandbox: Sandbox, pod: Pod, label: string): Runtim
     [pod.metadata.annotations?.[POLICY_ANNOTATION], `pod annotation ${POLICY_ANNOTATION}`],
   ]);
   if (!policy.ok) return policy;
-  return { ok: true, runtimes: names, policy: policy.policy, source: label };
+  return { ok: true, runtimes: names, policy: policy.policy, source: `${label}: spec.runtimes`, policySource: policy.field };
 }
 
 /** A cached watch of all Sandboxes, with a direct GET when the cache misses or holds an older object. */

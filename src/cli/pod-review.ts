@@ -1,0 +1,50 @@
+import fastJsonPatch, { type Operation } from 'fast-json-patch';
+import { parseAllDocuments } from 'yaml';
+import type { AdmissionReviewRequest } from '../admission/types.js';
+import type { Pod } from '../injection/index.js';
+import { CliError, refusePrototypeKeys } from './io.js';
+
+/** One Pod manifest in YAML or JSON, refused with a message naming `origin` when it is anything else. */
+export function parsePod(text: string, origin: string): Pod {
+  const documents = parseAllDocuments(text).filter((doc) => doc.contents !== null);
+  const [document] = documents;
+  if (documents.length !== 1 || document === undefined) {
+    throw new CliError(`${origin}: expected one Pod manifest, found ${documents.length} documents`);
+  }
+  const firstError = document.errors[0];
+  if (firstError !== undefined) throw new CliError(`${origin}: not valid YAML or JSON: ${firstError.message.split('\n')[0] ?? ''}`);
+  const value: unknown = document.toJS();
+  refusePrototypeKeys(value, origin);
+  if (value === null || typeof value !== 'object' || (value as { kind?: unknown }).kind !== 'Pod') {
+    throw new CliError(`${origin}: not a Pod manifest (kind Pod)`);
+  }
+  return value as Pod;
+}
+
+/** The review kube-apiserver would send for creating `pod` in `namespace`. */
+export function podCreateReview(pod: Pod, namespace = pod.metadata?.namespace ?? 'default', uid = 'sandbox-injector-cli'): AdmissionReviewRequest {
+  return {
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid,
+      kind: { group: '', version: 'v1', kind: 'Pod' },
+      resource: { group: '', version: 'v1', resource: 'pods' },
+      operation: 'CREATE',
+      namespace,
+      object: pod,
+    },
+  };
+}
+
+/** The response's base64 JSON patch as operations; none for an answer without a patch. */
+export function decodePatch(patch: string | undefined): Operation[] {
+  if (patch === undefined) return [];
+  return JSON.parse(Buffer.from(patch, 'base64').toString('utf8')) as Operation[];
+}
+
+/** The pod as kube-apiserver stores it after applying the response's patch; `pod` itself is left alone. */
+export function applyResponsePatch(pod: Pod, patch: string | undefined): Pod {
+  if (patch === undefined) return pod;
+  return fastJsonPatch.applyPatch(structuredClone(pod), decodePatch(patch), true, true).newDocument;
+}
