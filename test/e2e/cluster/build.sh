@@ -92,8 +92,15 @@ case "$tool_set" in
     tools_dir="$script_dir/tools-helm"
     helm_version="$(mod_version "$tools_dir" helm.sh/helm/v3)"
     [[ "$helm_version" =~ ^v3\.[0-9]+\.[0-9]+$ ]] || { log "could not read the helm pin from $tools_dir/go.mod"; exit 1; }
-    # `helm version` reports the pin, as a release build does.
+    # `helm version` reports the pin, and `helm template`/`helm lint` assume the Kubernetes minor of the
+    # client-go helm is built with (not v1.20), as a release build of helm does.
+    client_go="$(mod_version "$tools_dir" k8s.io/client-go)"
+    [[ "$client_go" =~ ^v0\.([0-9]+)\.[0-9]+$ ]] || { log "could not read k8s.io/client-go from $tools_dir/go.mod"; exit 1; }
+    k8s_minor="${BASH_REMATCH[1]}"
     ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version"
+    for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+      ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$k8s_minor"
+    done
     packages=(helm.sh/helm/v3/cmd/helm)
     binaries=(helm)
     sources=("$tools_dir/tools.go")

@@ -12,8 +12,9 @@ import type { KubectlResult } from './kubectl.js';
 export const CHART = path.join(repoRoot, 'charts', 'sandbox-injector');
 export const RELEASE = 'sandbox-injector';
 /**
- * The Kubernetes version `helm template` renders for. A helm built from its Go module without the release
- * build's version stamps assumes v1.20, below the chart's kubeVersion; `helm install` asks the server instead.
+ * The Kubernetes version `helm template` renders for: the e2e kube-apiserver's, said explicitly (build.sh stamps
+ * helm with its client-go's minor, as a release build does, which need not be the server's); `helm install`
+ * asks the server instead.
  */
 export const KUBE_VERSION = 'v1.36.3';
 
