@@ -1,72 +1,60 @@
-import type { Pod } from '../injection/index.js';
-import { escapePointer } from '../util/json-pointer.js';
-
-export type PatchOperation =
-  | { op: 'add'; path: string; value: unknown }
-  | { op: 'replace'; path: string; value: unknown }
-  | { op: 'remove'; path: string };
+import type { EditOperation } from '../injection/index.js';
 
 /**
- * RFC 6902 operations that turn `original` into `mutated`.
- *
- * The injection is copy-on-write, so every subtree it did not touch is the very same object in both pods and is
- * skipped by identity: the cost follows what changed, not the pod's size. Appends to an array become `add`s at
- * the new indexes (objects already there stay untouched); any other change to an array of plain values, such as
- * a wrapped `command`, becomes one `replace` of that array rather than one operation per element. Values are
- * referenced, not copied: the operations are serialized straight away.
+ * The patch as kube-apiserver wants it: base64 of the JSON text of the operations, the text being exactly what
+ * `JSON.stringify(operations)` gives. The operations were recorded by the injection as it edited
+ * (src/injection/editor.ts). Their values are mostly the injection config's frozen fragments (sidecars, env,
+ * mounts, volumes), whose text is made once per config version (`jsonOf`), and the arrays built from the
+ * pod's own commands; the text is encoded to UTF-8 once and to base64 once.
  */
-export function diffPods(original: Pod, mutated: Pod): PatchOperation[] {
-  const operations: PatchOperation[] = [];
-  diffValue(original, mutated, '', operations);
-  return operations;
+export function encodePatch(operations: readonly EditOperation[]): string {
+  return Buffer.from(patchText(operations)).toString('base64');
 }
 
-export function encodePatch(operations: readonly PatchOperation[]): string {
-  return Buffer.from(JSON.stringify(operations)).toString('base64');
-}
-
-function diffValue(before: unknown, after: unknown, path: string, out: PatchOperation[]): void {
-  if (before === after) return;
-  if (isPlainObject(before) && isPlainObject(after)) {
-    diffObject(before, after, path, out);
-  } else if (Array.isArray(before) && Array.isArray(after)) {
-    diffArray(before, after, path, out);
-  } else {
-    out.push({ op: 'replace', path, value: after });
+export function patchText(operations: readonly EditOperation[]): string {
+  let text = '[';
+  for (let i = 0; i < operations.length; i++) {
+    const { op, path, value } = operations[i] as EditOperation;
+    text += `${i > 0 ? ',' : ''}{"op":"${op}","path":${JSON.stringify(path)},"value":${jsonOf(value)}}`;
   }
+  return `${text}]`;
 }
 
-function diffObject(before: Record<string, unknown>, after: Record<string, unknown>, path: string, out: PatchOperation[]): void {
-  for (const key of Object.keys(before)) {
-    const child = `${path}/${escapePointer(key)}`;
-    if (!Object.hasOwn(after, key)) out.push({ op: 'remove', path: child });
-    else diffValue(before[key], after[key], child, out);
+/**
+ * JSON text of frozen values, made once per value. Frozen values are the injection config's fragments
+ * (src/sources/deep-freeze.ts), shared by every admission of one config version and dropped with it; a frozen
+ * value never changes, so its text never goes stale.
+ */
+const frozenText = new WeakMap<object, string>();
+
+/**
+ * `JSON.stringify(value)`, reusing the ready text of frozen values. Values here are JSON, so none is undefined.
+ * Most values made per admission are arrays of the pod's own strings (a wrapped command, its args), and most
+ * such strings need no escaping: those are quoted as they are, which is faster than JSON.stringify here.
+ */
+function jsonOf(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (!Object.isFrozen(value)) return Array.isArray(value) ? stringArrayJson(value) : JSON.stringify(value);
+  let text = frozenText.get(value);
+  if (text === undefined) {
+    text = JSON.stringify(value);
+    frozenText.set(value, text);
   }
-  for (const key of Object.keys(after)) {
-    if (!Object.hasOwn(before, key)) out.push({ op: 'add', path: `${path}/${escapePointer(key)}`, value: after[key] });
-  }
+  return text;
 }
 
-function diffArray(before: readonly unknown[], after: readonly unknown[], path: string, out: PatchOperation[]): void {
-  if (after.length < before.length || !elementwise(before, after)) {
-    out.push({ op: 'replace', path, value: after });
-    return;
-  }
-  for (let i = 0; i < before.length; i++) diffValue(before[i], after[i], `${path}/${i}`, out);
-  for (let i = before.length; i < after.length; i++) out.push({ op: 'add', path: `${path}/${i}`, value: after[i] });
-}
+/**
+ * What JSON.stringify would escape in a string: a quote, a backslash, or a character outside the space to
+ * U+D7FF and U+E000 to U+FFFF, that is a control character or a surrogate (a lone one is escaped).
+ */
+const NEEDS_ESCAPING = /["\\]|[^ -\ud7ff\ue000-\uffff]/;
 
-/** Whether each changed element pairs an object with an object, so per-element operations stay meaningful. */
-function elementwise(before: readonly unknown[], after: readonly unknown[]): boolean {
-  for (let i = 0; i < before.length; i++) {
-    const a = before[i];
-    const b = after[i];
-    if (a === b) continue;
-    if (!(isPlainObject(a) && isPlainObject(b))) return false;
+function stringArrayJson(values: readonly unknown[]): string {
+  let text = '[';
+  for (let i = 0; i < values.length; i++) {
+    const item = values[i];
+    if (typeof item !== 'string' || NEEDS_ESCAPING.test(item)) return JSON.stringify(values);
+    text += i > 0 ? `,"${item}"` : `"${item}"`;
   }
-  return true;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
+  return `${text}]`;
 }
