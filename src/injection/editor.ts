@@ -10,6 +10,13 @@ export type Segment = string | number;
  */
 export type EditOperation = { op: 'add' | 'replace'; path: string; value: unknown };
 
+/** One level of a walk into the pod: the key that led there, the owned object, its pointer. */
+interface Level {
+  key: Segment;
+  node: Record<Segment, unknown>;
+  pointer: string;
+}
+
 /** The pod's string maps, which only ever get entries added. */
 export type MetadataMap = 'labels' | 'annotations';
 
@@ -31,6 +38,8 @@ export class PodEditor {
   private readonly recorded: EditOperation[] = [];
   private readonly added: Record<MetadataMap, Map<string, string>> = { labels: new Map(), annotations: new Map() };
   private merged: Pod | undefined;
+  /** The levels of the last path ownPath walked, the pod itself first. */
+  private readonly walked: Level[] = [];
 
   constructor(readonly original: Pod) {
     this.view = original;
@@ -71,10 +80,13 @@ export class PodEditor {
 
   /** Sets the value at `path`; its parents are created when missing. */
   set(path: readonly Segment[], value: unknown): void {
-    const parent = this.ownPath(path, path.length - 1, 'object');
-    const key = path[path.length - 1] as Segment;
-    this.record(Object.hasOwn(parent, key) ? 'replace' : 'add', path, value);
-    this.invalidate();
+    const depth = path.length - 1;
+    const parent = this.ownPath(path, depth, 'object');
+    const key = path[depth] as Segment;
+    this.record(Object.hasOwn(parent, key) ? 'replace' : 'add', this.pointerBelow(key), value);
+    // The value may replace an object on the remembered path (see ownPath): forget all but the pod itself.
+    if (value !== null && typeof value === 'object') this.walked.length = Math.min(this.walked.length, 1);
+    this.merged = undefined;
     parent[key] = value;
   }
 
@@ -83,10 +95,10 @@ export class PodEditor {
     if (values.length === 0) return;
     const list = this.ownPath(path, path.length, 'array') as unknown as unknown[];
     for (const value of values) {
-      this.record('add', [...path, list.length], value);
+      this.record('add', this.pointerBelow(list.length), value);
       list.push(value);
     }
-    this.invalidate();
+    this.merged = undefined;
   }
 
   /** The value of a label or annotation, entries added by this editor included. */
@@ -103,7 +115,7 @@ export class PodEditor {
   setEntry(field: MetadataMap, key: string, value: string): void {
     const map = this.view.metadata?.[field];
     if (map == null || typeof map !== 'object') this.set(['metadata', field], {});
-    this.record(this.hasEntry(field, key) ? 'replace' : 'add', ['metadata', field, key], value);
+    this.record(this.hasEntry(field, key) ? 'replace' : 'add', `/metadata/${field}/${token(key)}`, value);
     this.added[field].set(key, value);
     this.merged = undefined;
   }
@@ -111,35 +123,47 @@ export class PodEditor {
   /**
    * The object at `path.slice(0, depth)`, made safe to write: each level copied if still shared, created (and
    * the creation recorded) when missing. A created level is an array only when it is the last and `last` says so.
+   * The levels of the last path walked are remembered, and a walk starts below the part it shares with it: the
+   * edits of one container (its command, args, probes, mounts) come in a row.
    */
   private ownPath(path: readonly Segment[], depth: number, last: 'object' | 'array'): Record<Segment, unknown> {
     if (!this.owned.has(this.view)) this.view = this.copy(this.view);
-    let node = this.view as unknown as Record<Segment, unknown>;
-    for (let i = 0; i < depth; i++) {
+    const walked = this.walked;
+    if (walked.length === 0 || walked[0]?.node !== this.view) {
+      walked.length = 0;
+      walked.push({ key: '', node: this.view, pointer: '' });
+    }
+    let shared = 1;
+    while (shared < walked.length && shared <= depth && walked[shared]?.key === path[shared - 1]) shared++;
+    walked.length = shared;
+    let { node, pointer } = walked[shared - 1] as Level;
+    for (let i = shared - 1; i < depth; i++) {
       const key = path[i] as Segment;
       const child = node[key];
+      const below = `${pointer}/${token(key)}`;
       let next: Record<Segment, unknown>;
       if (child !== null && typeof child === 'object') {
         next = (this.owned.has(child) ? child : this.copy(child)) as Record<Segment, unknown>;
       } else {
         const array = i === depth - 1 && last === 'array';
-        this.record(Object.hasOwn(node, key) ? 'replace' : 'add', path.slice(0, i + 1), array ? [] : {});
+        this.record(Object.hasOwn(node, key) ? 'replace' : 'add', below, array ? [] : {});
         next = this.mark((array ? [] : {}) as Record<Segment, unknown>);
       }
       node[key] = next;
       node = next;
+      pointer = below;
+      walked.push({ key, node, pointer });
     }
     return node;
   }
 
-  private record(op: EditOperation['op'], path: readonly Segment[], value: unknown): void {
-    let pointer = '';
-    for (const segment of path) pointer += `/${typeof segment === 'number' ? segment : escapePointer(segment)}`;
-    this.recorded.push({ op, path: pointer, value });
+  /** The pointer to `key` under the object ownPath returned last. */
+  private pointerBelow(key: Segment): string {
+    return `${this.walked[this.walked.length - 1]?.pointer ?? ''}/${token(key)}`;
   }
 
-  private invalidate(): void {
-    this.merged = undefined;
+  private record(op: EditOperation['op'], path: string, value: unknown): void {
+    this.recorded.push({ op, path, value });
   }
 
   private copy<T extends object>(value: T): T {
@@ -152,4 +176,9 @@ export class PodEditor {
     this.owned.add(value);
     return value;
   }
+}
+
+/** One JSON pointer token (RFC 6901). */
+function token(segment: Segment): string {
+  return typeof segment === 'number' ? String(segment) : escapePointer(segment);
 }
