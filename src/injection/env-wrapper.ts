@@ -51,7 +51,7 @@ export function wrapForEnvInjection(editor: PodEditor, input: EnvWrapperInput, r
       );
       return;
     }
-    wrapContainer(editor, index);
+    wrapContainer(editor, index, container);
     report.wrapped.push(container.name);
   });
   (editor.pod.spec.initContainers ?? []).forEach((container, index) => {
@@ -79,8 +79,8 @@ function blockingMount(container: Container): VolumeMount | undefined {
   return (container.volumeMounts ?? []).find((m) => m.mountPath === SANDBOX_ENV_PATH && m.name !== SANDBOX_ENV_VOLUME);
 }
 
-function wrapContainer(editor: PodEditor, index: number): void {
-  const container = editor.pod.spec.containers[index] as Container;
+/** `container` is the pod's container at `index` as edited so far. */
+function wrapContainer(editor: PodEditor, index: number, container: Container): void {
   const at = containerPath('containers', index);
   editor.set([...at, 'args'], [...(container.command ?? []), ...(container.args ?? [])]);
   editor.set([...at, 'command'], [...WRAPPER, '--']);
