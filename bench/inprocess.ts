@@ -4,7 +4,7 @@
  * at run time so the bench does not compile against src/ while src/ is being changed.
  */
 import { performance } from 'node:perf_hooks';
-import { reviewText } from './reviews.js';
+import { manyAnnotationsReview, reviewText } from './reviews.js';
 
 interface Outcome {
   kind: string;
@@ -142,4 +142,50 @@ export function linearity(timings: ReviewTiming[], pick: (t: ReviewTiming) => nu
   const low = (pick(middle) - pick(first)) / (middle.containers - first.containers);
   const high = (pick(last) - pick(middle)) / (last.containers - middle.containers);
   return { growth: pick(last) / pick(first), slopeRatio: high / low };
+}
+
+export interface HeldLoop {
+  keys: number;
+  bytes: number;
+  /** Medians over the runs, in ms: JSON.parse of the body, and the review and its answer after it. */
+  parseMs: number;
+  beyondParseMs: number;
+  /** The longest review of the runs, in ms. */
+  maxBeyondParseMs: number;
+  runs: number;
+}
+
+/**
+ * How long one review of a pod with `keys` annotations holds the event loop beyond its parse: each run parses
+ * a fresh copy (timed apart), then reviews it and serializes the answer in one go, as the server does.
+ */
+export async function heldLoop(review: ReviewFn, keys: number, runs: number): Promise<HeldLoop> {
+  const text = manyAnnotationsReview(keys);
+  const parse: number[] = [];
+  const beyond: number[] = [];
+  // Two runs thrown away for the JIT.
+  for (let i = 0; i < runs + 2; i++) {
+    const started = performance.now();
+    const body: unknown = JSON.parse(text);
+    const parsed = performance.now();
+    const outcome = await review(body);
+    const done = performance.now();
+    if (outcome.decision !== 'injected') throw new Error(`${keys} annotations: the review decided ${outcome.decision}, not injected`);
+    if (i < 2) continue;
+    parse.push(parsed - started);
+    beyond.push(done - parsed);
+  }
+  return {
+    keys,
+    bytes: text.length,
+    parseMs: median(parse),
+    beyondParseMs: median(beyond),
+    maxBeyondParseMs: Math.max(...beyond),
+    runs,
+  };
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((x, y) => x - y);
+  return sorted[Math.floor(sorted.length / 2)] ?? NaN;
 }

@@ -156,3 +156,19 @@ export function shapeReviews(shape: ReviewShape): ShapeReviews {
   }
   return { shape, envVarsPerContainer: envVars, injecting, noop };
 }
+
+/** The annotation limit kube-apiserver enforces (apimachinery's TotalAnnotationSizeLimitB), in bytes. */
+const ANNOTATION_LIMIT = 256 * 1024;
+
+/**
+ * A legal pod with a huge annotation map (issue 10, item 5): `keys` short annotations beside the runtimes
+ * annotations, under kube-apiserver's 256 KiB in all, on a one-container pod that gets both runtimes injected.
+ * A review of it must not hold the event loop much longer than its parse.
+ */
+export function manyAnnotationsReview(keys: number): string {
+  const annotations: Record<string, string> = { ...INJECT };
+  for (let i = 0; i < keys; i++) annotations[`a${i}`] = 'v';
+  const bytes = Object.entries(annotations).reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(v), 0);
+  if (bytes >= ANNOTATION_LIMIT) throw new Error(`${keys} annotations take ${bytes} B, past the ${ANNOTATION_LIMIT} B a pod may have`);
+  return JSON.stringify(reviewOf(benchPod(1, 0, annotations), 'bench-many-annotations'));
+}

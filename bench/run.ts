@@ -19,7 +19,7 @@ import { execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { linearity, loadReview, scaledPair, timePair, type Linearity, type ReviewTiming } from './inprocess.js';
+import { heldLoop, linearity, loadReview, scaledPair, timePair, type HeldLoop, type Linearity, type ReviewTiming } from './inprocess.js';
 import { autocannonRate, peak, steady, type LoadResult, type LoadTarget } from './load.js';
 import { freePort, procSample, send, startNode, stop, waitReady, type Reply } from './procs.js';
 import { DEFAULT_SHAPES, INJECTING_UID, parseShapes, shapeName, shapeReviews, type ShapeReviews } from './reviews.js';
@@ -62,6 +62,10 @@ if (SCALE.some((n) => !Number.isInteger(n) || n < 1)) throw new Error('BENCH_SCA
 const TARGET = { throughput: 0.85, cpu: 1.2, p99: 1.5 };
 /** Cost per added container may grow this much from small to large pods and still count as linear; a quadratic cost gives ~4.7x. */
 const LINEAR_SLOPE = 2;
+/** Issue 10, item 5: no review may hold the event loop more than a few ms beyond its parse. */
+const HELD_LOOP_MS = 5;
+const MANY_ANNOTATIONS = Math.round(knob('BENCH_ANNOTATIONS', 30_000));
+const HELD_LOOP_RUNS = QUICK ? 5 : 15;
 const SENDER_LAG_MS = 1;
 
 interface Target {
@@ -229,6 +233,7 @@ async function benchShape(
 }
 
 interface InProcess {
+  held: HeldLoop;
   shapes: ReviewTiming[];
   scale: ReviewTiming[];
   injecting: Linearity;
@@ -251,7 +256,9 @@ async function inProcess(configFile: string, shapes: ShapeReviews[]): Promise<In
     const { injecting, noop } = scaledPair(containers, envVars);
     scale.push(await timePair(review, `${containers} containers`, containers, injecting, noop, INPROCESS_MS));
   }
-  return { shapes: timings, scale, injecting: linearity(scale, (t) => t.injectingUs), noop: linearity(scale, (t) => t.noopUs) };
+  progress(`in-process: a review of a pod with ${MANY_ANNOTATIONS} annotations, ${HELD_LOOP_RUNS} times`);
+  const held = await heldLoop(review, MANY_ANNOTATIONS, HELD_LOOP_RUNS);
+  return { held, shapes: timings, scale, injecting: linearity(scale, (t) => t.injectingUs), noop: linearity(scale, (t) => t.noopUs) };
 }
 
 function gitDescription(): string {
@@ -391,6 +398,11 @@ function report(startedAt: Date, load: [number[], number[]], results: ShapeResul
   lines.push(`linearity, ${last} vs ${first} containers: injecting ${x(local.injecting.growth)} the time, no-op ${x(local.noop.growth)}; ` +
     `cost per added container, large pods / small pods: injecting ${linear(local.injecting)}, no-op ${linear(local.noop)}` +
     ` (1x is linear; target <= ${LINEAR_SLOPE}x)`);
+  const { held } = local;
+  lines.push('');
+  lines.push(`${held.keys}-key annotations (a ${held.bytes} B review, legal: under 256 KiB of annotations), ms beyond parse: ` +
+    `${held.beyondParseMs.toFixed(2)} median, ${held.maxBeyondParseMs.toFixed(2)} max of ${held.runs} (JSON.parse ${held.parseMs.toFixed(2)}); ` +
+    `target < ${HELD_LOOP_MS} ms: ${held.beyondParseMs < HELD_LOOP_MS ? 'met' : 'NOT met'}`);
   const scaleNote = `in-process ${last} vs ${first} containers: injecting ${x(local.injecting.growth)}, per-container slope ${x(local.injecting.slopeRatio)}`;
   lines.push('');
   lines.push(`history rows for docs/benchmark.md (${scaleNote}):`, ...rows);

@@ -6,7 +6,7 @@ import {
   type SkipReason,
   type WrapperInstaller,
 } from '../injection/index.js';
-import { diffPods, encodePatch } from './patch.js';
+import { encodePatch } from './patch.js';
 import type { ConfigSnapshot, RuntimeSelection } from './ports.js';
 import { DENIALS, type Failure } from '../errors.js';
 import { podOverLimits } from './pod-limits.js';
@@ -58,8 +58,9 @@ export async function reviewAdmission(body: unknown, deps: ReviewDeps): Promise<
 
   if (!isPodCreate(request)) return answer.allow();
   const pod = request.object;
-  const overLimits = podOverLimits(pod);
-  if (overLimits !== undefined) return answer.deny(DENIALS.podTooLarge(overLimits));
+  const problem = podOverLimits(pod);
+  if (problem?.kind === 'too-large') return answer.deny(DENIALS.podTooLarge(problem.message));
+  if (problem?.kind === 'malformed') return answer.deny(DENIALS.podMalformed(problem.message));
   // Checked before anything reads the pod: kube-apiserver only sends well-typed pods, so a failure here is a
   // hand-made or corrupted review, and it must be refused rather than crash a reader or get a broken patch.
   if (!validatePod(pod)) return answer.deny(DENIALS.podMalformed(describePodError(validatePod.errors)));
@@ -89,7 +90,7 @@ export async function reviewAdmission(body: unknown, deps: ReviewDeps): Promise<
   if (!result.changed) return answer.allow();
   // A patch that only records the status annotation (runtimes found present, all skipped) injected nothing.
   const injected = report.injected.length > 0 || report.wrapped.length > 0;
-  return answer.allow(encodePatch(diffPods(pod, result.pod)), injected ? 'injected' : 'unchanged');
+  return answer.allow(encodePatch(result.operations), injected ? 'injected' : 'unchanged');
 }
 
 function isPodCreate(request: AdmissionRequest): boolean {

@@ -2,9 +2,9 @@ import type { PodEditor } from './editor.js';
 import { skippedForNameConflict } from './conflicts.js';
 import { isValidHandler } from './lifecycle-handler.js';
 import { appendMainMounts, mainContainerOrSkip } from './main-container.js';
-import { addMissingVolumes, appendContainers, appendEnv, editContainer } from './merge.js';
+import { addMissingVolumes, appendContainers, appendEnv, containerPath } from './merge.js';
 import { skip, type InjectionReport } from './report.js';
-import { AGENT_RUNTIME, type Lifecycle, type LifecycleHandler, type RuntimeConfig } from './types.js';
+import { AGENT_RUNTIME, type LifecycleHandler, type RuntimeConfig } from './types.js';
 
 export const POSTSTART_CONFLICT_MODES = ['skip', 'merge'] as const;
 /** skip: the spec's rule, the whole runtime is left out. merge: the Sandbox controller's current rule. */
@@ -41,11 +41,7 @@ export function injectAgentRuntime(
   }
 
   appendContainers(editor, 'initContainers', sidecars);
-  if (hook !== undefined) {
-    const edited = editContainer(editor, 'containers', 0);
-    const lifecycle = editor.own(edited, 'lifecycle', (): Lifecycle => ({}));
-    lifecycle.postStart = hook;
-  }
+  if (hook !== undefined) editor.set([...containerPath('containers', 0), 'lifecycle', 'postStart'], hook);
   appendEnv(editor, 0, config.mainContainer?.env ?? []);
   appendMainMounts(editor, AGENT_RUNTIME, main, config.mainContainer?.volumeMounts ?? [], report);
   addMissingVolumes(editor, config.volume ?? []);

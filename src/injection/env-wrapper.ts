@@ -1,7 +1,7 @@
 import type { PodEditor } from './editor.js';
-import { addMissingVolumes, appendContainers, appendMounts, editContainer } from './merge.js';
+import { addMissingVolumes, appendContainers, appendMounts, containerPath } from './merge.js';
 import type { InjectionReport } from './report.js';
-import type { Container, Probe, Volume, VolumeMount } from './types.js';
+import type { Container, Volume, VolumeMount } from './types.js';
 
 /** The wrapper every wrapped command and exec probe starts with. */
 export const WRAPPER = Object.freeze(['/bin/bash', '/var/sandbox/run_with_envs.sh']);
@@ -51,7 +51,7 @@ export function wrapForEnvInjection(editor: PodEditor, input: EnvWrapperInput, r
       );
       return;
     }
-    wrapContainer(editor, index);
+    wrapContainer(editor, index, container);
     report.wrapped.push(container.name);
   });
   (editor.pod.spec.initContainers ?? []).forEach((container, index) => {
@@ -79,17 +79,15 @@ function blockingMount(container: Container): VolumeMount | undefined {
   return (container.volumeMounts ?? []).find((m) => m.mountPath === SANDBOX_ENV_PATH && m.name !== SANDBOX_ENV_VOLUME);
 }
 
-function wrapContainer(editor: PodEditor, index: number): void {
-  const container = editContainer(editor, 'containers', index);
-  const command = container.command ?? [];
-  container.args = [...command, ...(container.args ?? [])];
-  container.command = [...WRAPPER, '--'];
+/** `container` is the pod's container at `index` as edited so far. */
+function wrapContainer(editor: PodEditor, index: number, container: Container): void {
+  const at = containerPath('containers', index);
+  editor.set([...at, 'args'], [...(container.command ?? []), ...(container.args ?? [])]);
+  editor.set([...at, 'command'], [...WRAPPER, '--']);
   for (const probeName of PROBES) {
     const probeCommand = container[probeName]?.exec?.command;
     if (probeCommand === undefined || probeCommand.length === 0 || startsWithWrapper(probeCommand)) continue;
-    const probe = editor.own(container, probeName, (): Probe => ({}));
-    const exec = editor.own(probe, 'exec', (): { command?: string[] } => ({}));
-    exec.command = [...WRAPPER, '--probe', '--', ...probeCommand];
+    editor.set([...at, probeName, 'exec', 'command'], [...WRAPPER, '--probe', '--', ...probeCommand]);
   }
   if (!(container.volumeMounts ?? []).some((m) => m.name === SANDBOX_ENV_VOLUME)) {
     appendMounts(editor, 'containers', index, [sandboxEnvMount()]);

@@ -1,6 +1,6 @@
 import { injectAgentRuntime, type PostStartConflict } from './agent-runtime.js';
 import { injectCsi } from './csi.js';
-import { PodEditor } from './editor.js';
+import { PodEditor, type EditOperation } from './editor.js';
 import { wrapForEnvInjection, type WrapperInstaller } from './env-wrapper.js';
 import { injectGeneric } from './generic.js';
 import { isPresent } from './present.js';
@@ -29,8 +29,13 @@ export interface InjectionInput {
 }
 
 export interface InjectionResult {
-  /** The mutated pod; shares every unchanged subtree with the input, which is never modified. */
-  pod: Pod;
+  /**
+   * The mutated pod; shares every unchanged subtree with the input, which is never modified. Made when first
+   * read: when labels or annotations were added, it copies their map, which the webhook never needs.
+   */
+  readonly pod: Pod;
+  /** RFC 6902 operations that turn the input into `pod`, in order: the patch, recorded as the edit was made. */
+  operations: readonly EditOperation[];
   changed: boolean;
   report: InjectionReport;
 }
@@ -74,7 +79,28 @@ export function injectRuntimes(pod: Pod, input: InjectionInput): InjectionResult
   }
 
   if (input.runtimes.length > 0) recordStatus(editor, statusAfter(before, report));
-  return { pod: editor.pod, changed: editor.changed, report };
+  return new EditedPod(editor, report);
+}
+
+/**
+ * The result with the whole pod made only when asked. A class rather than an object literal with a getter: V8
+ * gives each such literal a map of its own, which held every admission's copies until a full collection.
+ */
+class EditedPod implements InjectionResult {
+  readonly operations: readonly EditOperation[];
+  readonly changed: boolean;
+
+  constructor(
+    private readonly editor: PodEditor,
+    readonly report: InjectionReport,
+  ) {
+    this.operations = editor.operations;
+    this.changed = editor.changed;
+  }
+
+  get pod(): Pod {
+    return this.editor.result();
+  }
 }
 
 function inOrder(runtimes: readonly RequestedRuntime[]): RequestedRuntime[] {
@@ -103,12 +129,10 @@ function templateContainerNames(runtimes: readonly RequestedRuntime[], inPod: Re
  * is left alone when it already says the same, which keeps a reinvocation's patch empty.
  */
 function recordStatus(editor: PodEditor, status: string): void {
-  if (editor.pod.metadata?.annotations?.[STATUS_ANNOTATION] === status) return;
-  const metadata = editor.own(editor.root(), 'metadata', () => ({}));
-  const annotations = editor.own(metadata, 'annotations', (): Record<string, string> => ({}));
-  annotations[STATUS_ANNOTATION] = status;
+  if (editor.entry('annotations', STATUS_ANNOTATION) !== status) editor.setEntry('annotations', STATUS_ANNOTATION, status);
 }
 
+export type { EditOperation } from './editor.js';
 export type { PostStartConflict } from './agent-runtime.js';
 export type { WrapperInstaller } from './env-wrapper.js';
 export { POSTSTART_CONFLICT_MODES } from './agent-runtime.js';

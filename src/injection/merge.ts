@@ -1,20 +1,15 @@
-import type { PodEditor } from './editor.js';
-import type { Container, EnvVar, PodSpec, Volume, VolumeMount } from './types.js';
+import type { PodEditor, Segment } from './editor.js';
+import type { Container, EnvVar, Volume, VolumeMount } from './types.js';
 
 type ContainerList = 'containers' | 'initContainers';
 
-function editSpec(editor: PodEditor): PodSpec {
-  return editor.own(editor.root(), 'spec', (): PodSpec => ({ containers: [] }));
-}
-
-export function editContainer(editor: PodEditor, list: ContainerList, index: number): Container {
-  const containers = editor.own(editSpec(editor), list, (): Container[] => []);
-  return editor.own(containers, index, (): Container => ({ name: '' }));
+/** Where a container of the pod sits, for the editor's writes below it. */
+export function containerPath(list: ContainerList, index: number): Segment[] {
+  return ['spec', list, index];
 }
 
 export function appendContainers(editor: PodEditor, list: ContainerList, added: readonly Container[]): void {
-  if (added.length === 0) return;
-  editor.own(editSpec(editor), list, (): Container[] => []).push(...added);
+  editor.append(['spec', list], added);
 }
 
 /** Adds the volumes whose names the pod does not have yet: an existing volume is never overwritten. */
@@ -25,8 +20,7 @@ export function addMissingVolumes(editor: PodEditor, volumes: readonly Volume[])
     existing.add(v.name);
     return true;
   });
-  if (missing.length === 0) return;
-  editor.own(editSpec(editor), 'volumes', (): Volume[] => []).push(...missing);
+  editor.append(['spec', 'volumes'], missing);
 }
 
 /** Adds the entries whose keys the map does not have yet: the pod's values win. */
@@ -36,18 +30,13 @@ export function addMissingMetadata(
   entries: Readonly<Record<string, string>> | undefined,
 ): void {
   if (entries === undefined) return;
-  const current = editor.pod.metadata?.[field] ?? {};
-  const missing = Object.keys(entries).filter((key) => !Object.hasOwn(current, key));
-  if (missing.length === 0) return;
-  const metadata = editor.own(editor.root(), 'metadata', () => ({}));
-  const target = editor.own(metadata, field, (): Record<string, string> => ({}));
-  for (const key of missing) target[key] = entries[key] as string;
+  for (const key of Object.keys(entries)) {
+    if (!editor.hasEntry(field, key)) editor.setEntry(field, key, entries[key] as string);
+  }
 }
 
 export function appendEnv(editor: PodEditor, index: number, env: readonly EnvVar[]): void {
-  if (env.length === 0) return;
-  const container = editContainer(editor, 'containers', index);
-  editor.own(container, 'env', (): EnvVar[] => []).push(...env);
+  editor.append([...containerPath('containers', index), 'env'], env);
 }
 
 /**
@@ -72,9 +61,6 @@ export function appendMounts(
       accepted.push(mount);
     }
   }
-  if (accepted.length > 0) {
-    const container = editContainer(editor, list, index);
-    editor.own(container, 'volumeMounts', (): VolumeMount[] => []).push(...accepted);
-  }
+  editor.append([...containerPath(list, index), 'volumeMounts'], accepted);
   return refused;
 }

@@ -215,3 +215,42 @@ describe('reviewAdmission: pods kube-apiserver would refuse for their size', () 
     expect(response(await reviewAdmission(reviewFor(pod), deps())).allowed).toBe(false);
   });
 });
+
+describe('reviewAdmission: a pod with a huge annotation map', () => {
+  /** Counts how often the map's keys are enumerated: once per walk, copy or diff of it. */
+  function watched(entries: Record<string, string>): { map: Record<string, string>; enumerations: () => number } {
+    let enumerations = 0;
+    const map = new Proxy(entries, {
+      ownKeys(target) {
+        enumerations += 1;
+        return Reflect.ownKeys(target);
+      },
+    });
+    return { map, enumerations: () => enumerations };
+  }
+
+  it('walks the annotations once (their size and types), and neither the schema nor the injection walks them again', async () => {
+    const entries: Record<string, string> = { 'agents.kruise.io/runtimes': 'agent-runtime,csi', 'agents.kruise.io/env-vars-injection-policy': 'Auto' };
+    for (let i = 0; i < 30_000; i++) entries[`k${i}`] = 'v';
+    const { map, enumerations } = watched(entries);
+    const r = response(await reviewAdmission(reviewFor(sandboxPod(map, { command: ['run'] })), deps()));
+    expect(r.allowed).toBe(true);
+    expect(decodePatch(r.patch ?? '').filter((o) => o.path.startsWith('/metadata/'))).toHaveLength(1);
+    expect(enumerations()).toBe(1);
+  });
+
+  it('denies a value that is not a string, naming it, from the same walk', async () => {
+    const pod = sandboxPod({ 'agents.kruise.io/runtimes': 'csi' });
+    (pod.metadata as { annotations: Record<string, unknown> }).annotations.count = 3;
+    const r = response(await reviewAdmission(reviewFor(pod), deps()));
+    expect(r).toMatchObject({ allowed: false, status: { code: 400 } });
+    expect(r.status?.message).toBe('pod is malformed: field object.metadata.annotations.count must be string');
+  });
+
+  it('denies a label value that is not a string', async () => {
+    const pod = sandboxPod({});
+    (pod.metadata as Record<string, unknown>).labels = { app: ['a'] };
+    const r = response(await reviewAdmission(reviewFor(pod), deps()));
+    expect(r.status?.message).toBe('pod is malformed: field object.metadata.labels.app must be string');
+  });
+});

@@ -1,6 +1,5 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { diffPods } from '../../src/admission/patch.js';
 import {
   injectRuntimes,
   type EnvVarsInjectionPolicy,
@@ -17,6 +16,7 @@ import {
   postStartConflictArbitrary,
   runtimesArbitrary,
 } from './arbitraries.js';
+import { diffPods } from './pod-diff.js';
 
 const RUNS = propertyRuns(10_000);
 
@@ -47,10 +47,13 @@ describe('injection properties', () => {
         const result = run(pod, configs, runtimes, policy, postStart);
         expect(pod).toEqual(before);
 
-        const operations = diffPods(pod, result.pod);
+        const operations = result.operations;
         expect(operations.length > 0).toBe(result.changed);
-        // The patch is exactly the difference, applied as strictly as kube-apiserver applies it.
+        // The recorded patch, applied as strictly as kube-apiserver applies it, gives the edited pod, and so
+        // does the oracle: the diff of the input and the edited pod.
         expect(applyStrict(pod, operations)).toEqual(result.pod);
+        expect(applyStrict(pod, diffPods(pod, result.pod))).toEqual(result.pod);
+        expect(diffPods(pod, result.pod).length > 0).toBe(result.changed);
         for (const op of operations) {
           expect(['/spec', '/metadata', '']).not.toContain(op.path);
           const tokens = decodePointer(op.path);
@@ -64,6 +67,7 @@ describe('injection properties', () => {
         // Reinvocation: the admitted pod, admitted again, needs no patch.
         const again = run(result.pod, configs, runtimes, policy, postStart);
         expect(again.changed).toBe(false);
+        expect(again.operations).toEqual([]);
         expect(diffPods(result.pod, again.pod)).toEqual([]);
       }),
       { numRuns: RUNS },
@@ -73,10 +77,14 @@ describe('injection properties', () => {
   it('escapes `/` and `~` in annotation and label keys', () => {
     const pod: Pod = { metadata: { annotations: { 'a/b': '1' } }, spec: { containers: [{ name: 'main' }] } };
     const configs = new Map<string, RuntimeConfig>([['g', { labels: { 'x~y/z': 'v' }, annotations: { 'p/q~': 'w' } }]]);
-    const operations = diffPods(pod, run(pod, configs, ['g'], 'None').pod);
-    const paths = operations.map((o) => o.path);
+    const result = run(pod, configs, ['g'], 'None');
+    const paths = result.operations.map((o) => o.path);
     expect(paths).toContain('/metadata/annotations/p~1q~0');
-    expect(paths).toContain('/metadata/labels');
-    expect((operations.find((o) => o.path === '/metadata/labels') as { value?: unknown } | undefined)?.value).toEqual({ 'x~y/z': 'v' });
+    // The pod had no labels: the map is created, then the entry added under its unescaped name.
+    expect(result.operations.filter((o) => o.path.startsWith('/metadata/labels'))).toEqual([
+      { op: 'add', path: '/metadata/labels', value: {} },
+      { op: 'add', path: '/metadata/labels/x~0y~1z', value: 'v' },
+    ]);
+    expect(applyStrict(pod, result.operations).metadata.labels).toEqual({ 'x~y/z': 'v' });
   });
 });
