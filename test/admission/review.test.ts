@@ -7,6 +7,7 @@ import { InjectionConfigStore } from '../../src/sources/injection-config.js';
 import { runtimesFromAnnotations } from '../../src/sources/pod-annotations.js';
 import { admittedPod, decodePatch, reviewFor } from '../support/conformance.js';
 import { AGENT_CONFIG, CSI_CONFIG } from '../support/builders.js';
+import { watchedMap } from '../support/watched-map.js';
 
 function deps(data: Record<string, string> | null = { 'agent-runtime': JSON.stringify(AGENT_CONFIG), csi: JSON.stringify(CSI_CONFIG) }): ReviewDeps & { store: InjectionConfigStore } {
   const store = new InjectionConfigStore();
@@ -217,22 +218,11 @@ describe('reviewAdmission: pods kube-apiserver would refuse for their size', () 
 });
 
 describe('reviewAdmission: a pod with a huge annotation map', () => {
-  /** Counts how often the map's keys are enumerated: once per walk, copy or diff of it. */
-  function watched(entries: Record<string, string>): { map: Record<string, string>; enumerations: () => number } {
-    let enumerations = 0;
-    const map = new Proxy(entries, {
-      ownKeys(target) {
-        enumerations += 1;
-        return Reflect.ownKeys(target);
-      },
-    });
-    return { map, enumerations: () => enumerations };
-  }
 
   it('walks the annotations once (their size and types), and neither the schema nor the injection walks them again', async () => {
     const entries: Record<string, string> = { 'agents.kruise.io/runtimes': 'agent-runtime,csi', 'agents.kruise.io/env-vars-injection-policy': 'Auto' };
     for (let i = 0; i < 30_000; i++) entries[`k${i}`] = 'v';
-    const { map, enumerations } = watched(entries);
+    const { map, enumerations } = watchedMap(entries);
     const r = response(await reviewAdmission(reviewFor(sandboxPod(map, { command: ['run'] })), deps()));
     expect(r.allowed).toBe(true);
     expect(decodePatch(r.patch ?? '').filter((o) => o.path.startsWith('/metadata/'))).toHaveLength(1);

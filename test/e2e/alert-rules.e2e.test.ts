@@ -12,17 +12,8 @@ import { createMetrics } from '../../src/server/metrics.js';
 import { repoRoot, resolveToolDir } from './support/binaries.js';
 import { findObject, renderWithComponents } from './support/components.js';
 import { at } from './support/json.js';
-import { ALERT_TESTS_DIR, RULES_FILE, alertTestFiles, runPromtool, writeRulesWithTests } from './support/promtool.js';
+import { ALERTS, ALERT_TESTS_DIR, RULES_FILE, alertTestFiles, runPromtool, writeRulesWithTests } from './support/promtool.js';
 
-/** The alert names the chart and docs/alerts.md use too. */
-const ALERTS = [
-  'SandboxInjectorDenials',
-  'SandboxInjectorRuntimeSkipped',
-  'SandboxInjectorConfigKeyStale',
-  'SandboxInjectorCertificateExpiringSoon',
-  'SandboxInjectorSlowAdmissions',
-  'SandboxInjectorNoReadyReplica',
-] as const;
 
 interface Rule {
   alert: string;

@@ -22,6 +22,7 @@ import { resolveBinDir, toolPath } from './support/binaries.js';
 import { byKey, isHook, objectKey, releaseObjects, withoutHelmLabels } from './support/chart-objects.js';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
 import { renderWithComponents } from './support/components.js';
+import { ALERTS } from './support/promtool.js';
 import { settleScaledToZero } from './support/deployment-controller.js';
 import { CHART, KUBE_VERSION, makeHelm, parseObjects, RELEASE, type Helm, type KubeObject } from './support/helm.js';
 import { at } from './support/json.js';
@@ -36,14 +37,6 @@ const MANIFESTS = path.join(repoRoot, 'manifests');
 const CERT_MANAGER = path.join(repoRoot, 'manifests', 'overlays', 'cert-manager');
 const STATUS = 'agents.kruise.io/runtime-injection-status';
 const COMMON_LABELS = { 'app.kubernetes.io/name': 'sandbox-injector', 'app.kubernetes.io/part-of': 'openkruise-agents' };
-const ALERTS = [
-  'SandboxInjectorDenials',
-  'SandboxInjectorRuntimeSkipped',
-  'SandboxInjectorConfigKeyStale',
-  'SandboxInjectorCertificateExpiringSoon',
-  'SandboxInjectorSlowAdmissions',
-  'SandboxInjectorNoReadyReplica',
-];
 
 /** The value sets the tests render; each is also linted. */
 const VALUE_SETS: Record<string, Record<string, unknown>> = {

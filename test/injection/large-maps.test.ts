@@ -2,22 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { STATUS_ANNOTATION, type Pod } from '../../src/injection/index.js';
 import { CONFIGS, inject, pod } from '../support/builders.js';
 import { applyStrict } from '../support/strict-patch.js';
+import { watchedMap } from '../support/watched-map.js';
 
 /**
  * A pod may carry tens of thousands of annotations (kube-apiserver allows 256 KiB of them), and the injection
  * adds one or two. These tests count the work done on such a map instead of timing it: a copy or a diff of the
  * map enumerates its keys, and the injection must not do either.
  */
-function watchedMap(entries: Record<string, string>): { map: Record<string, string>; enumerations: () => number } {
-  let enumerations = 0;
-  const map = new Proxy(entries, {
-    ownKeys(target) {
-      enumerations += 1;
-      return Reflect.ownKeys(target);
-    },
-  });
-  return { map, enumerations: () => enumerations };
-}
 
 function manyEntries(count: number, extra: Record<string, string> = {}): Record<string, string> {
   const entries: Record<string, string> = { ...extra };

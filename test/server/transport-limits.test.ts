@@ -200,6 +200,24 @@ describe('the connection cap (--max-connections)', () => {
     }
   }
 
+  /** Each client sends part of a request and stops: connections still arriving, oldest first. */
+  async function stalled(clients: RawTlsConnection[]): Promise<void> {
+    for (const client of clients) {
+      await client.secure;
+      await client.write(unfinished);
+    }
+  }
+
+  /** Opens a connection at the cap, waits until it made room by evicting one, and checks it is served. */
+  async function openEvicting(server: TestServer, open: () => RawTlsConnection): Promise<void> {
+    const evicted = nextEvent(server.transport, 'refused', (reason) => reason === 'evicted');
+    const fresh = open();
+    await fresh.secure;
+    await evicted;
+    await fresh.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
+    expect(parseHead(await fresh.receivedText('"ok"')).status).toBe(200);
+  }
+
   it('closes a new connection when every one is in use, and serves again once one has gone', async () => {
     await withServer({ maxConnections: 3, slowClientGraceMs: patient }, async (server, open) => {
       const serverSockets: Socket[] = [];
@@ -230,40 +248,23 @@ describe('the connection cap (--max-connections)', () => {
       const used = open();
       await usedOnce([used]);
       const flood = [open(), open()];
-      for (const client of flood) {
-        await client.secure;
-        await client.write(unfinished);
-      }
-      const evicted = nextEvent(server.transport, 'refused', (reason) => reason === 'evicted');
-      const fresh = open();
-      await fresh.secure;
-      await evicted;
+      await stalled(flood);
+      await openEvicting(server, open);
       expect(await flood[0]?.closed).toBeDefined();
       expect(flood[1]?.socket.destroyed).toBe(false);
       expect(used.socket.destroyed).toBe(false);
-      await fresh.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
-      expect(parseHead(await fresh.receivedText('"ok"')).status).toBe(200);
     });
   });
 
   it('at the cap, closes the connection arriving longest past the grace to serve a new one', async () => {
     await withServer({ maxConnections: 3, slowClientGraceMs: 0 }, async (server, open) => {
       const slow = [open(), open(), open()];
-      for (const client of slow) {
-        await client.secure;
-        await client.write(unfinished);
-      }
-      const evicted = nextEvent(server.transport, 'refused', (reason) => reason === 'evicted');
-      const fresh = open();
-      await fresh.secure;
-      await evicted;
+      await stalled(slow);
+      await openEvicting(server, open);
       // The first to arrive is the first to go; the others are still open.
       expect(await slow[0]?.closed).toBeDefined();
       expect(slow[1]?.socket.destroyed).toBe(false);
       expect(slow[2]?.socket.destroyed).toBe(false);
-
-      await fresh.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
-      expect(parseHead(await fresh.receivedText('"ok"')).status).toBe(200);
       expect(await refusals(server, 'evicted')).toBe(1);
       expect(await refusals(server, 'connection_limit')).toBe(0);
     });
@@ -274,10 +275,7 @@ describe('the connection cap (--max-connections)', () => {
       const older = open();
       const newer = open();
       await usedOnce([older, newer]);
-      const evicted = nextEvent(server.transport, 'refused', (reason) => reason === 'evicted');
-      const fresh = open();
-      await fresh.secure;
-      await evicted;
+      await openEvicting(server, open);
       expect(await older.closed).toBeDefined();
       expect(newer.socket.destroyed).toBe(false);
       await newer.write('GET /readyz HTTP/1.1\r\nHost: localhost\r\n\r\n');

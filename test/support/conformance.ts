@@ -2,7 +2,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { expect } from 'vitest';
-import { STATUS_ANNOTATION } from '../../src/injection/index.js';
+import { podCreateReview } from '../../src/cli/pod-review.js';
+import { STATUS_ANNOTATION, type Pod } from '../../src/injection/index.js';
 import { applyStrict, type PatchOperation } from './strict-patch.js';
 
 export const CONFORMANCE_DIR = new URL('../fixtures/conformance/', import.meta.url).pathname;
@@ -34,19 +35,9 @@ export function loadConformanceCases(): ConformanceCase[] {
     .map((file) => ({ file, ...(JSON.parse(readFileSync(join(CONFORMANCE_DIR, file), 'utf8')) as Omit<ConformanceCase, 'file'>) }));
 }
 
+/** The review kube-apiserver would send for creating the case's pod in `default`: the CLI's own envelope. */
 export function reviewFor(pod: unknown, uid = 'conformance-uid'): Record<string, unknown> {
-  return {
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: {
-      uid,
-      kind: { group: '', version: 'v1', kind: 'Pod' },
-      resource: { group: '', version: 'v1', resource: 'pods' },
-      operation: 'CREATE',
-      namespace: 'default',
-      object: pod,
-    },
-  };
+  return { ...podCreateReview(pod as Pod, 'default', uid) };
 }
 
 export interface ReviewResponseLike {

@@ -1,6 +1,6 @@
 // The real helm (built by test/e2e/cluster/build.sh helm) run against the chart in charts/sandbox-injector,
 // with its cache, config and data folders in a temp dir of its own so no user's repositories or plugins count.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -8,6 +8,7 @@ import { parseAllDocuments } from 'yaml';
 import { repoRoot, toolPath } from './binaries.js';
 import { at } from './json.js';
 import type { KubectlResult } from './kubectl.js';
+import { runCollecting } from './processes.js';
 
 export const CHART = path.join(repoRoot, 'charts', 'sandbox-injector');
 export const RELEASE = 'sandbox-injector';
@@ -51,24 +52,8 @@ export function makeHelm(kubeconfigPath?: string): Helm {
   };
   let files = 0;
 
-  const start = (args: string[]): { process: ChildProcess; done: Promise<KubectlResult> } => {
-    const child = spawn(toolPath('helm', 'helm'), args, { env, cwd: home, stdio: ['ignore', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (c: Buffer) => out.push(c));
-    child.stderr.on('data', (c: Buffer) => err.push(c));
-    const done = new Promise<KubectlResult>((resolve, reject) => {
-      child.on('error', reject);
-      child.on('close', (code, signal) =>
-        resolve({
-          code: code ?? (signal === null ? 1 : 128),
-          stdout: Buffer.concat(out).toString('utf8'),
-          stderr: Buffer.concat(err).toString('utf8'),
-        }),
-      );
-    });
-    return { process: child, done };
-  };
+  const start = (args: string[]): { process: ChildProcess; done: Promise<KubectlResult> } =>
+    runCollecting(toolPath('helm', 'helm'), args, { cwd: home, env });
   const run = (args: string[]): Promise<KubectlResult> => start(args).done;
   const runOk = async (args: string[]): Promise<string> => {
     const result = await run(args);

@@ -70,3 +70,34 @@ export function describeExit(e: ExitInfo): string {
   if (e.error) return `failed to start: ${e.error.message}`;
   return e.signal ? `killed by ${e.signal}` : `exited with code ${String(e.code)}`;
 }
+
+/** What a command-line tool printed, and how it exited (128 for a signal). */
+export interface ToolResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a tool to its end, collecting its output; `done` resolves on any exit code. */
+export function runCollecting(
+  bin: string,
+  args: string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv },
+): { process: ChildProcess; done: Promise<ToolResult> } {
+  const child = spawn(bin, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  child.stdout.on('data', (c: Buffer) => out.push(c));
+  child.stderr.on('data', (c: Buffer) => err.push(c));
+  const done = new Promise<ToolResult>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, signal) =>
+      resolve({
+        code: code ?? (signal === null ? 1 : 128),
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+      }),
+    );
+  });
+  return { process: child, done };
+}
