@@ -12,7 +12,10 @@ interface Outcome {
   summary?: { decision?: string };
 }
 interface ReviewModule {
-  reviewAdmission: (body: unknown, deps: unknown) => Promise<Outcome>;
+  reviewAdmission: (body: unknown, deps: unknown, podMaps?: unknown) => Promise<Outcome>;
+}
+interface PodLimitsModule {
+  mapsOfLargeBody?: (text: string) => unknown;
 }
 interface SerializeModule {
   reviewJson: (review: unknown) => string;
@@ -21,18 +24,24 @@ interface OfflineDepsModule {
   offlineDeps: (configFile: string, postStartConflict: string, io: unknown) => Promise<unknown>;
 }
 
-/** What the server does with a parsed body: review it, then turn the answer into text. */
-export type ReviewFn = (body: unknown) => Promise<{ decision: string; text: string }>;
+/**
+ * What the server does with a parsed body: review it, then turn the answer into text. Given the body's text, also
+ * what its JSON parser does past the parse: measure a large body's label and annotation maps in the text.
+ */
+export type ReviewFn = (body: unknown, text?: string) => Promise<{ decision: string; text: string }>;
 
 export async function loadReview(distRoot: string, configFile: string): Promise<ReviewFn> {
   const load = (path: string): Promise<unknown> => import(new URL(path, distRoot).href);
   const { reviewAdmission } = (await load('admission/review.js')) as ReviewModule;
   const { reviewJson } = (await load('admission/serialize.js')) as SerializeModule;
+  // Builds from before the text scan have no mapsOfLargeBody: their review walks the parsed maps.
+  const { mapsOfLargeBody } = (await load('admission/pod-limits.js')) as PodLimitsModule;
   const { offlineDeps } = (await load('cli/offline-deps.js')) as OfflineDepsModule;
   // The deps `sandbox-injector review` builds: the ConfigMap from the file, runtimes from the pod's annotations.
   const deps = await offlineDeps(configFile, 'skip', { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
-  return async (body) => {
-    const outcome = await reviewAdmission(body, deps);
+  return async (body, text) => {
+    const podMaps = text === undefined ? undefined : mapsOfLargeBody?.(text);
+    const outcome = await reviewAdmission(body, deps, podMaps);
     if (outcome.kind !== 'response') throw new Error(`bench review refused: ${JSON.stringify(outcome)}`);
     return { decision: outcome.summary?.decision ?? '?', text: reviewJson(outcome.review) };
   };
@@ -157,7 +166,8 @@ export interface HeldLoop {
 
 /**
  * How long one review of a pod with `keys` annotations holds the event loop beyond its parse: each run parses
- * a fresh copy (timed apart), then reviews it and serializes the answer in one go, as the server does.
+ * a fresh copy (timed apart), then, as the server does, measures the maps in the text (a large body), reviews it
+ * and serializes the answer, in one go.
  */
 export async function heldLoop(review: ReviewFn, keys: number, runs: number): Promise<HeldLoop> {
   const text = manyAnnotationsReview(keys);
@@ -168,7 +178,7 @@ export async function heldLoop(review: ReviewFn, keys: number, runs: number): Pr
     const started = performance.now();
     const body: unknown = JSON.parse(text);
     const parsed = performance.now();
-    const outcome = await review(body);
+    const outcome = await review(body, text);
     const done = performance.now();
     if (outcome.decision !== 'injected') throw new Error(`${keys} annotations: the review decided ${outcome.decision}, not injected`);
     if (i < 2) continue;

@@ -9,7 +9,8 @@ import {
 import { encodePatch } from './patch.js';
 import type { ConfigSnapshot, RuntimeSelection } from './ports.js';
 import { DENIALS, type Failure } from '../errors.js';
-import { podOverLimits } from './pod-limits.js';
+import { podOverLimits, scannedOverLimits } from './pod-limits.js';
+import type { PodMapScan } from './pod-map-scan.js';
 import { warningSubject } from './sandbox-owner.js';
 import { describePodError, describeReviewError } from './schema-errors.js';
 import { validatePod, validateReview } from './schema.js';
@@ -51,14 +52,18 @@ export type ReviewOutcome =
   | { kind: 'bad-request'; message: string };
 
 /** The one path from an AdmissionReview body to its answer, shared by the server and the CLI. */
-export async function reviewAdmission(body: unknown, deps: ReviewDeps): Promise<ReviewOutcome> {
+/**
+ * `podMaps`: the pod's labels and annotations as a pass over the body's text found them, for a large body
+ * (src/admission/pod-map-scan.ts); without it, the parsed maps are walked.
+ */
+export async function reviewAdmission(body: unknown, deps: ReviewDeps, podMaps?: PodMapScan): Promise<ReviewOutcome> {
   if (!validateReview(body)) return { kind: 'bad-request', message: describeReviewError(body, validateReview.errors) };
   const request = body.request;
   const answer = new Answer(body);
 
   if (!isPodCreate(request)) return answer.allow();
   const pod = request.object;
-  const problem = podOverLimits(pod);
+  const problem = podMaps === undefined ? podOverLimits(pod) : scannedOverLimits(podMaps);
   if (problem?.kind === 'too-large') return answer.deny(DENIALS.podTooLarge(problem.message));
   if (problem?.kind === 'malformed') return answer.deny(DENIALS.podMalformed(problem.message));
   // Checked before anything reads the pod: kube-apiserver only sends well-typed pods, so a failure here is a

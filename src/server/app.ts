@@ -7,6 +7,8 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Server, ServerOptions as HttpsServerOptions } from 'node:https';
 import type { Socket } from 'node:net';
 import { reviewAdmission, type AdmissionSummary, type ReviewDeps } from '../admission/review.js';
+import { mapsOfLargeBody } from '../admission/pod-limits.js';
+import type { PodMapScan } from '../admission/pod-map-scan.js';
 import { reviewJson } from '../admission/serialize.js';
 import { HTTP_ERRORS } from '../errors.js';
 import type { Logger } from '../util/logger.js';
@@ -173,6 +175,21 @@ export function buildApp(deps: AppDeps): FastifyInstance<Server> {
   // Only JSON is a review; without this, text/plain would reach the handler as a string.
   app.removeContentTypeParser('text/plain');
 
+  // Fastify's own JSON parser (its errors, its prototype-poisoning refusals), plus, for a body large enough to
+  // hold a huge label or annotation map, one pass over the text that measures those maps, so that the review
+  // never enumerates them (src/admission/pod-map-scan.ts says why).
+  const podMaps = new WeakMap<object, PodMapScan>();
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, payload, done) => {
+    const text = payload as string;
+    void parseJson(request, text, (error: Error | null, body?: unknown) => {
+      const scan = error === null ? mapsOfLargeBody(text) : undefined;
+      if (scan !== undefined && body !== null && typeof body === 'object') podMaps.set(body, scan);
+      done(error, body);
+    });
+  });
+
   // Durations count from the request's arrival, body parsing included. Fastify's reply.elapsedTime would
   // do, but it is only kept when Fastify logs requests itself.
   const receivedAt = new WeakMap<object, number>();
@@ -185,7 +202,9 @@ export function buildApp(deps: AppDeps): FastifyInstance<Server> {
     },
     handler: async (request, reply) => {
       try {
-        const outcome = await reviewAdmission(request.body, deps.review);
+        const body = request.body;
+        const scan = body !== null && typeof body === 'object' ? podMaps.get(body) : undefined;
+        const outcome = await reviewAdmission(body, deps.review, scan);
         const ms = elapsedMs(request.raw);
         if (outcome.kind === 'bad-request') {
           deps.metrics.admissionFailed('bad_request', ms / 1000);

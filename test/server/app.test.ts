@@ -185,6 +185,54 @@ describe('POST /mutate', () => {
     expect(res.statusCode).toBe(200);
   });
 
+  describe('a large body: its labels and annotations are measured in the text', () => {
+    /** The review's text with these annotations, and `after` spliced in after the annotations member. */
+    function largeReview(annotations: Record<string, unknown>, after = ''): string {
+      const pod = structuredClone(basic?.pod) as { metadata: { annotations?: Record<string, unknown> } };
+      pod.metadata.annotations = { ...pod.metadata.annotations, ...annotations };
+      const text = JSON.stringify(reviewFor(pod, 'large'));
+      const end = text.indexOf('}', text.indexOf('"annotations":')) + 1;
+      return text.slice(0, end) + after + text.slice(end);
+    }
+    const over: Record<string, string> = {};
+    for (let i = 0; i < 300; i++) over[`example.com/a${i}`] = 'v'.repeat(1000);
+
+    const denial = async (payload: string): Promise<{ allowed: boolean; status?: { message: string } }> => {
+      const { app } = harness();
+      const res = await app.inject({ method: 'POST', url: '/mutate', headers: json, payload });
+      expect(res.statusCode).toBe(200);
+      return res.json<{ response: { allowed: boolean; status?: { message: string } } }>().response;
+    };
+
+    it('denies annotations past 256 KiB with the walk\'s message', async () => {
+      const answer = await denial(largeReview(over));
+      expect(answer.allowed).toBe(false);
+      expect(answer.status?.message).toContain('metadata.annotations exceed 262144 bytes');
+    });
+
+    it('denies a value that is not a string, naming it as the walk does', async () => {
+      const answer = await denial(largeReview({ 'example.com/n': 7, ...over }));
+      expect(answer.status?.message).toContain('field object.metadata.annotations.example.com/n must be string');
+    });
+
+    it('stops at the limit: a later duplicate of the map, which the parsed body keeps instead, is not read', async () => {
+      // The walk of the parsed body would see only the empty duplicate and admit; the text says too large first.
+      const answer = await denial(largeReview(over, ',"annotations":{}'));
+      expect(answer.allowed).toBe(false);
+      expect(answer.status?.message).toContain('metadata.annotations exceed');
+    });
+
+    it('admits a large body within the limits, as before', async () => {
+      const { app } = harness();
+      const labels: Record<string, string> = {};
+      for (let i = 0; i < 40_000; i++) labels[`l${i}`] = 'x';
+      const pod = structuredClone(basic.pod) as { metadata: { labels: Record<string, string> } };
+      pod.metadata.labels = { ...pod.metadata.labels, ...labels };
+      const res = await app.inject({ method: 'POST', url: '/mutate', payload: reviewFor(pod) });
+      expect(res.json<{ response: { allowed: boolean; patch?: string } }>().response).toMatchObject({ allowed: true, patch: expect.any(String) as unknown });
+    });
+  });
+
   it('a dependency that throws is a 500 with a message, logged and counted as an error', async () => {
     const { app, logs, metrics } = harness({
       config: () => {
