@@ -5,7 +5,6 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { setTimeout as sleep } from 'node:timers/promises';
 import fastJsonPatch from 'fast-json-patch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
@@ -15,6 +14,7 @@ import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
 import { at } from './support/json.js';
 import { podFromSandbox, type SandboxObject } from './support/sandbox-controller.js';
 import { startWebhookProcess, type WebhookProcess } from './support/webhook-process.js';
+import { untilWebhookCalled } from './support/readiness.js';
 
 const NS = 'e2e-explain';
 const CONFIG_NS = 'sandbox-system';
@@ -113,13 +113,11 @@ beforeAll(async () => {
     entry.clientConfig = { url: webhook.url, caBundle: Buffer.from(webhook.ca.certPem).toString('base64') };
   }
   await apply(rendered);
-  // kube-apiserver picks a new configuration up asynchronously: dry-run a Sandbox pod until the webhook is called.
   const warmup = podFromSandbox(await createSandbox('warmup', []));
-  for (let i = 0; !webhook.logs.some((l) => l.msg === 'admission' && l.pod === 'warmup'); i++) {
-    if (i > 200) throw new Error('kube-apiserver never called the webhook');
+  await untilWebhookCalled('the webhook', async () => {
     await c().kubectl(['create', '-f', '-', '--dry-run=server'], { input: JSON.stringify(warmup) });
-    await sleep(100);
-  }
+    return webhook.logs.some((l) => l.msg === 'admission' && l.pod === 'warmup') || 'no admission line yet';
+  });
 });
 
 afterAll(async () => {

@@ -14,6 +14,7 @@ import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
 import { at } from './support/json.js';
 import { CREATED_BY, podFromSandbox, type SandboxObject } from './support/sandbox-controller.js';
 import { startWebhookProcess, type WebhookProcess } from './support/webhook-process.js';
+import { untilWebhookCalled } from './support/readiness.js';
 
 const NS = 'e2e-controller';
 const CONFIG_NS = 'sandbox-system';
@@ -158,11 +159,10 @@ beforeAll(async () => {
 async function pointAt(target: WebhookProcess): Promise<void> {
   await apply(pointedAtProcess(rendered, target.url, target.ca.certPem));
   const pod = podFromSandbox(warmup, { configData: plainConfig.data });
-  for (let i = 0; admissionLines('warmup', target).length === 0; i++) {
-    if (i > 200) throw new Error(`kube-apiserver never called ${target.url} for a Sandbox pod`);
+  await untilWebhookCalled(`${target.url} for a Sandbox pod`, async () => {
     await createPod(pod, ['--dry-run=server']);
-    await sleep(100);
-  }
+    return admissionLines('warmup', target).length > 0 || 'no admission line yet';
+  });
 }
 
 afterAll(async () => {

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
 import { certificateIdentity, serviceAccountIdentity, type Identity } from './support/identities.js';
 import { startWebhookProcess, webhookConfiguration, type WebhookProcess } from './support/webhook-process.js';
+import { untilWebhookCalled } from './support/readiness.js';
 
 const NS = 'e2e-trusted';
 const CONFIG_NS = 'sandbox-system';
@@ -124,12 +125,10 @@ beforeAll(async () => {
     .metadata.uid;
   // kube-apiserver picks up a new webhook configuration asynchronously: wait until the controller's dry run is
   // injected, so that an admitted pod below can only mean the webhook admitted it.
-  for (let i = 0; ; i++) {
+  await untilWebhookCalled('the webhook', async () => {
     const dry = await createAs(controller, sandboxPod(), ['--dry-run=server']);
-    if (statusOf(dry.pod) !== null) break;
-    if (i === 200) throw new Error(`webhook never called: ${dry.stderr}`);
-    await sleep(100);
-  }
+    return statusOf(dry.pod) !== null || dry.stderr;
+  });
 });
 
 afterAll(async () => {

@@ -77,3 +77,18 @@ export async function waitUntil(
     await new Promise((r) => setTimeout(r, 250));
   }
 }
+
+/**
+ * kube-apiserver picks a new webhook configuration up asynchronously: dry-runs a pod (`dryRun`, which says
+ * whether the webhook answered it) every 100 ms until the webhook is called, at most 200 times.
+ */
+export async function untilWebhookCalled(what: string, dryRun: () => Promise<true | string>): Promise<void> {
+  let last = '';
+  for (let i = 0; i <= 200; i++) {
+    const answer = await dryRun();
+    if (answer === true) return;
+    last = answer;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`kube-apiserver never called ${what}${last === '' ? '' : `: ${last}`}`);
+}
