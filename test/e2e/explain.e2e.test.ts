@@ -18,7 +18,6 @@ import { untilWebhookCalled } from './support/readiness.js';
 
 const NS = 'e2e-explain';
 const CONFIG_NS = 'sandbox-system';
-const CRD = path.join(repoRoot, 'test', 'fixtures', 'e2e', 'sandbox-crd.yaml');
 const CONFIGMAP = path.join(repoRoot, 'manifests', 'injection-config.yaml');
 const MANIFESTS = path.join(repoRoot, 'manifests');
 const CLI = path.join(repoRoot, 'dist', 'cli', 'main.js');
@@ -33,10 +32,6 @@ let webhook: WebhookProcess;
 
 function c(): TestCluster {
   return cluster;
-}
-
-async function apply(object: unknown): Promise<void> {
-  await c().kubectlOk(['apply', '-f', '-'], { input: JSON.stringify(object) });
 }
 
 interface Run {
@@ -99,11 +94,10 @@ const statusOf = (pod: Pod): unknown => JSON.parse(pod.metadata.annotations?.[ST
 
 beforeAll(async () => {
   cluster = await startCluster();
-  await c().kubectlOk(['apply', '-f', CRD]);
-  await c().kubectlOk(['wait', '--for=condition=Established', 'crd/sandboxes.agents.kruise.io', '--timeout=60s']);
+  await c().installSandboxCrd();
   await c().ensureNamespace(NS);
   await c().ensureNamespace(CONFIG_NS);
-  await apply(parseYaml(readFileSync(CONFIGMAP, 'utf8')));
+  await c().applyObject(parseYaml(readFileSync(CONFIGMAP, 'utf8')));
 
   webhook = await startWebhookProcess(cluster, { extraArgs: ['--wrapper-image', WRAPPER_IMAGE] });
   const docs = parseAllDocuments(await c().kubectlOk(['kustomize', MANIFESTS])).map((d) => d.toJS() as Json);
@@ -112,7 +106,7 @@ beforeAll(async () => {
   for (const entry of at(rendered, 'webhooks') as Json[]) {
     entry.clientConfig = { url: webhook.url, caBundle: Buffer.from(webhook.ca.certPem).toString('base64') };
   }
-  await apply(rendered);
+  await c().applyObject(rendered);
   const warmup = podFromSandbox(await createSandbox('warmup', []));
   await untilWebhookCalled('the webhook', async () => {
     await c().kubectl(['create', '-f', '-', '--dry-run=server'], { input: JSON.stringify(warmup) });
@@ -254,7 +248,7 @@ describe('explain a pod whose runtime is skipped', () => {
 
 describe('explain the config', () => {
   it('reports a key that is bad now as invalid, and a missing ConfigMap as missing', async () => {
-    await apply({
+    await c().applyObject({
       apiVersion: 'v1',
       kind: 'ConfigMap',
       metadata: { name: 'explain-broken', namespace: CONFIG_NS },

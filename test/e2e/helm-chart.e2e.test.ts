@@ -32,7 +32,6 @@ import { startWebhookProcess, type WebhookProcess } from './support/webhook-proc
 const NS = 'sandbox-system';
 const PODS_NS = 'e2e-helm';
 const RECORD_NS = 'default';
-const CRD = path.join(repoRoot, 'test', 'fixtures', 'e2e', 'sandbox-crd.yaml');
 const MANIFESTS = path.join(repoRoot, 'manifests');
 const CERT_MANAGER = path.join(repoRoot, 'manifests', 'overlays', 'cert-manager');
 const STATUS = 'agents.kruise.io/runtime-injection-status';
@@ -102,8 +101,7 @@ beforeAll(async () => {
   kustomizedCertManager = parseObjects(await cluster.kubectlOk(['kustomize', CERT_MANAGER]));
   kustomizedWithComponents = await renderWithComponents(resolveBinDir(), ['autoscaling', 'monitoring']);
   for (const [name, values] of Object.entries(VALUE_SETS)) rendered.set(name, await helm.template(values));
-  await cluster.kubectlOk(['apply', '-f', CRD]);
-  await cluster.kubectlOk(['wait', '--for=condition=Established', 'crd/sandboxes.agents.kruise.io', '--timeout=60s']);
+  await cluster.installSandboxCrd();
   await cluster.ensureNamespace(PODS_NS);
 });
 

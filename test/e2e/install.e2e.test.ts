@@ -10,7 +10,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
 import { at } from './support/json.js';
 
-const CRD_PATH = path.join(repoRoot, 'test', 'fixtures', 'e2e', 'sandbox-crd.yaml');
 const BASE = path.join(repoRoot, 'manifests');
 const CERT_MANAGER = path.join(repoRoot, 'manifests', 'overlays', 'cert-manager');
 const NS = 'sandbox-system';
@@ -57,8 +56,7 @@ const asYaml = (objects: KubeObject[]): string => objects.map((o) => toYaml(o)).
 beforeAll(async () => {
   current = await startCluster();
   const c = cluster();
-  await c.kubectlOk(['apply', '-f', CRD_PATH]);
-  await c.kubectlOk(['wait', '--for=condition=Established', 'crd/sandboxes.agents.kruise.io', '--timeout=60s']);
+  await c.installSandboxCrd();
   base = parseObjects(await c.kubectlOk(['kustomize', BASE]));
   overlay = parseObjects(await c.kubectlOk(['kustomize', CERT_MANAGER]));
 });

@@ -56,10 +56,6 @@ function c(): TestCluster {
 const readPlainConfig = (): ConfigMapObject => parseYaml(readFileSync(CONFIGMAP, 'utf8')) as ConfigMapObject;
 const names = (list: unknown): unknown[] => (Array.isArray(list) ? (list as Json[]).map((x) => x.name) : []);
 
-async function apply(object: unknown): Promise<void> {
-  await c().kubectlOk(['apply', '-f', '-'], { input: JSON.stringify(object) });
-}
-
 interface SandboxInput {
   runtimes: string[];
   annotations?: Record<string, string>;
@@ -134,19 +130,18 @@ function pointedAtProcess(config: Json, url: string, caPem: string): Json {
 
 beforeAll(async () => {
   cluster = await startCluster();
-  await c().kubectlOk(['apply', '-f', CRD]);
-  await c().kubectlOk(['wait', '--for=condition=Established', 'crd/sandboxes.agents.kruise.io', '--timeout=60s']);
+  await c().installSandboxCrd(CRD);
   await c().ensureNamespace(NS);
   await c().ensureNamespace(CONFIG_NS);
   plainConfig = readPlainConfig();
-  await apply(plainConfig);
+  await c().applyObject(plainConfig);
 
   webhook = await startWebhookProcess(cluster, { extraArgs: ['--wrapper-image', WRAPPER_IMAGE] });
   const docs = parseAllDocuments(await c().kubectlOk(['kustomize', MANIFESTS])).map((d) => d.toJS() as Json);
   const found = docs.find((d) => d.kind === 'MutatingWebhookConfiguration');
   if (found === undefined) throw new Error('kubectl kustomize manifests/ rendered no MutatingWebhookConfiguration');
   rendered = found;
-  await apply(pointedAtProcess(rendered, webhook.url, webhook.ca.certPem));
+  await c().applyObject(pointedAtProcess(rendered, webhook.url, webhook.ca.certPem));
 
   warmup = await createSandbox('warmup', { runtimes: ['agent-runtime'] });
   await pointAt(webhook);
@@ -157,7 +152,7 @@ beforeAll(async () => {
  * dry-run a controller's pod until that process logs that it was called for it.
  */
 async function pointAt(target: WebhookProcess): Promise<void> {
-  await apply(pointedAtProcess(rendered, target.url, target.ca.certPem));
+  await c().applyObject(pointedAtProcess(rendered, target.url, target.ca.certPem));
   const pod = podFromSandbox(warmup, { configData: plainConfig.data });
   await untilWebhookCalled(`${target.url} for a Sandbox pod`, async () => {
     await createPod(pod, ['--dry-run=server']);
@@ -396,7 +391,7 @@ function goMarshalled(raw: string): string {
 
 describe('an injection ConfigMap written by Go code, with null for empty fields', () => {
   afterAll(async () => {
-    await apply(readPlainConfig());
+    await c().applyObject(readPlainConfig());
   });
 
   it('injects exactly like the plain one, on a freshly started webhook that never saw another version', async () => {
@@ -417,7 +412,7 @@ describe('an injection ConfigMap written by Go code, with null for empty fields'
     const goStyle: ConfigMapObject = structuredClone(plainConfig);
     goStyle.data = Object.fromEntries(Object.entries(plainConfig.data).map(([key, value]) => [key, goMarshalled(value)]));
     expect(goStyle.data['csi']).toContain('"initContainers":null');
-    await apply(goStyle);
+    await c().applyObject(goStyle);
     await webhook.stop();
     // Ready means its first list of the ConfigMap succeeded: the Go-style version is the only one it knows.
     await webhook.start();

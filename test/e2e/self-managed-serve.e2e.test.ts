@@ -41,8 +41,7 @@ async function caBundle(): Promise<string> {
 
 beforeAll(async () => {
   cluster = await startCluster();
-  await cluster.kubectlOk(['apply', '-f', path.join(repoRoot, 'test', 'fixtures', 'e2e', 'sandbox-crd.yaml')]);
-  await cluster.kubectlOk(['wait', '--for=condition=Established', 'crd/sandboxes.agents.kruise.io', '--timeout=60s']);
+  await cluster.installSandboxCrd();
   await cluster.ensureNamespace('sandbox-system');
   await cluster.ensureNamespace(NS);
   await cluster.kubectlOk(['apply', '-f', path.join(repoRoot, 'manifests', 'injection-config.yaml')]);

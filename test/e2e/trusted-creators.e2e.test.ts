@@ -17,7 +17,6 @@ const CONTROLLER_SA = 'sandbox-controller-manager';
 const CONTROLLER = `system:serviceaccount:${CONFIG_NS}:${CONTROLLER_SA}`;
 const TRUSTED_GROUP = 'e2e-sandbox-controllers';
 const WEBHOOK = 'sandbox-injector-trust';
-const CRD = path.join(repoRoot, 'test', 'fixtures', 'e2e', 'sandbox-crd.yaml');
 const CONFIGMAP = path.join(repoRoot, 'manifests', 'injection-config.yaml');
 const STATUS = 'agents.kruise.io/runtime-injection-status';
 const CREATED_BY = 'agents.kruise.io/created-by';
@@ -97,8 +96,7 @@ function postPodAs(who: Identity, pod: Json): Promise<{ status: number; body: Js
 
 beforeAll(async () => {
   cluster = await startCluster();
-  await c().kubectlOk(['apply', '-f', CRD]);
-  await c().kubectlOk(['wait', '--for=condition=Established', 'crd/sandboxes.agents.kruise.io', '--timeout=60s']);
+  await c().installSandboxCrd();
   await c().ensureNamespace(NS);
   await c().ensureNamespace(CONFIG_NS);
   await c().kubectlOk(['apply', '-f', CONFIGMAP]);

@@ -12,7 +12,6 @@ import { startWebhookProcess, webhookConfiguration, type WebhookProcess } from '
 
 const NS = 'e2e-webhook';
 const CONFIG_NS = 'sandbox-system';
-const CRD = path.join(repoRoot, 'test', 'fixtures', 'e2e', 'sandbox-crd.yaml');
 const CONFIGMAP = path.join(repoRoot, 'manifests', 'injection-config.yaml');
 const STATUS = 'agents.kruise.io/runtime-injection-status';
 /** The annotation key of conformance case 14's generic template: not a valid Kubernetes qualified name. */
@@ -29,10 +28,6 @@ let webhook: WebhookProcess;
 
 function c(): TestCluster {
   return cluster;
-}
-
-async function apply(object: unknown): Promise<void> {
-  await c().kubectlOk(['apply', '-f', '-'], { input: JSON.stringify(object) });
 }
 
 async function createSandbox(name: string, runtimes: string[], policy?: string): Promise<string> {
@@ -114,13 +109,12 @@ async function eventually(pod: Json, done: (stored: StoredPod | undefined, stder
 
 beforeAll(async () => {
   cluster = await startCluster();
-  await c().kubectlOk(['apply', '-f', CRD]);
-  await c().kubectlOk(['wait', '--for=condition=Established', 'crd/sandboxes.agents.kruise.io', '--timeout=60s']);
+  await c().installSandboxCrd();
   await c().ensureNamespace(NS);
   await c().ensureNamespace(CONFIG_NS);
   await c().kubectlOk(['apply', '-f', CONFIGMAP]);
   webhook = await startWebhookProcess(cluster);
-  await apply(webhookConfiguration('sandbox-injector-e2e', webhook.url, webhook.ca.certPem));
+  await c().applyObject(webhookConfiguration('sandbox-injector-e2e', webhook.url, webhook.ca.certPem));
   const uid = await createSandbox('warmup', ['agent-runtime']);
   await eventually(ownedPod('warmup', uid), (p) => names(p?.spec.initContainers).includes('agent-runtime'));
 });
@@ -187,7 +181,7 @@ describe('conformance cases replayed through kube-apiserver', () => {
 
   beforeAll(async () => {
     // The cases share one ConfigMap, with a generic runtime that the example in manifests/ does not have.
-    await apply(replayed[0]?.configMap);
+    await c().applyObject(replayed[0]?.configMap);
     const uid = await createSandbox('case-config', ['traffic-proxy']);
     // Its template's annotation key has a `~`, which kube-apiserver refuses (case 14 below): seeing that
     // refusal is seeing the template injected.
@@ -236,13 +230,13 @@ describe('the injection ConfigMap, watched', () => {
     agent.mainContainer.env.push({ name: 'E2E_MARK', value: 'v2' });
     updated.data['agent-runtime'] = JSON.stringify(agent);
     const appliedAt = Date.now();
-    await apply(updated);
+    await c().applyObject(updated);
     await eventually(pod, (p) => hasEnv(p, 'E2E_MARK'));
     console.info(`ConfigMap update took effect within ${Date.now() - appliedAt} ms of kubectl apply returning`);
 
     const broken = structuredClone(updated);
     broken.data['agent-runtime'] = '{"csiSidecar": [';
-    await apply(broken);
+    await c().applyObject(broken);
     await eventually(pod, (_p, stderr) => /Warning: .*agent-runtime.*last valid version/.test(stderr));
     const fallback = await createOk(pod);
     expect(hasEnv(fallback.pod, 'E2E_MARK')).toBe(true);
@@ -254,7 +248,7 @@ describe('the injection ConfigMap, watched', () => {
     expect(unchanged.pod.spec.initContainers).toBeUndefined();
     expect(unchanged.pod.metadata.annotations?.[STATUS]).toBeUndefined();
 
-    await apply(baseConfig());
+    await c().applyObject(baseConfig());
     await eventually(pod, (p) => names(p?.spec.initContainers).includes('agent-runtime') && !hasEnv(p, 'E2E_MARK'));
   });
 });
@@ -288,7 +282,7 @@ describe('reinvocation', () => {
     const config = webhookConfiguration('zz-second-webhook', `https://127.0.0.1:${port}/`, webhook.ca.certPem) as { webhooks: Json[] };
     const [entry] = config.webhooks;
     if (entry !== undefined) entry.reinvocationPolicy = 'Never';
-    await apply(config);
+    await c().applyObject(config);
 
     const uid = await createSandbox('sbx-reinvoke', ['agent-runtime', 'csi'], 'Auto');
     const pod = ownedPod('sbx-reinvoke', uid, { metadata: { generateName: 'reinvoke-' } });
@@ -318,13 +312,13 @@ describe('the webhook process stopped', () => {
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toMatch(/failed calling webhook/);
 
-    await apply(webhookConfiguration('sandbox-injector-e2e', webhook.url, webhook.ca.certPem, 'Ignore'));
+    await c().applyObject(webhookConfiguration('sandbox-injector-e2e', webhook.url, webhook.ca.certPem, 'Ignore'));
     await eventually(pod, (p) => p !== undefined);
     const admitted = await createOk(pod);
     expect(admitted.pod.spec.initContainers).toBeUndefined();
 
     await webhook.start();
-    await apply(webhookConfiguration('sandbox-injector-e2e', webhook.url, webhook.ca.certPem, 'Fail'));
+    await c().applyObject(webhookConfiguration('sandbox-injector-e2e', webhook.url, webhook.ca.certPem, 'Fail'));
     await eventually(pod, (p) => names(p?.spec.initContainers).includes('agent-runtime'));
     expect(names((await createOk(pod)).pod.spec.initContainers)).toEqual(['agent-runtime']);
   });

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stringify as toYaml } from 'yaml';
 import type { CertAndKey } from '../../server/support/pki.js';
-import { resolveBinDir } from './binaries.js';
+import { repoRoot, resolveBinDir } from './binaries.js';
 import { writeClusterPki, type ClusterPki } from './cluster-pki.js';
 import { startEtcd, waitForEtcd } from './etcd.js';
 import { freePorts } from './free-ports.js';
@@ -28,6 +28,9 @@ import { guardCluster, type ClusterTeardown } from './teardown.js';
 
 // What the e2e tests have always imported from here.
 export { BIN_DIR_ENV, buildScript, repoRoot, resolveBinDir } from './binaries.js';
+
+/** The Sandbox CRD the suites install: today's OpenKruise Agents CRD plus the proposed policy field. */
+export const SANDBOX_CRD = path.join(repoRoot, 'test', 'fixtures', 'e2e', 'sandbox-crd.yaml');
 export type { KubectlOptions, KubectlResult } from './kubectl.js';
 export {
   createCa,
@@ -73,6 +76,10 @@ export interface TestCluster {
   kubectlOk(args: string[], opts?: KubectlOptions): Promise<string>;
   /** Creates the namespace (if missing) and its `default` ServiceAccount, which pods need here. */
   ensureNamespace(name: string): Promise<void>;
+  /** `kubectl apply` of one object given as JSON-able data. */
+  applyObject(object: unknown): Promise<void>;
+  /** Applies a Sandbox CRD (ours by default) and waits until it is Established. */
+  installSandboxCrd(crdFile?: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -136,6 +143,13 @@ function clusterHandle(s: Started): TestCluster {
         '---\n' +
         toYaml({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: name } });
       await kubectlOk(['apply', '-f', '-'], { input: manifest });
+    },
+    async applyObject(object: unknown): Promise<void> {
+      await kubectlOk(['apply', '-f', '-'], { input: JSON.stringify(object) });
+    },
+    async installSandboxCrd(crdFile = SANDBOX_CRD): Promise<void> {
+      await kubectlOk(['apply', '-f', crdFile]);
+      await kubectlOk(['wait', '--for=condition=Established', 'crd/sandboxes.agents.kruise.io', '--timeout=60s']);
     },
     stop(): Promise<void> {
       stopped ??= (async () => {
