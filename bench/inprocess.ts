@@ -18,22 +18,26 @@ interface PodLimitsModule {
   mapsOfLargeBody?: (text: string) => unknown;
 }
 interface SerializeModule {
-  reviewJson: (review: unknown) => string;
+  reviewBytes?: (review: unknown) => Buffer;
+  reviewJson?: (review: unknown) => string;
 }
 interface OfflineDepsModule {
   offlineDeps: (configFile: string, postStartConflict: string, io: unknown) => Promise<unknown>;
 }
 
 /**
- * What the server does with a parsed body: review it, then turn the answer into text. Given the body's text, also
+ * What the server does with a parsed body: review it, then turn the answer into the bytes it sends. Given the body's text, also
  * what its JSON parser does past the parse: measure a large body's label and annotation maps in the text.
  */
-export type ReviewFn = (body: unknown, text?: string) => Promise<{ decision: string; text: string }>;
+export type ReviewFn = (body: unknown, text?: string) => Promise<{ decision: string; answerBytes: number }>;
 
 export async function loadReview(distRoot: string, configFile: string): Promise<ReviewFn> {
   const load = (path: string): Promise<unknown> => import(new URL(path, distRoot).href);
   const { reviewAdmission } = (await load('admission/review.js')) as ReviewModule;
-  const { reviewJson } = (await load('admission/serialize.js')) as SerializeModule;
+  // Builds before reviewBytes answered with a string from reviewJson.
+  const { reviewBytes, reviewJson } = (await load('admission/serialize.js')) as SerializeModule;
+  const serialize = (review: unknown): number =>
+    reviewBytes !== undefined ? reviewBytes(review).length : (reviewJson?.(review).length ?? 0);
   // Builds from before the text scan have no mapsOfLargeBody: their review walks the parsed maps.
   const { mapsOfLargeBody } = (await load('admission/pod-limits.js')) as PodLimitsModule;
   const { offlineDeps } = (await load('cli/offline-deps.js')) as OfflineDepsModule;
@@ -43,7 +47,7 @@ export async function loadReview(distRoot: string, configFile: string): Promise<
     const podMaps = text === undefined ? undefined : mapsOfLargeBody?.(text);
     const outcome = await reviewAdmission(body, deps, podMaps);
     if (outcome.kind !== 'response') throw new Error(`bench review refused: ${JSON.stringify(outcome)}`);
-    return { decision: outcome.summary?.decision ?? '?', text: reviewJson(outcome.review) };
+    return { decision: outcome.summary?.decision ?? '?', answerBytes: serialize(outcome.review) };
   };
 }
 

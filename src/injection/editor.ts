@@ -10,15 +10,94 @@ export type Segment = string | number;
  */
 export type EditOperation = { op: 'add' | 'replace'; path: string; value: unknown };
 
-/** One level of a walk into the pod: the key that led there, the owned object, its pointer. */
-interface Level {
-  key: Segment;
-  node: Record<Segment, unknown>;
-  pointer: string;
-}
-
 /** The pod's string maps, which only ever get entries added. */
 export type MetadataMap = 'labels' | 'annotations';
+
+type Node = Record<Segment, unknown>;
+
+/** Children a cursor keeps in a list before it moves them to a Map: most cursors have one to four. */
+const LIST_CHILDREN = 8;
+
+/**
+ * An object or array of the edited pod that the editor owns (a copy of the original's, or one it created), with
+ * its JSON pointer. Writes through it are recorded. The cursors an edit walked through stay in a tree, one per
+ * owned object, so that ownership is a lookup by key (no object identity is ever hashed) and the edits of one
+ * container (its command, args, probes, mounts) are made from one cursor, with no walk from the pod's root.
+ */
+export class EditCursor {
+  /** Owned children: a short list, or a Map once there are many (a pod's container list). */
+  private children: EditCursor[] | Map<Segment, EditCursor> | undefined;
+
+  constructor(
+    private readonly record: (op: EditOperation['op'], path: string, value: unknown) => void,
+    readonly key: Segment,
+    readonly node: Node,
+    readonly pointer: string,
+  ) {}
+
+  /**
+   * The object (or, with `kind` 'array', the array) at `key`, made safe to write: copied if still shared with the
+   * original or with a recorded value, created (and the creation recorded) when missing.
+   */
+  child(key: Segment, kind: 'object' | 'array' = 'object'): EditCursor {
+    const current = this.node[key];
+    const known = this.known(key);
+    // A cursor whose object is no longer at its key was replaced by `set`: the new value is not ours.
+    if (known !== undefined && known.node === current) return known;
+    const pointer = `${this.pointer}/${token(key)}`;
+    let copy: Node;
+    if (current !== null && typeof current === 'object') {
+      // Object.assign rather than a spread: V8 gives a spread clone a map of its own, outside the transition
+      // tree, so each property the edit then adds made a new map (several times slower).
+      copy = (Array.isArray(current) ? current.slice() : Object.assign({}, current)) as Node;
+    } else {
+      this.record(Object.hasOwn(this.node, key) ? 'replace' : 'add', pointer, kind === 'array' ? [] : {});
+      copy = (kind === 'array' ? [] : {}) as Node;
+    }
+    this.node[key] = copy;
+    const cursor = new EditCursor(this.record, key, copy, pointer);
+    this.remember(cursor, known);
+    return cursor;
+  }
+
+  /** Sets `key` to `value`, which from then on is the caller's and only ever copied, never written into. */
+  set(key: Segment, value: unknown): void {
+    this.record(Object.hasOwn(this.node, key) ? 'replace' : 'add', `${this.pointer}/${token(key)}`, value);
+    this.node[key] = value;
+  }
+
+  /** Appends to this cursor's array. */
+  append(values: readonly unknown[]): void {
+    const list = this.node as unknown as unknown[];
+    for (const value of values) {
+      this.record('add', `${this.pointer}/${list.length}`, value);
+      list.push(value);
+    }
+  }
+
+  private known(key: Segment): EditCursor | undefined {
+    const children = this.children;
+    if (children === undefined) return undefined;
+    if (children instanceof Map) return children.get(key);
+    for (const child of children) if (child.key === key) return child;
+    return undefined;
+  }
+
+  private remember(cursor: EditCursor, stale: EditCursor | undefined): void {
+    const children = this.children;
+    if (children instanceof Map) {
+      children.set(cursor.key, cursor);
+    } else if (children === undefined) {
+      this.children = [cursor];
+    } else if (stale !== undefined) {
+      children[children.indexOf(stale)] = cursor;
+    } else if (children.length < LIST_CHILDREN) {
+      children.push(cursor);
+    } else {
+      this.children = new Map([...children, cursor].map((c) => [c.key, c]));
+    }
+  }
+}
 
 /**
  * Copy-on-write editing of a pod that records each edit as it makes it.
@@ -33,24 +112,23 @@ export type MetadataMap = 'labels' | 'annotations';
  * it needs only the operations.
  */
 export class PodEditor {
-  private readonly owned = new Set<object>();
-  private view: Pod;
+  private root: EditCursor | undefined;
   private readonly recorded: EditOperation[] = [];
   private readonly added: Record<MetadataMap, Map<string, string>> = { labels: new Map(), annotations: new Map() };
   private merged: Pod | undefined;
-  /** The levels of the last path ownPath walked, the pod itself first. */
-  private readonly walked: Level[] = [];
+  private readonly recordOperation = (op: EditOperation['op'], path: string, value: unknown): void => {
+    this.recorded.push({ op, path, value });
+    this.merged = undefined;
+  };
 
-  constructor(readonly original: Pod) {
-    this.view = original;
-  }
+  constructor(readonly original: Pod) {}
 
   /**
    * The pod as edited so far, but for entries added to labels and annotations: read those through `entry`.
-   * Read-only: every write goes through `set`, `append` or `setEntry`.
+   * Read-only: every write goes through the editor or a cursor it gave out.
    */
   get pod(): Pod {
-    return this.view;
+    return (this.root?.node as Pod | undefined) ?? this.original;
   }
 
   get changed(): boolean {
@@ -64,117 +142,60 @@ export class PodEditor {
 
   /** The whole edited pod, labels and annotations included (the original itself when nothing changed). */
   result(): Pod {
-    if (this.added.labels.size === 0 && this.added.annotations.size === 0) return this.view;
+    const view = this.pod;
+    if (this.added.labels.size === 0 && this.added.annotations.size === 0) return view;
     if (this.merged === undefined) {
-      const metadata = { ...this.view.metadata };
+      const metadata = { ...view.metadata };
       for (const field of ['labels', 'annotations'] as const) {
         if (this.added[field].size === 0) continue;
         const map: Record<string, string> = { ...metadata[field] };
         for (const [key, value] of this.added[field]) map[key] = value;
         metadata[field] = map;
       }
-      this.merged = { ...this.view, metadata };
+      this.merged = { ...view, metadata };
     }
     return this.merged;
   }
 
+  /**
+   * The owned object at `path` (an array at its end when `last` says so), for several writes below it; each
+   * level is copied if still shared and created when missing.
+   */
+  at(path: readonly Segment[], last: 'object' | 'array' = 'object'): EditCursor {
+    this.root ??= new EditCursor(this.recordOperation, '', Object.assign({}, this.original), '');
+    let cursor = this.root;
+    for (let i = 0; i < path.length; i++) {
+      cursor = cursor.child(path[i] as Segment, i === path.length - 1 ? last : 'object');
+    }
+    return cursor;
+  }
+
   /** Sets the value at `path`; its parents are created when missing. */
   set(path: readonly Segment[], value: unknown): void {
-    const depth = path.length - 1;
-    const parent = this.ownPath(path, depth, 'object');
-    const key = path[depth] as Segment;
-    this.record(Object.hasOwn(parent, key) ? 'replace' : 'add', this.pointerBelow(key), value);
-    // The value may replace an object on the remembered path (see ownPath): forget all but the pod itself.
-    if (value !== null && typeof value === 'object') this.walked.length = Math.min(this.walked.length, 1);
-    this.merged = undefined;
-    parent[key] = value;
+    this.at(path.slice(0, -1)).set(path[path.length - 1] as Segment, value);
   }
 
   /** Appends to the array at `path`, which is created when missing. */
   append(path: readonly Segment[], values: readonly unknown[]): void {
-    if (values.length === 0) return;
-    const list = this.ownPath(path, path.length, 'array') as unknown as unknown[];
-    for (const value of values) {
-      this.record('add', this.pointerBelow(list.length), value);
-      list.push(value);
-    }
-    this.merged = undefined;
+    if (values.length > 0) this.at(path, 'array').append(values);
   }
 
   /** The value of a label or annotation, entries added by this editor included. */
   entry(field: MetadataMap, key: string): string | undefined {
-    return this.added[field].get(key) ?? this.view.metadata?.[field]?.[key];
+    return this.added[field].get(key) ?? this.pod.metadata?.[field]?.[key];
   }
 
   hasEntry(field: MetadataMap, key: string): boolean {
-    const map = this.view.metadata?.[field];
+    const map = this.pod.metadata?.[field];
     return this.added[field].has(key) || (map != null && typeof map === 'object' && Object.hasOwn(map, key));
   }
 
   /** Adds or overwrites one label or annotation without copying the map. */
   setEntry(field: MetadataMap, key: string, value: string): void {
-    const map = this.view.metadata?.[field];
+    const map = this.pod.metadata?.[field];
     if (map == null || typeof map !== 'object') this.set(['metadata', field], {});
-    this.record(this.hasEntry(field, key) ? 'replace' : 'add', `/metadata/${field}/${token(key)}`, value);
+    this.recordOperation(this.hasEntry(field, key) ? 'replace' : 'add', `/metadata/${field}/${token(key)}`, value);
     this.added[field].set(key, value);
-    this.merged = undefined;
-  }
-
-  /**
-   * The object at `path.slice(0, depth)`, made safe to write: each level copied if still shared, created (and
-   * the creation recorded) when missing. A created level is an array only when it is the last and `last` says so.
-   * The levels of the last path walked are remembered, and a walk starts below the part it shares with it: the
-   * edits of one container (its command, args, probes, mounts) come in a row.
-   */
-  private ownPath(path: readonly Segment[], depth: number, last: 'object' | 'array'): Record<Segment, unknown> {
-    if (!this.owned.has(this.view)) this.view = this.copy(this.view);
-    const walked = this.walked;
-    if (walked.length === 0 || walked[0]?.node !== this.view) {
-      walked.length = 0;
-      walked.push({ key: '', node: this.view, pointer: '' });
-    }
-    let shared = 1;
-    while (shared < walked.length && shared <= depth && walked[shared]?.key === path[shared - 1]) shared++;
-    walked.length = shared;
-    let { node, pointer } = walked[shared - 1] as Level;
-    for (let i = shared - 1; i < depth; i++) {
-      const key = path[i] as Segment;
-      const child = node[key];
-      const below = `${pointer}/${token(key)}`;
-      let next: Record<Segment, unknown>;
-      if (child !== null && typeof child === 'object') {
-        next = (this.owned.has(child) ? child : this.copy(child)) as Record<Segment, unknown>;
-      } else {
-        const array = i === depth - 1 && last === 'array';
-        this.record(Object.hasOwn(node, key) ? 'replace' : 'add', below, array ? [] : {});
-        next = this.mark((array ? [] : {}) as Record<Segment, unknown>);
-      }
-      node[key] = next;
-      node = next;
-      pointer = below;
-      walked.push({ key, node, pointer });
-    }
-    return node;
-  }
-
-  /** The pointer to `key` under the object ownPath returned last. */
-  private pointerBelow(key: Segment): string {
-    return `${this.walked[this.walked.length - 1]?.pointer ?? ''}/${token(key)}`;
-  }
-
-  private record(op: EditOperation['op'], path: string, value: unknown): void {
-    this.recorded.push({ op, path, value });
-  }
-
-  private copy<T extends object>(value: T): T {
-    // Object.assign rather than a spread: V8 gives a spread clone a map of its own, outside the transition tree,
-    // so each property the edit then adds made a new map (several times slower, and garbage kept until a full GC).
-    return this.mark((Array.isArray(value) ? value.slice() : Object.assign({}, value)) as T);
-  }
-
-  private mark<T extends object>(value: T): T {
-    this.owned.add(value);
-    return value;
   }
 }
 

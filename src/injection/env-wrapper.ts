@@ -5,6 +5,9 @@ import type { Container, Volume, VolumeMount } from './types.js';
 
 /** The wrapper every wrapped command and exec probe starts with. */
 export const WRAPPER = Object.freeze(['/bin/bash', '/var/sandbox/run_with_envs.sh']);
+/** A wrapped container's command, shared by every pod: a recorded value is never written into. */
+const WRAPPED_COMMAND = Object.freeze([...WRAPPER, '--']);
+const WRAPPED_PROBE_PREFIX = Object.freeze([...WRAPPER, '--probe', '--']);
 const SANDBOX_ENV_VOLUME = 'sandbox-env';
 const SANDBOX_ENV_PATH = '/var/sandbox';
 const WRAPPER_INIT_CONTAINER = 'sandbox-env-wrapper';
@@ -79,18 +82,21 @@ function blockingMount(container: Container): VolumeMount | undefined {
   return (container.volumeMounts ?? []).find((m) => m.mountPath === SANDBOX_ENV_PATH && m.name !== SANDBOX_ENV_VOLUME);
 }
 
-/** `container` is the pod's container at `index` as edited so far. */
+/** `container` is the pod's container at `index` as edited so far; every write goes through its one cursor. */
 function wrapContainer(editor: PodEditor, index: number, container: Container): void {
-  const at = containerPath('containers', index);
-  editor.set([...at, 'args'], [...(container.command ?? []), ...(container.args ?? [])]);
-  editor.set([...at, 'command'], [...WRAPPER, '--']);
+  const at = editor.at(containerPath('containers', index));
+  // concat makes each new list at its final length, where a spread grows it as it goes.
+  const command = container.command ?? [];
+  at.set('args', command.concat(container.args ?? []));
+  at.set('command', WRAPPED_COMMAND);
   for (const probeName of PROBES) {
     const probeCommand = container[probeName]?.exec?.command;
     if (probeCommand === undefined || probeCommand.length === 0 || startsWithWrapper(probeCommand)) continue;
-    editor.set([...at, probeName, 'exec', 'command'], [...WRAPPER, '--probe', '--', ...probeCommand]);
+    at.child(probeName).child('exec').set('command', WRAPPED_PROBE_PREFIX.concat(probeCommand));
   }
+  // blockingMount let no other mount at SANDBOX_ENV_PATH through, so the mount needs no check of its path.
   if (!(container.volumeMounts ?? []).some((m) => m.name === SANDBOX_ENV_VOLUME)) {
-    appendMounts(editor, 'containers', index, [sandboxEnvMount()]);
+    at.child('volumeMounts', 'array').append(SANDBOX_ENV_MOUNTS);
   }
 }
 
@@ -123,6 +129,8 @@ function addWrapperCopier(editor: PodEditor, { image, command }: WrapperInstalle
 function sandboxEnvVolume(): Volume {
   return { name: SANDBOX_ENV_VOLUME, emptyDir: {} };
 }
+
+const SANDBOX_ENV_MOUNTS: readonly VolumeMount[] = Object.freeze([Object.freeze(sandboxEnvMount())]);
 
 function sandboxEnvMount(): VolumeMount {
   return { name: SANDBOX_ENV_VOLUME, mountPath: SANDBOX_ENV_PATH };

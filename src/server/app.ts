@@ -9,7 +9,7 @@ import type { Socket } from 'node:net';
 import { reviewAdmission, type AdmissionSummary, type ReviewDeps } from '../admission/review.js';
 import { mapsOfLargeBody } from '../admission/pod-limits.js';
 import type { PodMapScan } from '../admission/pod-map-scan.js';
-import { reviewJson } from '../admission/serialize.js';
+import { reviewBytes } from '../admission/serialize.js';
 import { HTTP_ERRORS } from '../errors.js';
 import type { Logger } from '../util/logger.js';
 import { LOG_NAME_MAX, cutList, cutMessage, cutName, cutNames, cutString } from '../util/log-fields.js';
@@ -216,7 +216,7 @@ export function buildApp(deps: AppDeps): FastifyInstance<Server> {
         deps.metrics.admission(outcome.summary, ms / 1000);
         deps.logger.info(admissionLogFields(outcome.summary, ms), 'admission');
         reply.type('application/json; charset=utf-8');
-        return reviewJson(outcome.review);
+        return reviewBytes(outcome.review);
       } catch (error) {
         const ms = elapsedMs(request.raw);
         deps.metrics.admissionFailed('error', ms / 1000);

@@ -15,4 +15,13 @@ describe('encodePatch', () => {
       expect(JSON.parse(decoded.toString('utf8'))).toEqual(operations);
     },
   );
+
+  it('encodes patches larger than its buffer, and a small one after a large one, whole and alone', () => {
+    const patches = ['日'.repeat(40_000), 'x'.repeat(70_000), 'small', '😀'.repeat(30_000), ''].map((text) => [
+      { op: 'add' as const, path: '/metadata/annotations/a', value: text },
+    ]);
+    for (const operations of patches) {
+      expect(Buffer.from(encodePatch(operations), 'base64').toString('utf8')).toBe(JSON.stringify(operations));
+    }
+  });
 });
