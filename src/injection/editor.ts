@@ -99,6 +99,45 @@ export class EditCursor {
   }
 }
 
+/** A path below some object, with its JSON pointer made once (it is usually a constant of the caller's). */
+export interface RelativePath {
+  readonly segments: readonly Segment[];
+  readonly pointer: string;
+}
+
+export function relativePath(segments: readonly Segment[]): RelativePath {
+  return Object.freeze({ segments: Object.freeze([...segments]), pointer: pointerOf(segments) });
+}
+
+/** An object of the pod's view that final edits change (see PodEditor.finalPlace), read but never copied. */
+export class FinalPlace {
+  constructor(
+    private readonly pointer: string,
+    private readonly node: Node,
+    private readonly record: (op: EditOperation['op'], path: string, value: unknown) => void,
+  ) {}
+
+  /** Sets the value at `below`, a path under this place whose parents exist. */
+  set(below: RelativePath, value: unknown): void {
+    const { segments } = below;
+    let parent = this.node;
+    for (let i = 0; i < segments.length - 1; i++) parent = parent[segments[i] as Segment] as Node;
+    const key = segments[segments.length - 1] as Segment;
+    this.record(Object.hasOwn(parent, key) ? 'replace' : 'add', this.pointer + below.pointer, value);
+  }
+
+  /** Appends to the array at `key` of this place, created when missing. */
+  append(key: Segment, values: readonly unknown[]): void {
+    if (values.length === 0) return;
+    const pointer = `${this.pointer}/${token(key)}`;
+    const current = this.node[key];
+    let length = 0;
+    if (Array.isArray(current)) length = current.length;
+    else this.record(Object.hasOwn(this.node, key) ? 'replace' : 'add', pointer, []);
+    for (const value of values) this.record('add', `${pointer}/${length++}`, value);
+  }
+}
+
 /**
  * Copy-on-write editing of a pod that records each edit as it makes it.
  *
@@ -116,7 +155,15 @@ export class PodEditor {
   private readonly recorded: EditOperation[] = [];
   private readonly added: Record<MetadataMap, Map<string, string>> = { labels: new Map(), annotations: new Map() };
   private merged: Pod | undefined;
+  /**
+   * Where the final edits begin in `recorded`, while the view does not have them yet: until then, no other edit
+   * and no read of the view may follow.
+   */
+  private finalsFrom: number | undefined;
+  /** While result() applies the final edits, which were recorded when they were made. */
+  private replaying = false;
   private readonly recordOperation = (op: EditOperation['op'], path: string, value: unknown): void => {
+    if (this.replaying) return;
     this.recorded.push({ op, path, value });
     this.merged = undefined;
   };
@@ -128,6 +175,11 @@ export class PodEditor {
    * Read-only: every write goes through the editor or a cursor it gave out.
    */
   get pod(): Pod {
+    if (this.finalsFrom !== undefined) throw new Error('PodEditor: the view is not read after final edits');
+    return this.view;
+  }
+
+  private get view(): Pod {
     return (this.root?.node as Pod | undefined) ?? this.original;
   }
 
@@ -142,7 +194,8 @@ export class PodEditor {
 
   /** The whole edited pod, labels and annotations included (the original itself when nothing changed). */
   result(): Pod {
-    const view = this.pod;
+    this.applyFinals();
+    const view = this.view;
     if (this.added.labels.size === 0 && this.added.annotations.size === 0) return view;
     if (this.merged === undefined) {
       const metadata = { ...view.metadata };
@@ -162,6 +215,7 @@ export class PodEditor {
    * level is copied if still shared and created when missing.
    */
   at(path: readonly Segment[], last: 'object' | 'array' = 'object'): EditCursor {
+    if (this.finalsFrom !== undefined && !this.replaying) throw new Error('PodEditor: no edit follows final edits');
     this.root ??= new EditCursor(this.recordOperation, '', Object.assign({}, this.original), '');
     let cursor = this.root;
     for (let i = 0; i < path.length; i++) {
@@ -178,6 +232,42 @@ export class PodEditor {
   /** Appends to the array at `path`, which is created when missing. */
   append(path: readonly Segment[], values: readonly unknown[]): void {
     if (values.length > 0) this.at(path, 'array').append(values);
+  }
+
+  /**
+   * A place for final edits: the last edits of an injection, which nothing reads afterwards. Each is recorded at
+   * once, but the view is left as it is, so nothing on its path is copied: on the bench's review, copying each
+   * wrapped container, probe and exec only to keep a view that no one reads again was a fifth of the review.
+   * `result()` applies them when the whole pod is asked for. Once one is made, only more final edits may follow,
+   * and each must change a place that no other final edit changes or lies under. `path` must exist in the view.
+   */
+  finalPlace(path: readonly Segment[]): FinalPlace {
+    let node: unknown = this.view;
+    for (const segment of path) node = (node as Node)[segment];
+    this.finalsFrom ??= this.recorded.length;
+    return new FinalPlace(pointerOf(path), node as Node, this.recordOperation);
+  }
+
+  /** Applies the final edits to the view, from the operations they recorded (only ever `add`s that append). */
+  private applyFinals(): void {
+    const from = this.finalsFrom;
+    if (from === undefined) return;
+    this.replaying = true;
+    try {
+      for (const { path, value } of this.recorded.slice(from)) {
+        const tokens = path.slice(1).split('/').map(unescapeToken);
+        let cursor = this.at([]);
+        for (const name of tokens.slice(0, -1)) cursor = cursor.child(Array.isArray(cursor.node) ? Number(name) : name);
+        // In an array, a final edit only ever adds at the end (FinalPlace.append).
+        if (Array.isArray(cursor.node)) cursor.append([value]);
+        else cursor.set(tokens[tokens.length - 1] as string, value);
+      }
+    } finally {
+      this.replaying = false;
+    }
+    // The view now has every edit: reads and edits are allowed again.
+    this.finalsFrom = undefined;
+    this.merged = undefined;
   }
 
   /** The value of a label or annotation, entries added by this editor included. */
@@ -197,6 +287,16 @@ export class PodEditor {
     this.recordOperation(this.hasEntry(field, key) ? 'replace' : 'add', `/metadata/${field}/${token(key)}`, value);
     this.added[field].set(key, value);
   }
+}
+
+function pointerOf(path: readonly Segment[]): string {
+  let pointer = '';
+  for (const segment of path) pointer += `/${token(segment)}`;
+  return pointer;
+}
+
+function unescapeToken(token: string): string {
+  return token.replace(/~1/g, '/').replace(/~0/g, '~');
 }
 
 /** One JSON pointer token (RFC 6901). */

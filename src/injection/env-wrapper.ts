@@ -1,4 +1,4 @@
-import type { PodEditor } from './editor.js';
+import { relativePath, type PodEditor } from './editor.js';
 import { addMissingVolumes, appendContainers, appendMounts, containerPath } from './merge.js';
 import type { InjectionReport } from './report.js';
 import type { Container, Volume, VolumeMount } from './types.js';
@@ -18,7 +18,12 @@ export interface WrapperInstaller {
   command: readonly string[];
 }
 
-const PROBES = ['startupProbe', 'livenessProbe', 'readinessProbe'] as const;
+const PROBES = (['startupProbe', 'livenessProbe', 'readinessProbe'] as const).map((name) => ({
+  name,
+  command: relativePath([name, 'exec', 'command']),
+}));
+const ARGS = relativePath(['args']);
+const COMMAND = relativePath(['command']);
 
 export interface EnvWrapperInput {
   /** Names of the agent-runtime sidecars as the config defines them. */
@@ -35,16 +40,22 @@ export interface EnvWrapperInput {
  * EnvVarsInjectionPolicy Auto: make each of the pod's own commands and exec probes wait for the per-claim
  * environment. Only done when the agent-runtime sidecars are in the pod: without them nothing would ever write
  * that environment and a wrapped command would wait forever.
+ *
+ * Everything is decided, and reported, here; the wrapped containers' own edits are returned as a last step, to
+ * be run after every other edit of the injection (the status annotation included): they are the editor's final
+ * edits, made without copying the containers they change.
  */
-export function wrapForEnvInjection(editor: PodEditor, input: EnvWrapperInput, report: InjectionReport): void {
+export function wrapForEnvInjection(editor: PodEditor, input: EnvWrapperInput, report: InjectionReport): () => void {
   if (!agentRuntimePresent(editor, input)) {
     report.warnings.push(
       'EnvVarsInjectionPolicy Auto: commands not wrapped, agent-runtime is not in the pod (they would wait forever)',
     );
-    return;
+    return () => undefined;
   }
   addMissingVolumes(editor, [sandboxEnvVolume()]);
-  editor.pod.spec.containers.forEach((container, index) => {
+  const containers = editor.pod.spec.containers;
+  const wrapped: number[] = [];
+  containers.forEach((container, index) => {
     if (input.injectedContainerNames.has(container.name)) return;
     if (!wantsWrapping(container)) return;
     const blocking = blockingMount(container);
@@ -54,13 +65,21 @@ export function wrapForEnvInjection(editor: PodEditor, input: EnvWrapperInput, r
       );
       return;
     }
-    wrapContainer(editor, index, container);
+    wrapped.push(index);
     report.wrapped.push(container.name);
   });
   (editor.pod.spec.initContainers ?? []).forEach((container, index) => {
     if (input.sidecarNames.includes(container.name)) mountSandboxEnvOnSidecar(editor, index, report);
   });
-  if (input.wrapper !== undefined && usesWrapper(editor)) addWrapperCopier(editor, input.wrapper);
+  // A container already wrapped by an earlier admission uses the wrapper as much as one wrapped now.
+  const usesWrapper = wrapped.length > 0 || containers.some((c) => startsWithWrapper(c.command));
+  if (input.wrapper !== undefined && usesWrapper) addWrapperCopier(editor, input.wrapper);
+  return () => {
+    // Read before the first final edit, after which the view is not read; the edits since the decisions above
+    // changed init containers, volumes and annotations, never these containers.
+    const current = editor.pod.spec.containers;
+    for (const index of wrapped) wrapContainer(editor, index, current[index] as Container);
+  };
 }
 
 function agentRuntimePresent(editor: PodEditor, input: EnvWrapperInput): boolean {
@@ -82,21 +101,21 @@ function blockingMount(container: Container): VolumeMount | undefined {
   return (container.volumeMounts ?? []).find((m) => m.mountPath === SANDBOX_ENV_PATH && m.name !== SANDBOX_ENV_VOLUME);
 }
 
-/** `container` is the pod's container at `index` as edited so far; every write goes through its one cursor. */
+/** `container` is the pod's container at `index` as the view last showed it; its edits are final edits. */
 function wrapContainer(editor: PodEditor, index: number, container: Container): void {
-  const at = editor.at(containerPath('containers', index));
+  const place = editor.finalPlace(containerPath('containers', index));
   // concat makes each new list at its final length, where a spread grows it as it goes.
   const command = container.command ?? [];
-  at.set('args', command.concat(container.args ?? []));
-  at.set('command', WRAPPED_COMMAND);
-  for (const probeName of PROBES) {
-    const probeCommand = container[probeName]?.exec?.command;
+  place.set(ARGS, command.concat(container.args ?? []));
+  place.set(COMMAND, WRAPPED_COMMAND);
+  for (const probe of PROBES) {
+    const probeCommand = container[probe.name]?.exec?.command;
     if (probeCommand === undefined || probeCommand.length === 0 || startsWithWrapper(probeCommand)) continue;
-    at.child(probeName).child('exec').set('command', WRAPPED_PROBE_PREFIX.concat(probeCommand));
+    place.set(probe.command, WRAPPED_PROBE_PREFIX.concat(probeCommand));
   }
   // blockingMount let no other mount at SANDBOX_ENV_PATH through, so the mount needs no check of its path.
   if (!(container.volumeMounts ?? []).some((m) => m.name === SANDBOX_ENV_VOLUME)) {
-    at.child('volumeMounts', 'array').append(SANDBOX_ENV_MOUNTS);
+    place.append('volumeMounts', SANDBOX_ENV_MOUNTS);
   }
 }
 
@@ -108,10 +127,6 @@ function mountSandboxEnvOnSidecar(editor: PodEditor, index: number, report: Inje
       `EnvVarsInjectionPolicy Auto: sidecar "${container.name}" already mounts something at ${SANDBOX_ENV_PATH}`,
     );
   }
-}
-
-function usesWrapper(editor: PodEditor): boolean {
-  return editor.pod.spec.containers.some((c) => startsWithWrapper(c.command));
 }
 
 /** An init container that copies the wrapper into the shared volume before any main container starts. */

@@ -62,11 +62,12 @@ export function injectRuntimes(pod: Pod, input: InjectionInput): InjectionResult
     }
   }
 
+  let wrapContainers: (() => void) | undefined;
   if (input.policy === 'Auto') {
     const agentRuntime =
       input.runtimes.find((r) => r.name === AGENT_RUNTIME)?.config ?? input.allConfigs?.get(AGENT_RUNTIME);
     const inPod = new Set([...before.injected, ...before.present, ...report.injected, ...report.present]);
-    wrapForEnvInjection(
+    wrapContainers = wrapForEnvInjection(
       editor,
       {
         sidecarNames: (agentRuntime?.csiSidecar ?? []).map((c) => c.name),
@@ -79,6 +80,8 @@ export function injectRuntimes(pod: Pod, input: InjectionInput): InjectionResult
   }
 
   if (input.runtimes.length > 0) recordStatus(editor, statusAfter(before, report));
+  // The containers' wrapping is made of final edits: after it, the editor takes no other edit.
+  wrapContainers?.();
   return new EditedPod(editor, report);
 }
 
