@@ -8,7 +8,7 @@ import { manyAnnotationsReview, reviewText } from './reviews.js';
 
 interface Outcome {
   kind: string;
-  review?: unknown;
+  review?: { response?: { patch?: string } };
   summary?: { decision?: string };
 }
 interface ReviewModule {
@@ -29,7 +29,22 @@ interface OfflineDepsModule {
  * What the server does with a parsed body: review it, then turn the answer into the bytes it sends. Given the body's text, also
  * what its JSON parser does past the parse: measure a large body's label and annotation maps in the text.
  */
-export type ReviewFn = (body: unknown, text?: string) => Promise<{ decision: string; answerBytes: number }>;
+export type ReviewFn = (
+  body: unknown,
+  text?: string,
+) => Promise<{ decision: string; answerBytes: number; patch: string | undefined }>;
+
+/** Turns recorded operations into the patch the answer carries (JSON text, UTF-8, base64). */
+export type PatchEncoder = (operations: unknown[]) => string;
+
+interface PatchModule {
+  encodePatch: PatchEncoder;
+}
+
+export async function loadPatchEncoder(distRoot: string): Promise<PatchEncoder> {
+  const { encodePatch } = (await import(new URL('admission/patch.js', distRoot).href)) as PatchModule;
+  return encodePatch;
+}
 
 export async function loadReview(distRoot: string, configFile: string): Promise<ReviewFn> {
   const load = (path: string): Promise<unknown> => import(new URL(path, distRoot).href);
@@ -47,7 +62,11 @@ export async function loadReview(distRoot: string, configFile: string): Promise<
     const podMaps = text === undefined ? undefined : mapsOfLargeBody?.(text);
     const outcome = await reviewAdmission(body, deps, podMaps);
     if (outcome.kind !== 'response') throw new Error(`bench review refused: ${JSON.stringify(outcome)}`);
-    return { decision: outcome.summary?.decision ?? '?', answerBytes: serialize(outcome.review) };
+    return {
+      decision: outcome.summary?.decision ?? '?',
+      answerBytes: serialize(outcome.review),
+      patch: outcome.review?.response?.patch,
+    };
   };
 }
 
@@ -65,6 +84,25 @@ async function timeReviews(review: ReviewFn, text: string, budgetMs: number): Pr
     for (const body of bodies) await review(body);
     perCall.push(((performance.now() - start) * 1000) / batch);
   } while (performance.now() < end);
+  return lowerQuartile(perCall);
+}
+
+/**
+ * µs to make the patch from its operations (the lower quartile of batches), checked against the answer's own
+ * patch: what building the answer's largest field costs, whatever the injection does before it.
+ */
+function timeEncoding(encodePatch: PatchEncoder, operations: unknown[], expected: string, budgetMs: number): number {
+  if (encodePatch(operations) !== expected) throw new Error('the patch made again from its operations differs from the answer\'s');
+  const batch = 64;
+  const perCall: number[] = [];
+  const end = performance.now() + budgetMs;
+  let keep = '';
+  do {
+    const start = performance.now();
+    for (let i = 0; i < batch; i += 1) keep = encodePatch(operations);
+    perCall.push(((performance.now() - start) * 1000) / batch);
+  } while (performance.now() < end);
+  if (keep.length === 0) throw new Error('nothing encoded');
   return lowerQuartile(perCall);
 }
 
@@ -98,12 +136,15 @@ export interface ReviewTiming {
   bytes: number;
   parseUs: number;
   injectingUs: number;
+  /** Of the injecting review: making its patch from the recorded operations alone (JSON text, UTF-8, base64). */
+  patchTextUs: number;
   noopUs: number;
 }
 
 /** Times the injecting and the no-op review of one body pair, after a warm-up, and checks they do as meant. */
 export async function timePair(
   review: ReviewFn,
+  encodePatch: PatchEncoder,
   label: string,
   containers: number,
   injecting: string,
@@ -116,12 +157,14 @@ export async function timePair(
   }
   await timeReviews(review, injecting, budgetMs / 2);
   await timeReviews(review, noop, budgetMs / 2);
+  const operations = JSON.parse(Buffer.from(a.patch ?? '', 'base64').toString('utf8')) as unknown[];
   return {
     label,
     containers,
     bytes: injecting.length,
     parseUs: timeParse(injecting, budgetMs),
     injectingUs: await timeReviews(review, injecting, budgetMs),
+    patchTextUs: timeEncoding(encodePatch, operations, a.patch ?? '', budgetMs),
     noopUs: await timeReviews(review, noop, budgetMs),
   };
 }
