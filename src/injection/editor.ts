@@ -254,13 +254,14 @@ export class PodEditor {
     if (from === undefined) return;
     this.replaying = true;
     try {
-      for (const { path, value } of this.recorded.slice(from)) {
+      for (const { op, path, value } of this.recorded.slice(from)) {
         const tokens = path.slice(1).split('/').map(unescapeToken);
         let cursor = this.at([]);
         for (const name of tokens.slice(0, -1)) cursor = cursor.child(Array.isArray(cursor.node) ? Number(name) : name);
-        // In an array, a final edit only ever adds at the end (FinalPlace.append).
-        if (Array.isArray(cursor.node)) cursor.append([value]);
-        else cursor.set(tokens[tokens.length - 1] as string, value);
+        const last = tokens[tokens.length - 1] as string;
+        // An `add` into an array is always at its end: FinalPlace.append is the only one that makes it.
+        if (Array.isArray(cursor.node) && op === 'add') cursor.append([value]);
+        else cursor.set(Array.isArray(cursor.node) ? Number(last) : last, value);
       }
     } finally {
       this.replaying = false;
