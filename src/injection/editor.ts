@@ -1,4 +1,4 @@
-import { escapePointer } from '../util/json-pointer.js';
+import { escapePointer, unescapePointer } from '../util/json-pointer.js';
 import type { Pod } from './types.js';
 
 /** One step of a path into the pod: an object key or an array index. */
@@ -143,7 +143,9 @@ export class FinalPlace {
  *
  * Every object on the path to a change is shallow-copied once; everything else stays shared with the original,
  * which is never modified (nor is the cached injection config). Each write records the one operation that makes
- * it, so the patch is known when the edit ends, with no second walk comparing the two pods.
+ * it, so the patch is known when the edit ends, with no second walk comparing the two pods. The last edits of an
+ * injection, which nothing reads, can be made as final edits (`finalPlace`): recorded, but copied into the view
+ * only when the whole pod is asked for.
  *
  * Labels and annotations are the exception to copying: a pod may carry tens of thousands of annotations, and
  * the injection only ever adds one or two entries. Those entries are kept aside (read them through `entry`) and
@@ -248,14 +250,14 @@ export class PodEditor {
     return new FinalPlace(pointerOf(path), node as Node, this.recordOperation);
   }
 
-  /** Applies the final edits to the view, from the operations they recorded (only ever `add`s that append). */
+  /** Applies the final edits to the view, from the operations they recorded. */
   private applyFinals(): void {
     const from = this.finalsFrom;
     if (from === undefined) return;
     this.replaying = true;
     try {
       for (const { op, path, value } of this.recorded.slice(from)) {
-        const tokens = path.slice(1).split('/').map(unescapeToken);
+        const tokens = path.slice(1).split('/').map(unescapePointer);
         let cursor = this.at([]);
         for (const name of tokens.slice(0, -1)) cursor = cursor.child(Array.isArray(cursor.node) ? Number(name) : name);
         const last = tokens[tokens.length - 1] as string;
@@ -294,10 +296,6 @@ function pointerOf(path: readonly Segment[]): string {
   let pointer = '';
   for (const segment of path) pointer += `/${token(segment)}`;
   return pointer;
-}
-
-function unescapeToken(token: string): string {
-  return token.replace(/~1/g, '/').replace(/~0/g, '~');
 }
 
 /** One JSON pointer token (RFC 6901). */
