@@ -1,11 +1,11 @@
-# The sandbox-injector image: the webhook (`serve`) and the CLI, on a Node 20 runtime with no shell.
+# The sandbox-injector image: the webhook (`serve`) and the CLI, on a Node 26 runtime with no shell.
 #
 #   docker build --build-arg VERSION=0.1.0 -t ghcr.io/example/sandbox-injector:0.1.0 .
 #
 # ghcr.io/example/... is a placeholder (docs/install.md): push to your registry and point the manifests at it.
 
 # Build: all dependencies, TypeScript compiled to dist/.
-FROM node:20-bookworm-slim AS build
+FROM node:26-trixie-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -14,13 +14,13 @@ COPY src ./src
 RUN npm run build
 
 # Production dependencies only, installed apart so no build tool reaches the image.
-FROM node:20-bookworm-slim AS deps
+FROM node:26-trixie-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
-# Runtime: distroless Node 20 (no shell, no package manager), as its numeric non-root user.
-FROM gcr.io/distroless/nodejs20-debian12:nonroot
+# Runtime: distroless Node 26 on Debian 13 (no shell, no package manager), as its numeric non-root user.
+FROM gcr.io/distroless/nodejs26-debian13:nonroot
 ARG VERSION=0.1.0
 LABEL org.opencontainers.image.title="sandbox-injector" \
       org.opencontainers.image.description="Mutating admission webhook that injects OpenKruise Agents sandbox runtimes into pods" \

@@ -122,6 +122,7 @@ async function run(options: Readonly<ServeOptions>, logger: Logger): Promise<num
     logger.info(
       {
         address: app.server.address() as AddressInfo,
+        node: process.version,
         metricsPort: options.metricsPort,
         mode: kube === undefined ? 'local' : 'cluster',
         ...(kube === undefined ? { configFile: options.configFile } : { configMap: store.configMapName }),

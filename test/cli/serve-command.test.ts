@@ -78,7 +78,7 @@ describe('sandbox-injector serve', () => {
       const result = await postJson(`https://127.0.0.1:${server.port}/mutate`, reviewFor(basic.pod), { ca });
       expect(result.status).toBe(200);
       expect((result.json() as { response: { patchType?: string } }).response.patchType).toBe('JSONPatch');
-      expect(await server.logged('listening')).toMatchObject({ configFile: `${dir}/config.json`, certFile: pki.certFile });
+      expect(await server.logged('listening')).toMatchObject({ configFile: `${dir}/config.json`, certFile: pki.certFile, node: process.version });
     } finally {
       server.child.kill('SIGTERM');
       expect((await server.exited).code).toBe(0);

@@ -487,7 +487,8 @@ describe('helm install --wait, a Sandbox pod, helm uninstall', () => {
     });
     const initNames = ((at(created, 'spec', 'initContainers') ?? []) as { name: string }[]).map((c) => c.name);
     expect(initNames).toEqual(['agent-runtime', 'csi-sidecar']);
-    expect(webhook.logs.some((l) => l.msg === 'admission' && l.namespace === PODS_NS && l.pod === 'sbx-helm')).toBe(true);
+    const lines = await webhook.logged((l) => l.msg === 'admission' && l.namespace === PODS_NS && l.pod === 'sbx-helm', 'admission of sbx-helm');
+    expect(lines[0]).toMatchObject({ decision: 'patched' });
   });
 
   it('helm uninstall leaves nothing of the chart behind', async () => {

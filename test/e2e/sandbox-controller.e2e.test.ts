@@ -7,7 +7,6 @@
 //     clientConfig pointed at the webhook process, so the objectSelector under test is the shipped one.
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
@@ -111,12 +110,8 @@ const admissionLines = (pod: string, from: WebhookProcess = webhook): Json[] =>
 
 /** The admission log line of `pod`; log lines reach us a little after kube-apiserver has the answer. */
 async function admissionLine(pod: string, from: WebhookProcess = webhook): Promise<Json> {
-  for (let i = 0; i < 100; i++) {
-    const [line] = admissionLines(pod, from);
-    if (line !== undefined) return line;
-    await sleep(50);
-  }
-  throw new Error(`no admission log line for ${NS}/${pod}`);
+  const [line] = await from.logged((l) => l.msg === 'admission' && l.namespace === NS && l.pod === pod, `admission of ${NS}/${pod}`);
+  return line ?? {};
 }
 
 /** The shipped configuration with only clientConfig changed: our process, trusted through its CA. */

@@ -4,7 +4,6 @@
 // pod that claims a Sandbox owner; anyone else's such pod is refused, naming them.
 import { request } from 'node:https';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
 import { certificateIdentity, serviceAccountIdentity, type Identity } from './support/identities.js';
@@ -65,12 +64,8 @@ const statusOf = (pod: StoredPod | undefined): unknown => JSON.parse(pod?.metada
 
 /** The webhook's `admission` log line for a pod name; lines arrive a little after kube-apiserver has the answer. */
 async function admissionLine(match: (line: Json) => boolean): Promise<Json> {
-  for (let i = 0; i < 100; i++) {
-    const line = webhook.logs.find((l) => l.msg === 'admission' && l.namespace === NS && match(l));
-    if (line !== undefined) return line;
-    await sleep(50);
-  }
-  throw new Error('no matching admission log line');
+  const [line] = await webhook.logged((l) => l.msg === 'admission' && l.namespace === NS && match(l), 'a matching admission line');
+  return line ?? {};
 }
 
 /** POSTs a pod as a certificate identity and returns kube-apiserver's own status code and Status body. */
@@ -186,8 +181,9 @@ describe('trusted pod creators on a real kube-apiserver', () => {
     expect(await admissionLine((l) => l.decision === 'unchanged')).toMatchObject({ pod: 'sbx-', runtimes: [] });
   });
 
-  it('says at startup whom it trusts', () => {
-    expect(webhook.logs.find((l) => l.msg === 'only trusted creators may create pods owned by a Sandbox')).toMatchObject({
+  it('says at startup whom it trusts', async () => {
+    const [line] = await webhook.logged((l) => l.msg === 'only trusted creators may create pods owned by a Sandbox', 'the trust line');
+    expect(line).toMatchObject({
       users: [CONTROLLER],
       groups: [TRUSTED_GROUP],
     });

@@ -60,7 +60,7 @@ describe('the ConfigMap watch recovers from errors by itself', () => {
       expect(await probe('/readyz', port, ca.certPem)).toBe(503);
       await sleep(200);
     }
-    const failures = webhook.logs.filter((l) => l.msg === 'injection ConfigMap watch failed; restarting');
+    const failures = await webhook.logged((l) => l.msg === 'injection ConfigMap watch failed; restarting', 'watch restarts', 2);
     expect(failures.length).toBeGreaterThanOrEqual(2);
 
     const grantedAt = Date.now();

@@ -287,10 +287,11 @@ describe('reinvocation', () => {
     const uid = await createSandbox('sbx-reinvoke', ['agent-runtime', 'csi'], 'Auto');
     const pod = ownedPod('sbx-reinvoke', uid, { metadata: { generateName: 'reinvoke-' } });
     await eventually(pod, (p) => p?.metadata.labels?.['e2e/second'] === 'yes');
-    const before = webhook.logs.filter((l) => l.msg === 'admission' && l.pod === 'reinvoke-').length;
+    const isReinvoke = (l: Json): boolean => l.msg === 'admission' && l.pod === 'reinvoke-';
+    const before = webhook.logs.filter(isReinvoke).length;
     const { pod: stored } = await createOk(pod);
-    await sleep(300); // log lines are written asynchronously
-    const calls = webhook.logs.filter((l) => l.msg === 'admission' && l.pod === 'reinvoke-').length - before;
+    // Log lines are written a little after the answer: wait for both calls' lines, with a deadline.
+    const calls = (await webhook.logged(isReinvoke, 'admissions of reinvoke-', before + 2)).length - before;
 
     expect(stored.metadata.labels?.['e2e/second']).toBe('yes');
     expect(calls).toBeGreaterThanOrEqual(2);

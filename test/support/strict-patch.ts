@@ -18,7 +18,7 @@ export function applyStrict<T>(document: T, operations: readonly PatchOperation[
     try {
       root = applyOne(root, operation);
     } catch (error) {
-      throw new Error(`patch op ${index} (${operation.op} ${operation.path}): ${(error as Error).message}`);
+      throw new Error(`patch op ${index} (${operation.op} ${operation.path}): ${(error as Error).message}`, { cause: error });
     }
   }
   return root as T;

@@ -89,7 +89,7 @@ process.on('message', (message: unknown) => {
       certs.stop().then(
         () => {
           send({ type: 'reply', id, ok: true });
-          process.disconnect();
+          process.disconnect?.();
         },
         (error: unknown) => send({ type: 'reply', id, ok: false, error: String(error) }),
       );

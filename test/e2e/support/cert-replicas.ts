@@ -28,7 +28,7 @@ export async function compileReplica(): Promise<CompiledReplica> {
   mkdirSync(cacheDir, { recursive: true });
   const outDir = mkdtempSync(path.join(cacheDir, 'sandbox-injector-cert-replica-'));
   const entry = path.join(repoRoot, 'test', 'e2e', 'support', 'cert-replica-main.ts');
-  const tsc = path.join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc');
+  const tsc = path.join(repoRoot, 'node_modules', 'typescript-7', 'bin', 'tsc');
   const args = [
     tsc,
     '--outDir', outDir,

@@ -52,7 +52,6 @@ export async function waitUntil(
   procs: readonly ManagedProcess[],
   check: () => Promise<string | true>,
 ): Promise<void> {
-  let last = 'not checked yet';
   for (;;) {
     for (const p of procs) {
       if (p.exit !== undefined) {
@@ -63,6 +62,7 @@ export async function waitUntil(
         );
       }
     }
+    let last: string;
     try {
       const r = await check();
       if (r === true) return;

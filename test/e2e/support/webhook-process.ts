@@ -1,6 +1,7 @@
 // The real webhook, as a separate process (`node dist/cli/main.js serve`) in cluster mode against the e2e
 // cluster, serving a certificate for 127.0.0.1 that the test's MutatingWebhookConfiguration trusts.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { EventEmitter, once } from 'node:events';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -20,6 +21,11 @@ export interface WebhookProcess {
   /** Every JSON log line the process wrote so far, across restarts. */
   logs: Record<string, unknown>[];
   url: string;
+  /**
+   * Waits until at least `count` lines written so far match, and returns them. The server gathers log lines
+   * and writes them a little later than it answers, so a test never reads `logs` once and hopes.
+   */
+  logged(match: (line: Record<string, unknown>) => boolean, what: string, count?: number, timeoutMs?: number): Promise<Record<string, unknown>[]>;
   stop(): Promise<void>;
   start(): Promise<void>;
 }
@@ -63,6 +69,11 @@ export async function startWebhookProcess(cluster: TestCluster, options: Webhook
   const probeCa = options.selfManaged === true ? undefined : ca.certPem;
   const port = options.port ?? (await freePort());
   const logs: Record<string, unknown>[] = [];
+  const appended = new EventEmitter();
+  const push = (line: Record<string, unknown>): void => {
+    logs.push(line);
+    appended.emit('line');
+  };
   let child: ChildProcess | undefined;
 
   const start = async (): Promise<void> => {
@@ -80,13 +91,13 @@ export async function startWebhookProcess(cluster: TestCluster, options: Webhook
       pending = lines.pop() ?? '';
       for (const line of lines) {
         try {
-          logs.push(JSON.parse(line) as Record<string, unknown>);
+          push(JSON.parse(line) as Record<string, unknown>);
         } catch {
-          logs.push({ msg: line });
+          push({ msg: line });
         }
       }
     });
-    proc.stderr?.on('data', (chunk: Buffer) => logs.push({ stderr: chunk.toString('utf8') }));
+    proc.stderr?.on('data', (chunk: Buffer) => push({ stderr: chunk.toString('utf8') }));
     await waitFor(options.untilHealthy === true ? '/healthz' : '/readyz', port, probeCa, proc);
   };
 
@@ -98,8 +109,26 @@ export async function startWebhookProcess(cluster: TestCluster, options: Webhook
     await exited;
   };
 
+  const logged = async (
+    match: (line: Record<string, unknown>) => boolean,
+    what: string,
+    count = 1,
+    timeoutMs = 20_000,
+  ): Promise<Record<string, unknown>[]> => {
+    const signal = AbortSignal.timeout(timeoutMs);
+    for (;;) {
+      const found = logs.filter(match);
+      if (found.length >= count) return found;
+      try {
+        await once(appended, 'line', { signal });
+      } catch {
+        throw new Error(`${found.length} of ${count} log lines (${what}) within ${timeoutMs} ms`);
+      }
+    }
+  };
+
   await start();
-  return { port, ca, logs, url: `https://127.0.0.1:${port}/mutate`, stop, start };
+  return { port, ca, logs, url: `https://127.0.0.1:${port}/mutate`, logged, stop, start };
 }
 
 async function waitFor(path: string, port: number, caPem: string | undefined, proc: ChildProcess): Promise<void> {

@@ -26,8 +26,9 @@ export async function spawnServer(args: string[], cwd: string, env: NodeJS.Proce
   const waiters: { message: string; resolve: (line: Record<string, unknown>) => void }[] = [];
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  // 'close', not 'exit': it comes once stdout has ended, so every log line the process wrote is in `logs`.
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal })),
+    child.on('close', (code, signal) => resolve({ code, signal })),
   );
   if (child.stdout !== null) {
     createInterface({ input: child.stdout }).on('line', (text) => {
