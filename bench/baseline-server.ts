@@ -6,6 +6,10 @@
  * - With --answer FILE, the same-answer floor: FILE holds the webhook's own answer to the injecting review, and
  *   every request gets those bytes with its own uid, so the webhook and this server put the same bytes on the
  *   wire and only the work of injecting is left between them.
+ * - With --answer FILE --same-work, the same-work floor: the answer's patch operations are read from FILE once,
+ *   as plain objects, and every request makes its answer from them as any webhook must: stringify the
+ *   operations, UTF-8 and base64 them, and stringify the envelope with the request's uid. It decides nothing,
+ *   so it is the least work any webhook does to give this answer on this stack.
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -18,11 +22,12 @@ const { values } = parseArgs({
     key: { type: 'string' },
     answer: { type: 'string' },
     uid: { type: 'string' },
+    'same-work': { type: 'boolean' },
     ciphers: { type: 'string' },
   },
 });
 if (values.port === undefined || values.cert === undefined || values.key === undefined) {
-  throw new Error('usage: baseline-server --port N --cert FILE --key FILE [--ciphers LIST] [--answer FILE --uid UID]');
+  throw new Error('usage: baseline-server --port N --cert FILE --key FILE [--ciphers LIST] [--answer FILE --uid UID [--same-work]]');
 }
 
 interface ReviewLike {
@@ -43,7 +48,24 @@ function answerTemplate(file: string, uid: string | undefined): { head: string; 
   return { head: text.slice(0, at + '"uid":'.length), tail: text.slice(at + field.length) };
 }
 
-const template = values.answer === undefined ? undefined : answerTemplate(values.answer, values.uid);
+interface Answer {
+  apiVersion: string;
+  kind: string;
+  response: { uid: string; patch: string } & Record<string, unknown>;
+}
+
+/** The answer's envelope and its patch operations, parsed once: what the same-work floor makes every answer from. */
+function answerParts(file: string): { envelope: Answer; operations: unknown[] } {
+  const envelope = JSON.parse(readFileSync(file, 'utf8')) as Answer;
+  const operations = JSON.parse(Buffer.from(envelope.response.patch, 'base64').toString('utf8')) as unknown[];
+  if (!Array.isArray(operations) || operations.length === 0) throw new Error(`${file}: the answer carries no patch operations`);
+  return { envelope, operations };
+}
+
+const sameWork = values['same-work'] === true;
+if (sameWork && values.answer === undefined) throw new Error('--same-work needs --answer');
+const template = values.answer === undefined || sameWork ? undefined : answerTemplate(values.answer, values.uid);
+const parts = sameWork && values.answer !== undefined ? answerParts(values.answer) : undefined;
 
 const app = Fastify({
   // --ciphers: the suite the webhook negotiated, so the bytes are encrypted the same way on both sides.
@@ -52,7 +74,17 @@ const app = Fastify({
   logger: false,
   bodyLimit: 8 * 1024 * 1024,
 });
-if (template === undefined) {
+if (parts !== undefined) {
+  const { envelope, operations } = parts;
+  app.post('/mutate', (request, reply) => {
+    const uid = (request.body as ReviewLike).request?.uid;
+    const patch = Buffer.from(JSON.stringify(operations), 'utf8').toString('base64');
+    // Spread over the parsed answer, so the fields keep the webhook's order and the bytes can be the same.
+    const response = { ...envelope.response, uid: typeof uid === 'string' ? uid : '', patch };
+    reply.type('application/json; charset=utf-8');
+    return JSON.stringify({ ...envelope, response });
+  });
+} else if (template === undefined) {
   app.post('/mutate', (request) => {
     const review = request.body as ReviewLike;
     return { apiVersion: review.apiVersion, kind: 'AdmissionReview', response: { uid: review.request?.uid, allowed: true } };
