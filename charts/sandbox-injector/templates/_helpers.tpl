@@ -56,11 +56,20 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 The pods' labels and the selectors on them: those of manifests/, plus the release (app.kubernetes.io/instance),
 so that two releases in one namespace never select each other's pods. None of them changes on an upgrade; never
 change them after a first install (a Deployment's selector is immutable).
+
+componentSelectorLabels takes the component, for workloads beside the webhook:
+`include "sandbox-injector.componentSelectorLabels" (list . "webhook")`.
 */}}
+{{- define "sandbox-injector.componentSelectorLabels" -}}
+{{- $context := index . 0 -}}
+app.kubernetes.io/name: {{ include "sandbox-injector.name" $context }}
+app.kubernetes.io/instance: {{ $context.Release.Name }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end -}}
+
+{{/* The webhook's pods. */}}
 {{- define "sandbox-injector.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "sandbox-injector.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/component: webhook
+{{ include "sandbox-injector.componentSelectorLabels" (list . "webhook") }}
 {{- end -}}
 
 {{- define "sandbox-injector.image" -}}
