@@ -17,7 +17,7 @@ describe('charts/sandbox-injector/README.md', () => {
 
   it('documents every value of the chart, each with a sentence', () => {
     const rows = valueRows(read('values.yaml'));
-    for (const key of ['image.repository', 'image.tag', 'image.pullPolicy', 'wrapperImage', 'replicas', 'resources',
+    for (const key of ['nameOverride', 'fullnameOverride', 'image.repository', 'image.tag', 'image.pullPolicy', 'wrapperImage', 'replicas', 'resources',
       'webhook.failurePolicy', 'webhook.timeoutSeconds', 'webhook.objectSelector', 'webhook.namespaceSelector',
       'certificates.mode', 'certificates.certManagerIssuer', 'config.name', 'config.namespace', 'config.create',
       'config.runtimes', 'postStartConflict', 'logLevel', 'extraArgs', 'autoscaling.enabled', 'monitoring.enabled']) {

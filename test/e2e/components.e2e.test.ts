@@ -62,17 +62,18 @@ describe('kubectl kustomize with manifests/components/', () => {
     expect(at(findObject(base, 'PodDisruptionBudget', NAME), 'spec', 'minAvailable')).toBe(1);
   });
 
-  it('adds the autoscaler, the ServiceMonitor and the PrometheusRule, and changes only the Deployment and the PDB', () => {
+  it('adds the autoscaler, the metrics Service, the ServiceMonitor and the PrometheusRule, and changes only the Deployment and the PDB', () => {
     const before = new Map(base.map((o) => [objectId(o), o]));
     const added = both.filter((o) => !before.has(objectId(o))).map(objectId).sort();
     expect(added).toEqual([
       `HorizontalPodAutoscaler/${NS}/${NAME}`,
       `PrometheusRule/${NS}/${NAME}`,
+      `Service/${NS}/${NAME}-metrics`,
       `ServiceMonitor/${NS}/${NAME}`,
     ]);
     const changed = both.filter((o) => before.has(objectId(o)) && JSON.stringify(o) !== JSON.stringify(before.get(objectId(o))));
     expect(changed.map(objectId).sort()).toEqual([`Deployment/${NS}/${NAME}`, `PodDisruptionBudget/${NS}/${NAME}`]);
-    expect(both).toHaveLength(base.length + 3);
+    expect(both).toHaveLength(base.length + 4);
     // Labelled like the rest of the install.
     for (const o of both.filter((o) => !before.has(objectId(o)))) {
       expect(o.metadata.labels, objectId(o)).toMatchObject({ 'app.kubernetes.io/name': NAME, 'app.kubernetes.io/part-of': 'openkruise-agents' });
@@ -124,15 +125,21 @@ describe('kubectl kustomize with manifests/components/', () => {
     expect(doc).toContain(`target ${target}% of the CPU request`);
   });
 
-  it('monitoring: the ServiceMonitor scrapes the Service port that reaches the container port metrics (9090)', () => {
+  it('monitoring: the ServiceMonitor scrapes a Service of its own that reaches the container port metrics (9090)', () => {
     const monitor = findObject(both, 'ServiceMonitor', NAME);
-    const service = findObject(both, 'Service', NAME);
+    const service = findObject(both, 'Service', `${NAME}-metrics`);
     const selector = at(monitor, 'spec', 'selector', 'matchLabels') as Record<string, string>;
     expect(Object.keys(selector).length).toBeGreaterThan(0);
     expect(service.metadata.labels).toMatchObject(selector);
-    // Only our Service in the namespace carries those labels.
+    // Only the metrics Service in the namespace carries those labels: not the webhook's Service.
     const selected = both.filter((o) => o.kind === 'Service' && o.metadata.namespace === monitor.metadata.namespace);
-    expect(selected.filter((o) => Object.entries(selector).every(([k, v]) => o.metadata.labels?.[k] === v))).toHaveLength(1);
+    expect(selected.map((o) => o.metadata.name).sort()).toEqual([NAME, `${NAME}-metrics`]);
+    expect(selected.filter((o) => Object.entries(selector).every(([k, v]) => o.metadata.labels?.[k] === v))).toEqual([service]);
+    // The job label is the Service's app.kubernetes.io/name, which the alert rules select on (job="sandbox-injector").
+    expect(at(monitor, 'spec', 'jobLabel')).toBe('app.kubernetes.io/name');
+    expect(service.metadata.labels?.['app.kubernetes.io/name']).toBe(NAME);
+    // The metrics Service selects the webhook's pods, as the webhook's Service does.
+    expect(at(service, 'spec', 'selector')).toEqual(at(findObject(both, 'Service', NAME), 'spec', 'selector'));
     const endpoints = at(monitor, 'spec', 'endpoints') as unknown[];
     expect(endpoints).toHaveLength(1);
     const portName = at(endpoints[0], 'port');
@@ -144,11 +151,21 @@ describe('kubectl kustomize with manifests/components/', () => {
     expect(at(endpoints[0], 'scheme')).toBe('http');
   });
 
+  it("monitoring: the webhook's Service, which kube-apiserver calls, offers the webhook port alone", () => {
+    expect(at(findObject(both, 'Service', NAME), 'spec', 'ports')).toEqual([{ name: 'https', port: 443, targetPort: 'webhook', protocol: 'TCP' }]);
+  });
+
   it('works on the cert-manager overlay too', async () => {
     const overlay = await kustomize(cluster().binDir, path.join(MANIFESTS, 'overlays', 'cert-manager'));
     const withComponents = await renderWithComponents(cluster().binDir, ['autoscaling', 'monitoring'], path.join(MANIFESTS, 'overlays', 'cert-manager'));
     expect(withComponents.map(objectId).sort()).toEqual(
-      [...overlay.map(objectId), `HorizontalPodAutoscaler/${NS}/${NAME}`, `PrometheusRule/${NS}/${NAME}`, `ServiceMonitor/${NS}/${NAME}`].sort(),
+      [
+        ...overlay.map(objectId),
+        `HorizontalPodAutoscaler/${NS}/${NAME}`,
+        `PrometheusRule/${NS}/${NAME}`,
+        `Service/${NS}/${NAME}-metrics`,
+        `ServiceMonitor/${NS}/${NAME}`,
+      ].sort(),
     );
     expect(at(deploymentOf(withComponents), 'spec')).not.toHaveProperty('replicas');
     // The overlay's own change to the Deployment stays.

@@ -172,10 +172,8 @@ describe('kubectl kustomize manifests/', () => {
     expect(at(find(base, 'PodDisruptionBudget', 'sandbox-injector'), 'spec')).toEqual({ minAvailable: 1, selector: { matchLabels: selector } });
     const service = find(base, 'Service', 'sandbox-injector');
     expect(at(service, 'spec', 'selector')).toEqual(selector);
-    expect(at(service, 'spec', 'ports')).toEqual([
-      { name: 'https', port: 443, targetPort: 'webhook', protocol: 'TCP' },
-      { name: 'metrics', port: 9090, targetPort: 'metrics', protocol: 'TCP' },
-    ]);
+    // Only the webhook: the metrics port's Service comes with components/monitoring.
+    expect(at(service, 'spec', 'ports')).toEqual([{ name: 'https', port: 443, targetPort: 'webhook', protocol: 'TCP' }]);
   });
 
   it('is accepted by the API server: server-side apply, dry run, strict validation, Pod Security restricted', async () => {

@@ -1,13 +1,45 @@
 {{/*
-Object names are fixed, as in manifests/: the ClusterRoles and the MutatingWebhookConfiguration are
-cluster-wide, so a second release in the same cluster could not coexist anyway.
+Names and namespaces, the way `helm create` derives them: every object is named from the release and lives in
+the release's namespace (`helm install --namespace`). The one exception is the injection ConfigMap and the Role
+that reads it, which go where the Sandbox controller reads the ConfigMap (config.namespace).
+
+  name      the chart's name, or nameOverride: the app.kubernetes.io/name label.
+  fullname  fullnameOverride; else the release name when it already contains the chart's name (so the release
+            `sandbox-injector` gives exactly the names of manifests/); else <release>-<name>. At most 63
+            characters: the Service's name is a DNS label. Every object is fullname or fullname-<suffix>.
+  namespace .Release.Namespace.
 */}}
-{{- define "sandbox-injector.name" -}}sandbox-injector{{- end -}}
+{{- define "sandbox-injector.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
 
-{{- define "sandbox-injector.namespace" -}}{{ .Values.namespace.name }}{{- end -}}
+{{- define "sandbox-injector.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 
-{{- define "sandbox-injector.configNamespace" -}}
-{{- .Values.config.namespace | default .Values.namespace.name -}}
+{{/* fullname with a suffix, cut so that the whole stays a DNS label: `include "sandbox-injector.suffixed" (list . "certs")`. */}}
+{{- define "sandbox-injector.suffixed" -}}
+{{- $context := index . 0 -}}
+{{- $suffix := printf "-%s" (index . 1) -}}
+{{- printf "%s%s" (include "sandbox-injector.fullname" $context | trunc (int (sub 63 (len $suffix))) | trimSuffix "-") $suffix -}}
+{{- end -}}
+
+{{- define "sandbox-injector.namespace" -}}{{ .Release.Namespace }}{{- end -}}
+
+{{- define "sandbox-injector.configNamespace" -}}{{ .Values.config.namespace }}{{- end -}}
+
+{{/* The Secret holding the serving pair: certificates.secretName, else <fullname>-tls. */}}
+{{- define "sandbox-injector.tlsSecretName" -}}
+{{- .Values.certificates.secretName | default (include "sandbox-injector.suffixed" (list . "tls")) -}}
 {{- end -}}
 
 {{/* The labels manifests/kustomization.yaml puts on every object, then Helm's standard ones. */}}
@@ -20,10 +52,24 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- end -}}
 
-{{/* The pods' labels and the selectors on them: never change these after a first install. */}}
+{{/*
+The pods' labels and the selectors on them: those of manifests/, plus the release (app.kubernetes.io/instance),
+so that two releases in one namespace never select each other's pods. None of them changes on an upgrade; never
+change them after a first install (a Deployment's selector is immutable).
+
+componentSelectorLabels takes the component, for workloads beside the webhook:
+`include "sandbox-injector.componentSelectorLabels" (list . "webhook")`.
+*/}}
+{{- define "sandbox-injector.componentSelectorLabels" -}}
+{{- $context := index . 0 -}}
+app.kubernetes.io/name: {{ include "sandbox-injector.name" $context }}
+app.kubernetes.io/instance: {{ $context.Release.Name }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end -}}
+
+{{/* The webhook's pods. */}}
 {{- define "sandbox-injector.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "sandbox-injector.name" . }}
-app.kubernetes.io/component: webhook
+{{ include "sandbox-injector.componentSelectorLabels" (list . "webhook") }}
 {{- end -}}
 
 {{- define "sandbox-injector.image" -}}
@@ -50,7 +96,7 @@ matchLabels:
 {{- end -}}
 {{- end -}}
 
-{{/* The namespaces the webhook leaves alone when webhook.namespaceSelector is empty. */}}
+{{/* The namespaces the webhook leaves alone when webhook.namespaceSelector is empty: its own, and kube-system. */}}
 {{- define "sandbox-injector.namespaceSelector" -}}
 {{- if .Values.webhook.namespaceSelector -}}
 {{ toYaml .Values.webhook.namespaceSelector }}

@@ -14,15 +14,25 @@ export const objectKey = (o: KubeObject): string => `${o.kind}/${o.metadata.name
 
 export const isHook = (o: KubeObject): boolean => o.metadata.annotations?.['helm.sh/hook'] !== undefined;
 
-/** A copy without Helm's standard labels (and without an emptied labels map). */
+/**
+ * A copy without Helm's standard labels: off metadata.labels (an emptied map dropped), and off every other label
+ * map or selector (the chart selects on app.kubernetes.io/instance as well; manifests/ has no release).
+ */
 export function withoutHelmLabels(object: KubeObject): KubeObject {
   const copy = structuredClone(object);
-  const labels = copy.metadata.labels;
-  if (labels !== undefined) {
-    for (const label of HELM_STANDARD_LABELS) delete labels[label];
-    if (Object.keys(labels).length === 0) delete copy.metadata.labels;
-  }
+  dropHelmLabels(copy);
+  if (copy.metadata.labels !== undefined && Object.keys(copy.metadata.labels).length === 0) delete copy.metadata.labels;
   return copy;
+}
+
+function dropHelmLabels(value: unknown): void {
+  if (Array.isArray(value)) {
+    for (const item of value) dropHelmLabels(item);
+  } else if (typeof value === 'object' && value !== null) {
+    const record = value as Record<string, unknown>;
+    for (const label of HELM_STANDARD_LABELS) delete record[label];
+    for (const child of Object.values(record)) dropHelmLabels(child);
+  }
 }
 
 /** The objects by key; a key seen twice is an error (two objects kubectl would apply over each other). */

@@ -11,7 +11,9 @@ import type { KubectlResult } from './kubectl.js';
 import { runCollecting } from './processes.js';
 
 export const CHART = path.join(repoRoot, 'charts', 'sandbox-injector');
+/** The release and namespace whose names are those of manifests/ (the chart derives every name from them). */
 export const RELEASE = 'sandbox-injector';
+export const NAMESPACE = 'sandbox-system';
 /**
  * The Kubernetes version `helm template` renders for: the e2e kube-apiserver's, said explicitly (build.sh stamps
  * helm with its client-go's minor, as a release build does, which need not be the server's); `helm install`
@@ -35,9 +37,16 @@ export interface Helm {
   start(args: string[]): { process: ChildProcess; done: Promise<KubectlResult> };
   /** Writes values (JSON is YAML) to a file of this helm's temp dir and returns `-f <file>`. */
   valuesArgs(values: Record<string, unknown>): string[];
-  /** `helm template` of the chart with these values, parsed. */
-  template(values?: Record<string, unknown>): Promise<KubeObject[]>;
+  /** `helm template` of the chart with these values (as RELEASE in NAMESPACE unless said otherwise), parsed. */
+  template(values?: Record<string, unknown>, where?: ReleaseWhere): Promise<KubeObject[]>;
+  /** The same render as template(), as helm prints it. */
+  templateText(values?: Record<string, unknown>, where?: ReleaseWhere, extraArgs?: string[]): Promise<string>;
   dispose(): void;
+}
+
+export interface ReleaseWhere {
+  release?: string;
+  namespace?: string;
 }
 
 /** A helm whose every command uses `kubeconfigPath` (when given) and a fresh HELM_*_HOME. */
@@ -65,13 +74,18 @@ export function makeHelm(kubeconfigPath?: string): Helm {
     writeFileSync(file, JSON.stringify(values));
     return ['-f', file];
   };
+  const templateText = (values: Record<string, unknown> = {}, where: ReleaseWhere = {}, extraArgs: string[] = []): Promise<string> =>
+    runOk([
+      'template', where.release ?? RELEASE, CHART, '--namespace', where.namespace ?? NAMESPACE,
+      '--kube-version', KUBE_VERSION, ...valuesArgs(values), ...extraArgs,
+    ]);
   return {
     run,
     runOk,
     start,
     valuesArgs,
-    template: async (values = {}) =>
-      parseObjects(await runOk(['template', RELEASE, CHART, '--kube-version', KUBE_VERSION, ...valuesArgs(values)])),
+    templateText,
+    template: async (values = {}, where = {}) => parseObjects(await templateText(values, where)),
     dispose: () => rmSync(home, { recursive: true, force: true }),
   };
 }
