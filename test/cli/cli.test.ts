@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,26 +6,13 @@ import { parse } from 'yaml';
 import { MAX_INPUT_BYTES } from '../../src/cli/io.js';
 import { STATUS_ANNOTATION } from '../../src/injection/index.js';
 import { BODY_LIMIT_BYTES } from '../../src/server/app.js';
+import { runCli } from '../support/cli.js';
 import { reviewFor } from '../support/conformance.js';
 
-const CLI = new URL('../../dist/cli/main.js', import.meta.url).pathname;
 const CONFIG = new URL('../../manifests/injection-config.yaml', import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), 'si-cli-'));
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: string[], stdin?: string): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = execFile(process.execPath, [CLI, ...args], (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, stdout, stderr });
-    });
-    child.stdin?.end(stdin ?? '');
-  });
-}
+const cli = runCli;
 
 function file(name: string, content: unknown): string {
   const path = join(work, name);

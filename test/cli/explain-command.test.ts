@@ -1,31 +1,17 @@
 // `sandbox-injector explain` offline, through the built CLI on fixture files. The cluster side is proven against
 // a real kube-apiserver in test/e2e/explain.e2e.test.ts.
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import fastJsonPatch from 'fast-json-patch';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import type { Explanation } from '../../src/cli/explain/explanation.js';
 import type { Pod } from '../../src/injection/index.js';
+import { runCli } from '../support/cli.js';
 
-const CLI = new URL('../../dist/cli/main.js', import.meta.url).pathname;
 const CONFIG = new URL('../../manifests/injection-config.yaml', import.meta.url).pathname;
 const fixture = (name: string): string => new URL(`fixtures/explain/${name}`, import.meta.url).pathname;
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = execFile(process.execPath, [CLI, ...args], (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, stdout, stderr });
-    });
-    child.stdin?.end();
-  });
-}
+const cli = runCli;
 
 async function explainJson(args: string[]): Promise<Explanation> {
   const run = await cli(['explain', ...args, '-o', 'json']);

@@ -3,28 +3,12 @@
  * with exit 2; the top level does the same and prints the version. The commands are read from the top-level
  * usage, so a command added to dispatch.ts is held to this without a line here.
  */
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { asksForHelp } from '../../src/cli/command.js';
+import { runCli as cli } from '../support/cli.js';
 
-const CLI = new URL('../../dist/cli/main.js', import.meta.url).pathname;
 const PACKAGE = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = execFile(process.execPath, [CLI, ...args], (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
-    });
-    child.stdin?.end();
-  });
-}
 
 const topHelp = await cli(['--help']);
 /** The names under `commands:` in the top-level usage. */
