@@ -7,11 +7,10 @@
 # Build: all dependencies, TypeScript compiled to dist/.
 FROM node:26-trixie-slim AS build
 WORKDIR /app
-COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json ./
+COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm run build
+# npm ci runs the package's prepare script, `npm run build`, so the sources must be there first.
+RUN npm ci --no-audit --no-fund
 
 # Production dependencies only, installed apart so no build tool reaches the image.
 FROM node:26-trixie-slim AS deps

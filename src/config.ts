@@ -443,5 +443,5 @@ export function serveUsage(): string {
     const shown = fallback === undefined ? '' : ` [default: ${String(fallback)}]`;
     return `  ${`--${flag}`.padEnd(width)}${help}${shown}\n  ${' '.repeat(width)}env ${env}`;
   });
-  return `Usage: sandbox-injector serve [options]\n\n${rows.join('\n')}\n  ${'--help'.padEnd(width)}this text\n`;
+  return `usage: sandbox-injector serve [flags]\n\n${rows.join('\n')}\n  ${'-h, --help'.padEnd(width)}this text\n`;
 }

@@ -5,12 +5,13 @@ import { EnvFileError } from '../envfile/errors.js';
 import { parseEnvJson } from '../envfile/parse-env-json.js';
 import { writeEnvFile } from '../envfile/write-env-file.js';
 import { errorMessage } from '../util/error-message.js';
+import { UsageError } from './command.js';
 import type { CliIo } from './io.js';
 
 /** env-file reads no standard input: its values come from arguments or a file. */
 type EnvFileIo = Pick<CliIo, 'stdout' | 'stderr'>;
 
-const USAGE = `usage: sandbox-injector env-file --dir DIR [KEY=VALUE...]
+export const usage = `usage: sandbox-injector env-file --dir DIR [KEY=VALUE...]
        sandbox-injector env-file --dir DIR --from-json FILE
 
 Writes DIR/env.sh (mode 0600, atomically) and then DIR/.env_ready, releasing containers
@@ -20,65 +21,31 @@ JSON of a Sandbox's agents.kruise.io/init-runtime-request annotation, of which o
 is used ({"envVars": {"KEY": "value", ...}, "accessToken": ...}). An object with an envVars
 key is read as the latter, unless envVars holds a string: then it is a variable of a flat map.
 Without envVars, an accessToken or skipRefresh key also marks a request (with no variables).
+A bad name or value, or a directory that cannot be written, exits 1 (docs/env-file.md).
 `;
 
-const EXIT_OK = 0;
-/** The request was understood but refused (bad name or value) or could not be written. */
-const EXIT_FAILED = 1;
-/** The command line itself is wrong. */
-const EXIT_USAGE = 2;
-
 /** `sandbox-injector env-file ...`; `argv` holds the arguments after the subcommand name. */
-export async function envFileCommand(argv: string[], io: EnvFileIo): Promise<number> {
-  let values: { dir?: string; 'from-json'?: string; help?: boolean };
-  let positionals: string[];
-  try {
-    ({ values, positionals } = parseArgs({
-      args: argv,
-      options: {
-        dir: { type: 'string' },
-        'from-json': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      allowPositionals: true,
-      strict: true,
-    }));
-  } catch (error) {
-    return usageError(io, errorMessage(error));
-  }
-
-  if (values.help === true) {
-    io.stdout.write(USAGE);
-    return EXIT_OK;
-  }
-  if (values.dir === undefined || values.dir === '') {
-    return usageError(io, '--dir DIR is required');
-  }
+export async function run(argv: string[], io: EnvFileIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { dir: { type: 'string' }, 'from-json': { type: 'string' } },
+    allowPositionals: true,
+    strict: true,
+  });
+  if (values.dir === undefined || values.dir === '') throw new UsageError('--dir DIR is required');
   const jsonFile = values['from-json'];
   if (jsonFile !== undefined && positionals.length > 0) {
     // Two sources would leave it unclear which wins for a repeated name.
-    return usageError(io, 'give either KEY=VALUE arguments or --from-json FILE, not both');
+    throw new UsageError('give either KEY=VALUE arguments or --from-json FILE, not both');
   }
 
-  try {
-    const vars = jsonFile === undefined ? parseAssignments(positionals) : await readJsonVars(jsonFile);
-    const result = await writeEnvFile(values.dir, vars);
-    const noun = result.count === 1 ? 'variable' : 'variables';
-    io.stdout.write(`wrote ${result.count} ${noun} to ${result.envFile}; signalled ${result.readyFile}\n`);
-    return EXIT_OK;
-  } catch (error) {
-    if (error instanceof UsageError) {
-      return usageError(io, error.message);
-    }
-    if (error instanceof EnvFileError) {
-      io.stderr.write(`sandbox-injector env-file: ${error.message}\n`);
-      return EXIT_FAILED;
-    }
-    throw error;
-  }
+  // A bad name or value, or a directory that cannot be written, throws an EnvFileError: exit 1 (dispatch.ts).
+  const vars = jsonFile === undefined ? parseAssignments(positionals) : await readJsonVars(jsonFile);
+  const result = await writeEnvFile(values.dir, vars);
+  const noun = result.count === 1 ? 'variable' : 'variables';
+  io.stdout.write(`wrote ${result.count} ${noun} to ${result.envFile}; signalled ${result.readyFile}\n`);
+  return 0;
 }
-
-class UsageError extends Error {}
 
 /** Split each argument at its first '=', so values may themselves contain '='. */
 function parseAssignments(args: readonly string[]): [string, string][] {
@@ -106,10 +73,5 @@ async function readJsonVars(file: string): Promise<[string, string][]> {
     throw new EnvFileError(`${file} is not valid UTF-8`, { cause: error });
   }
   return parseEnvJson(text, file);
-}
-
-function usageError(io: EnvFileIo, message: string): number {
-  io.stderr.write(`sandbox-injector env-file: ${message}\n${USAGE}`);
-  return EXIT_USAGE;
 }
 

@@ -1,8 +1,9 @@
 import { parseArgs } from 'node:util';
 import type { ReviewDeps } from '../admission/review.js';
 import { wrapperFromImage } from '../wrapper/installer.js';
-import { CliError, type CliIo, readInput, writeLine } from './io.js';
-import { offlineDeps, POSTSTART_CONFLICT_FLAG, POSTSTART_CONFLICT_USAGE } from './offline-deps.js';
+import { columns, UsageError } from './command.js';
+import { type CliIo, readInput, writeLine } from './io.js';
+import { CONFIG_FILE_HELP, offlineDeps, POSTSTART_CONFLICT_FLAG, POSTSTART_CONFLICT_HELP } from './offline-deps.js';
 import { parsePod } from './pod-review.js';
 import { explainPod, type Explanation } from './explain/explanation.js';
 import { renderText } from './explain/render.js';
@@ -10,10 +11,28 @@ import { renderText } from './explain/render.js';
 /** The name manifests/base/mutatingwebhookconfiguration.yaml installs (a test keeps the two equal). */
 export const DEFAULT_WEBHOOK_CONFIGURATION = 'sandbox-injector';
 
-export const EXPLAIN_USAGE =
-  'usage: sandbox-injector explain [--kubeconfig FILE] (--sandbox NS/NAME | --pod NS/NAME | -f POD) ' +
-  '[--config-file CONFIGMAP]... [--webhook-configuration NAME] [--config-namespace NS] [--config-name NAME] ' +
-  `[--allow-annotation-runtimes] [--wrapper-image IMAGE] ${POSTSTART_CONFLICT_USAGE} [-o text|json]`;
+export const usage = `usage: sandbox-injector explain --kubeconfig FILE (--sandbox NS/NAME | --pod NS/NAME | -f POD) [flags]
+       sandbox-injector explain -f POD [--config-file CONFIGMAP]... [flags]
+
+Says why a pod did or did not get its runtimes: whether the webhook configuration selects it, where its runtimes
+and policy come from, the config keys, each runtime's fate and the patch, from the webhook's own review path.
+Offline (no --kubeconfig) it reads a pod manifest, runtimes and policy from its annotations. Exits 0 whenever it
+could explain, a denial included (docs/explain.md).
+
+${columns([
+  ['--kubeconfig FILE', 'read the pod, its Sandbox, the webhook configuration and the ConfigMap from this cluster'],
+  ['--sandbox NS/NAME', "a Sandbox's pod, or the pod its controller would create (needs --kubeconfig)"],
+  ['--pod NS/NAME', 'a stored pod (needs --kubeconfig)'],
+  ['-f, --filename POD', 'a Pod manifest, YAML or JSON (- for standard input)'],
+  [`${CONFIG_FILE_HELP[0]}...`, `offline: ${CONFIG_FILE_HELP[1]}; several are successive versions, oldest first`],
+  ['--webhook-configuration NAME', `the MutatingWebhookConfiguration to judge (default ${DEFAULT_WEBHOOK_CONFIGURATION})`],
+  ['--config-namespace NS', 'namespace of the injection ConfigMap (cluster; default as serve)'],
+  ['--config-name NAME', 'name of the injection ConfigMap (cluster; default as serve)'],
+  ['--allow-annotation-runtimes', 'as serve: honour runtime annotations on pods without a Sandbox owner'],
+  ['--wrapper-image IMAGE', "as serve: the wrapper init container's image"],
+  POSTSTART_CONFLICT_HELP,
+  ['-o, --output text|json', 'the output format (default text)'],
+])}`;
 
 const FLAGS = {
   kubeconfig: { type: 'string' },
@@ -40,11 +59,11 @@ function parseFlags(argv: string[]) {
  * Answers "why did (or didn't) this pod get its runtime?": the webhook's selectors, where runtimes and policy
  * came from, the config keys, each runtime's fate and the patch, all from the server's own review path.
  */
-export async function explainCommand(argv: string[], io: CliIo): Promise<number> {
+export async function run(argv: string[], io: CliIo): Promise<number> {
   const flags = parseFlags(argv);
-  if (flags.output !== 'text' && flags.output !== 'json') throw new CliError(`--output: "${flags.output}" is not one of text, json`);
+  if (flags.output !== 'text' && flags.output !== 'json') throw new UsageError(`--output: "${flags.output}" is not one of text, json`);
   const targets = [flags.sandbox, flags.pod, flags.filename].filter((target) => target !== undefined);
-  if (targets.length !== 1) throw new CliError(`give exactly one of --sandbox, --pod, -f\n${EXPLAIN_USAGE}`, 2);
+  if (targets.length !== 1) throw new UsageError('give exactly one of --sandbox, --pod, -f');
   const explanation = flags.kubeconfig === undefined ? await explainOffline(flags, io) : await explainInCluster(flags.kubeconfig, flags, io);
   writeLine(io.stdout, flags.output === 'json' ? JSON.stringify(explanation, null, 2) : renderText(explanation));
   return 0;
@@ -54,7 +73,10 @@ async function explainOffline(flags: ExplainFlags, io: CliIo): Promise<Explanati
   const clusterOnly = (['sandbox', 'pod', 'config-namespace', 'config-name', 'allow-annotation-runtimes'] as const).filter(
     (flag) => flags[flag] !== undefined && flags[flag] !== false,
   );
-  if (clusterOnly.length > 0) throw new CliError(`--${clusterOnly.join(', --')} need --kubeconfig; offline, explain reads -f POD`, 2);
+  if (clusterOnly.length > 0) {
+    const needs = clusterOnly.length === 1 ? 'needs' : 'need';
+    throw new UsageError(`--${clusterOnly.join(', --')} ${needs} --kubeconfig; offline, explain reads -f POD`);
+  }
   const file = flags.filename ?? '-';
   const pod = parsePod(await readInput(file, io), file);
   const deps = await offlineDeps(flags['config-file'], flags['poststart-conflict'], io);
@@ -69,7 +91,7 @@ async function explainOffline(flags: ExplainFlags, io: CliIo): Promise<Explanati
 }
 
 async function explainInCluster(kubeconfig: string, flags: ExplainFlags, io: CliIo): Promise<Explanation> {
-  if (flags['config-file'] !== undefined) throw new CliError('--config-file is for offline use; with --kubeconfig the ConfigMap is read from the cluster', 2);
+  if (flags['config-file'] !== undefined) throw new UsageError('--config-file is for offline use; with --kubeconfig the ConfigMap is read from the cluster');
   // Imported here so offline runs never load @kubernetes/client-node.
   const { clusterTarget } = await import('./explain/cluster-target.js');
   const target = await clusterTarget(kubeconfig, flags, io);

@@ -12,16 +12,30 @@ import {
   RUNTIMES_ANNOTATION,
   runtimesFromAnnotations,
 } from '../sources/pod-annotations.js';
+import { columns, UsageError } from './command.js';
 import { CliError, type CliIo, readInput, writeLine } from './io.js';
-import { offlineDeps, POSTSTART_CONFLICT_FLAG, POSTSTART_CONFLICT_USAGE } from './offline-deps.js';
+import { CONFIG_FILE_HELP, offlineDeps, POSTSTART_CONFLICT_FLAG, POSTSTART_CONFLICT_HELP, POSTSTART_CONFLICT_USAGE } from './offline-deps.js';
 import { applyResponsePatch, parsePod, podCreateReview } from './pod-review.js';
 
-export const INJECT_USAGE =
-  'usage: sandbox-injector inject [--config-file CONFIGMAP] [-f POD|-] [--runtimes a,b] ' +
-  `[--env-vars-injection-policy Auto|None] [--wrapper-image IMAGE] ${POSTSTART_CONFLICT_USAGE} [-o yaml|json]`;
+export const usage = `usage: sandbox-injector inject [--config-file CONFIGMAP] [-f POD|-] [--runtimes a,b]
+         [--env-vars-injection-policy Auto|None] [--wrapper-image IMAGE] ${POSTSTART_CONFLICT_USAGE} [-o yaml|json]
+
+Prints POD as the webhook would admit it (like istioctl kube-inject); warnings go to stderr. Runtimes and policy
+come from the pod's annotations (agents.kruise.io/runtimes, agents.kruise.io/env-vars-injection-policy) unless
+the flags give them. A denial prints its message on stderr and exits 1.
+
+${columns([
+  CONFIG_FILE_HELP,
+  ['-f, --filename POD|-', 'the Pod manifest, YAML or JSON (default -: standard input)'],
+  ['--runtimes a,b', 'the runtimes to inject, instead of the annotation'],
+  ['--env-vars-injection-policy P', 'Auto or None, instead of the annotation'],
+  ['--wrapper-image IMAGE', 'add the init container that installs run_with_envs.sh, from this image'],
+  POSTSTART_CONFLICT_HELP,
+  ['-o, --output yaml|json', 'the output format (default yaml)'],
+])}`;
 
 /** Prints the pod as the webhook would admit it, like `istioctl kube-inject`; warnings go to stderr. */
-export async function injectCommand(argv: string[], io: CliIo): Promise<number> {
+export async function run(argv: string[], io: CliIo): Promise<number> {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -37,12 +51,12 @@ export async function injectCommand(argv: string[], io: CliIo): Promise<number> 
     allowPositionals: false,
   });
   if (values.output !== 'yaml' && values.output !== 'json') {
-    throw new CliError(`--output: "${values.output}" is not one of yaml, json`);
+    throw new UsageError(`--output: "${values.output}" is not one of yaml, json`);
   }
   const flagPolicy = values['env-vars-injection-policy'];
   if (flagPolicy !== undefined) {
     const checked = parsePolicy(flagPolicy, '--env-vars-injection-policy');
-    if (!checked.ok) throw new CliError(checked.denial.message);
+    if (!checked.ok) throw new UsageError(checked.denial.message);
   }
   const deps = await offlineDeps(values['config-file'], values['poststart-conflict'], io);
   const pod = parsePod(await readInput(values.filename, io), values.filename);

@@ -1,25 +1,49 @@
-import { chmod, copyFile, rename } from 'node:fs/promises';
+import { chmod, copyFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { errorCode, errorMessage } from '../util/error-message.js';
+import { UsageError } from './command.js';
 import { CliError, type CliIo, writeLine } from './io.js';
 
 /** The wrapper as shipped in the package (dist/cli -> src/wrapper). */
 const WRAPPER_SOURCE = fileURLToPath(new URL('../../src/wrapper/run_with_envs.sh', import.meta.url));
 
+export const usage = `usage: sandbox-injector install-wrapper --dir DIR
+
+Copies run_with_envs.sh into DIR as DIR/run_with_envs.sh (mode 0755, by rename, so a container that starts
+early never finds half a script). The wrapper init container runs this: the injector's image has no shell or cp.`;
+
 /**
  * Copies run_with_envs.sh into a directory. The optional init container runs this, because the injector's
  * image has no shell or `cp` of its own.
  */
-export async function installWrapperCommand(argv: string[], io: CliIo): Promise<number> {
+export async function run(argv: string[], io: CliIo): Promise<number> {
   const { values } = parseArgs({ args: argv, options: { dir: { type: 'string' } }, strict: true });
-  if (values.dir === undefined) throw new CliError('--dir is required');
+  if (values.dir === undefined || values.dir === '') throw new UsageError('--dir DIR is required');
+  await requireDirectory(values.dir);
   const target = join(values.dir, 'run_with_envs.sh');
   const partial = `${target}.tmp-${process.pid}`;
-  await copyFile(WRAPPER_SOURCE, partial);
-  await chmod(partial, 0o755);
-  // A container that starts early must never find a half-written script.
-  await rename(partial, target);
+  try {
+    await copyFile(WRAPPER_SOURCE, partial);
+    await chmod(partial, 0o755);
+    // A container that starts early must never find a half-written script.
+    await rename(partial, target);
+  } catch (error) {
+    await rm(partial, { force: true });
+    throw new CliError(`cannot write ${target}: ${errorMessage(error)}`);
+  }
   writeLine(io.stdout, `installed ${target}`);
   return 0;
+}
+
+/** The directory is the caller's to make (a mounted volume); a missing one is named as such, not as a copy error. */
+async function requireDirectory(dir: string): Promise<void> {
+  let isDirectory: boolean;
+  try {
+    isDirectory = (await stat(dir)).isDirectory();
+  } catch (error) {
+    throw new CliError(`--dir ${dir}: ${errorCode(error) === 'ENOENT' ? 'no such directory' : errorMessage(error)}`);
+  }
+  if (!isDirectory) throw new CliError(`--dir ${dir}: not a directory`);
 }

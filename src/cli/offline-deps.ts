@@ -3,11 +3,21 @@ import { POSTSTART_CONFLICT_MODES, type PostStartConflict } from '../injection/i
 import { parseConfigMapManifest } from '../sources/configmap-manifest.js';
 import { InjectionConfigStore } from '../sources/injection-config.js';
 import { runtimesFromAnnotations } from '../sources/pod-annotations.js';
-import { CliError, type CliIo, readInput, writeLine } from './io.js';
+import { UsageError } from './command.js';
+import { type CliIo, readInput, writeLine } from './io.js';
 
 /** The flag review and inject share with serve, as parseArgs options. */
 export const POSTSTART_CONFLICT_FLAG = { 'poststart-conflict': { type: 'string', default: 'skip' } } as const;
 export const POSTSTART_CONFLICT_USAGE = `[--poststart-conflict ${POSTSTART_CONFLICT_MODES.join('|')}]`;
+/** The `--help` lines of the flags review, inject and explain share. */
+export const POSTSTART_CONFLICT_HELP = [
+  `--poststart-conflict ${POSTSTART_CONFLICT_MODES.join('|')}`,
+  'main container and agent-runtime both have a postStart hook: skip the runtime (default), or chain the hooks',
+] as const;
+export const CONFIG_FILE_HELP = [
+  '--config-file CONFIGMAP',
+  'the injection ConfigMap manifest (YAML or JSON); without it, as if the ConfigMap does not exist',
+] as const;
 
 /**
  * The review dependencies for a run without a cluster: the ConfigMap from a file (none given = the ConfigMap
@@ -21,7 +31,7 @@ export async function offlineDeps(
   io: CliIo,
 ): Promise<ReviewDeps> {
   if (!isPostStartConflict(postStartConflict)) {
-    throw new CliError(`--poststart-conflict: "${postStartConflict}" is not one of ${POSTSTART_CONFLICT_MODES.join(', ')}`);
+    throw new UsageError(`--poststart-conflict: "${postStartConflict}" is not one of ${POSTSTART_CONFLICT_MODES.join(', ')}`);
   }
   const store = new InjectionConfigStore();
   for (const configFile of typeof configFiles === 'string' ? [configFiles] : (configFiles ?? [])) {

@@ -1,19 +1,12 @@
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
-import { parseAllDocuments } from 'yaml';
 import type { AdmissionReviewRequest } from '../admission/types.js';
 import type { Pod } from '../injection/index.js';
+import { oneYamlDocument } from '../util/one-yaml-document.js';
 import { CliError, refusePrototypeKeys } from './io.js';
 
 /** One Pod manifest in YAML or JSON, refused with a message naming `origin` when it is anything else. */
 export function parsePod(text: string, origin: string): Pod {
-  const documents = parseAllDocuments(text).filter((doc) => doc.contents !== null);
-  const [document] = documents;
-  if (documents.length !== 1 || document === undefined) {
-    throw new CliError(`${origin}: expected one Pod manifest, found ${documents.length} documents`);
-  }
-  const firstError = document.errors[0];
-  if (firstError !== undefined) throw new CliError(`${origin}: not valid YAML or JSON: ${firstError.message.split('\n')[0] ?? ''}`);
-  const value: unknown = document.toJS();
+  const value = oneYamlDocument(text, origin, 'Pod', (message) => new CliError(message));
   refusePrototypeKeys(value, origin);
   if (value === null || typeof value !== 'object' || (value as { kind?: unknown }).kind !== 'Pod') {
     throw new CliError(`${origin}: not a Pod manifest (kind Pod)`);

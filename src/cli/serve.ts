@@ -21,12 +21,15 @@ import { startMetricsServer } from '../server/metrics-server.js';
 import { loadTlsMaterial, httpsServerOptions } from '../server/tls/material.js';
 import { directoryWatcher, systemTimers } from '../util/directory-watch.js';
 import { InjectionConfigStore } from '../sources/injection-config.js';
+import { UsageError } from './command.js';
+import { packageVersion } from './version.js';
 // Cluster-mode modules are imported where used: @kubernetes/client-node alone costs ~70 MiB of RSS, which a
 // local run (npm start, the benchmark) has no use for.
 import type { KubeClients } from '../sources/kube/clients.js';
 import { startConfigSource } from './serve/config-source.js';
 import { Lifetime } from './serve/lifetime.js';
 import { listenForStopSignals, shutDownOnSignal } from './serve/shutdown.js';
+import { startupFailureLine } from './serve/startup-failure.js';
 import { followTlsFiles, resolveTlsFiles } from './serve/tls-source.js';
 
 /** Several events arrive per Kubernetes symlink swap; wait for the burst to end before reading. */
@@ -38,7 +41,10 @@ const LOG_BUFFER_BYTES = 8 * 1024;
 /** The longest a log line waits in that buffer. */
 const LOG_FLUSH_MS = 200;
 
-export async function serveCommand(argv: string[]): Promise<number> {
+/** `--help`: one line per option, from the rows the parser reads (src/config.ts). */
+export const usage = serveUsage;
+
+export async function run(argv: string[]): Promise<number> {
   let options: Readonly<ServeOptions>;
   try {
     const parsed = parseServeOptions(argv, process.env);
@@ -48,9 +54,9 @@ export async function serveCommand(argv: string[]): Promise<number> {
     }
     options = parsed.options;
   } catch (error) {
-    if (!(error instanceof OptionsError)) throw error;
-    process.stderr.write(`sandbox-injector serve: ${error.message}\n(see sandbox-injector serve --help)\n`);
-    return 2;
+    // Bad flags and bad environment variables alike: exit 2 (dispatch.ts).
+    if (error instanceof OptionsError) throw new UsageError(error.message);
+    throw error;
   }
 
   // Asynchronous writes keep the write syscall off the event loop, and lines are gathered up to
@@ -61,9 +67,11 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const logger = pino({ level: options.logLevel, base: { pid: process.pid } }, destination);
   const flushing = setInterval(() => destination.flush(), LOG_FLUSH_MS).unref();
   try {
-    return await run(options, logger);
+    return await serveUntilStopped(options, logger);
   } catch (error) {
     logger.fatal({ err: error }, 'cannot serve');
+    // The JSON line is for the log pipeline; a person starting the server reads stderr.
+    process.stderr.write(`${startupFailureLine(error, options)}\n`);
     return 1;
   } finally {
     clearInterval(flushing);
@@ -71,7 +79,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   }
 }
 
-async function run(options: Readonly<ServeOptions>, logger: Logger): Promise<number> {
+async function serveUntilStopped(options: Readonly<ServeOptions>, logger: Logger): Promise<number> {
   const signals = listenForStopSignals(process);
   const lifetime = new Lifetime();
   try {
@@ -122,6 +130,7 @@ async function run(options: Readonly<ServeOptions>, logger: Logger): Promise<num
     logger.info(
       {
         address: app.server.address() as AddressInfo,
+        version: packageVersion(),
         node: process.version,
         metricsPort: options.metricsPort,
         mode: kube === undefined ? 'local' : 'cluster',

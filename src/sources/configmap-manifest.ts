@@ -1,5 +1,5 @@
-import { parseAllDocuments } from 'yaml';
 import { STARTUP_ERRORS } from '../errors.js';
+import { oneYamlDocument } from '../util/one-yaml-document.js';
 
 export class ConfigMapManifestError extends Error {
   readonly code = STARTUP_ERRORS.configMapManifestInvalid.code;
@@ -10,17 +10,7 @@ export class ConfigMapManifestError extends Error {
  * Anything that is not exactly one ConfigMap with string values is refused with a message naming `origin`.
  */
 export function parseConfigMapManifest(text: string, origin: string): Record<string, string> {
-  const documents = parseAllDocuments(text).filter((doc) => doc.contents !== null);
-  if (documents.length !== 1) {
-    throw new ConfigMapManifestError(`${origin}: expected one ConfigMap manifest, found ${documents.length} documents`);
-  }
-  const [document] = documents;
-  if (document === undefined) throw new ConfigMapManifestError(`${origin}: empty manifest`);
-  const firstError = document.errors[0];
-  if (firstError !== undefined) {
-    throw new ConfigMapManifestError(`${origin}: not valid YAML or JSON: ${firstError.message.split('\n')[0] ?? ''}`);
-  }
-  const manifest: unknown = document.toJS();
+  const manifest = oneYamlDocument(text, origin, 'ConfigMap', (message) => new ConfigMapManifestError(message));
   if (!isObject(manifest) || manifest.kind !== 'ConfigMap' || manifest.apiVersion !== 'v1') {
     const kind = isObject(manifest) ? `kind ${JSON.stringify(manifest.kind)}` : typeof manifest;
     throw new ConfigMapManifestError(`${origin}: not a ConfigMap (apiVersion v1, kind ConfigMap); found ${kind}`);

@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,26 +6,13 @@ import { parse } from 'yaml';
 import { MAX_INPUT_BYTES } from '../../src/cli/io.js';
 import { STATUS_ANNOTATION } from '../../src/injection/index.js';
 import { BODY_LIMIT_BYTES } from '../../src/server/app.js';
+import { runCli } from '../support/cli.js';
 import { reviewFor } from '../support/conformance.js';
 
-const CLI = new URL('../../dist/cli/main.js', import.meta.url).pathname;
 const CONFIG = new URL('../../manifests/injection-config.yaml', import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), 'si-cli-'));
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: string[], stdin?: string): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = execFile(process.execPath, [CLI, ...args], (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, stdout, stderr });
-    });
-    child.stdin?.end(stdin ?? '');
-  });
-}
+const cli = runCli;
 
 function file(name: string, content: unknown): string {
   const path = join(work, name);
@@ -130,6 +116,35 @@ describe('sandbox-injector inject', () => {
   });
 });
 
+/** Ten levels of ten aliases each: a few hundred bytes that expand to 10^10 nodes if let through. */
+function aliasBomb(kind: string): string {
+  const lines = ['a0: &a0 [x, x, x, x, x, x, x, x, x, x]'];
+  for (let level = 1; level <= 10; level += 1) lines.push(`a${level}: &a${level} [${Array(10).fill(`*a${level - 1}`).join(', ')}]`);
+  return `kind: ${kind}\napiVersion: v1\n${lines.join('\n')}\n`;
+}
+
+describe('sandbox-injector names the file of a manifest it cannot read', () => {
+  it.each([
+    ['a pod', (path: string) => ['inject', '-f', path]],
+    ['a ConfigMap', (path: string) => ['review', '--config-file', path, '-f', file('ok-review.json', reviewFor(pod))]],
+  ])('a YAML error in %s ends with the sentence, not a dangling colon', async (_what, args) => {
+    const bad = file('broken.yaml', 'apiVersion: v1\nkind: Pod\nmetadata: {name: [p\n');
+    const run = await cli(args(bad));
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(new RegExp(`: ${bad.replaceAll('.', '\\.')}: not valid YAML or JSON: .+ at line \\d+, column \\d+\\n$`));
+  });
+
+  it.each([
+    ['a pod', (path: string) => ['inject', '-f', path], 'Pod'],
+    ['a ConfigMap', (path: string) => ['review', '--config-file', path, '-f', file('ok-review.json', reviewFor(pod))], 'ConfigMap'],
+  ])('an alias bomb in %s is refused, naming the file', async (_what, args, kind) => {
+    const bomb = file(`bomb-${kind}.yaml`, aliasBomb(kind));
+    const run = await cli(args(bomb));
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`${bomb}: Excessive alias count`);
+  });
+});
+
 describe('sandbox-injector review and inject read what the server would read', () => {
   const poisoned = '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","object":{"metadata":{"annotations":{"__proto__":{"x":"1"}}},"spec":{"containers":[]}}}}';
 
@@ -172,6 +187,13 @@ describe('sandbox-injector', () => {
     const run = await cli(['frobnicate']);
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/unknown command "frobnicate"/);
+  });
+
+  it('install-wrapper names a missing --dir as such, not as a copy of the script', async () => {
+    const missing = join(work, 'no-such-dir');
+    const run = await cli(['install-wrapper', '--dir', missing]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(`sandbox-injector install-wrapper: --dir ${missing}: no such directory\n`);
   });
 
   it('install-wrapper copies an executable run_with_envs.sh', async () => {

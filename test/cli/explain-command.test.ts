@@ -1,31 +1,17 @@
 // `sandbox-injector explain` offline, through the built CLI on fixture files. The cluster side is proven against
 // a real kube-apiserver in test/e2e/explain.e2e.test.ts.
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import fastJsonPatch from 'fast-json-patch';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import type { Explanation } from '../../src/cli/explain/explanation.js';
 import type { Pod } from '../../src/injection/index.js';
+import { runCli } from '../support/cli.js';
 
-const CLI = new URL('../../dist/cli/main.js', import.meta.url).pathname;
 const CONFIG = new URL('../../manifests/injection-config.yaml', import.meta.url).pathname;
 const fixture = (name: string): string => new URL(`fixtures/explain/${name}`, import.meta.url).pathname;
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = execFile(process.execPath, [CLI, ...args], (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, stdout, stderr });
-    });
-    child.stdin?.end();
-  });
-}
+const cli = runCli;
 
 async function explainJson(args: string[]): Promise<Explanation> {
   const run = await cli(['explain', ...args, '-o', 'json']);
@@ -95,6 +81,14 @@ describe('sandbox-injector explain, offline', () => {
     expect(alone.denial).toMatchObject({ code: 'SI_RUNTIME_CONFIG_UNUSABLE' });
   });
 
+  it('says a denied pod is denied, not admitted, where it shows the patch', async () => {
+    const run = await cli(['explain', '--config-file', fixture('config-broken-agent-runtime.yaml'), '-f', fixture('sandbox-pod.yaml')]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^Result: denied, SI_RUNTIME_CONFIG_UNUSABLE \(500\): /m);
+    expect(run.stdout).toMatch(/^Patch: none, the pod is denied/m);
+    expect(run.stdout).not.toContain('admitted');
+  });
+
   it('without --config-file explains as if the ConfigMap does not exist', async () => {
     const explanation = await explainJson(['-f', fixture('sandbox-pod.yaml')]);
     expect(explanation.configMap.exists).toBe(false);
@@ -105,10 +99,11 @@ describe('sandbox-injector explain, offline', () => {
   it.each([
     ['no pod to explain', [], 2, /give exactly one of --sandbox, --pod, -f/],
     ['two pods to explain', ['--pod', 'a/b', '-f', 'x.yaml'], 2, /give exactly one of/],
-    ['--pod without --kubeconfig', ['--pod', 'team-a/p'], 2, /--pod need --kubeconfig/],
-    ['--sandbox without --kubeconfig', ['--sandbox', 'team-a/s'], 2, /--sandbox need --kubeconfig/],
+    ['--pod without --kubeconfig', ['--pod', 'team-a/p'], 2, /--pod needs --kubeconfig/],
+    ['--sandbox without --kubeconfig', ['--sandbox', 'team-a/s'], 2, /--sandbox needs --kubeconfig/],
+    ['two cluster-only flags without --kubeconfig', ['--sandbox', 'team-a/s', '--config-name', 'c'], 2, /--sandbox, --config-name need --kubeconfig/],
     ['--config-file with --kubeconfig', ['--kubeconfig', 'k', '--config-file', 'c', '-f', 'p.yaml'], 2, /--config-file is for offline use/],
-    ['an unknown output', ['-f', 'p.yaml', '-o', 'yaml'], 1, /--output: "yaml" is not one of text, json/],
+    ['an unknown output', ['-f', 'p.yaml', '-o', 'yaml'], 2, /--output: "yaml" is not one of text, json/],
     ['a file that is not a pod', ['-f', CONFIG], 1, /not a Pod manifest/],
   ])('refuses %s', async (_name, args, code, message) => {
     const run = await cli(['explain', ...args]);

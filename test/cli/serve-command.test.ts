@@ -1,6 +1,7 @@
 /** `sandbox-injector serve` as a process: exit codes for bad options and unusable files, and a full start. */
 import { execFile } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConformanceCases, reviewFor } from '../support/conformance.js';
@@ -9,6 +10,8 @@ import { postJson } from '../server/support/https-client.js';
 import { servingPki, temporaryDirectory } from '../server/support/pki.js';
 
 const run = promisify(execFile);
+const PACKAGE = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+const LOCAL = ['--host', '127.0.0.1', '--port', '0', '--metrics-port', '0'];
 const basic = loadConformanceCases().find((c) => c.name === 'agent-runtime-basic');
 if (basic === undefined) throw new Error('conformance case agent-runtime-basic is missing');
 
@@ -66,6 +69,41 @@ describe('sandbox-injector serve', () => {
     expect(stdout).not.toContain('PRIVATE KEY');
   });
 
+  describe('a start-up failure also says on stderr, in one plain line, what to do', () => {
+    it('a port in use names the flag to change', async () => {
+      const holder = createServer();
+      await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+      const { port } = holder.address() as AddressInfo;
+      try {
+        const { code, stderr } = await exitOf(['--host', '127.0.0.1', '--port', String(port), '--metrics-port', '0', '--config-file', `${dir}/config.json`]);
+        expect(code).toBe(1);
+        expect(stderr).toBe(
+          `sandbox-injector serve: cannot start: listen EADDRINUSE: address already in use 127.0.0.1:${port}; ` +
+            'another process listens on that port: stop it, or choose another --port (0 picks a free one)\n',
+        );
+      } finally {
+        await new Promise((resolve) => holder.close(resolve));
+      }
+    });
+
+    it('an unreadable certificate names the file and the flags', async () => {
+      const { code, stderr } = await exitOf([...LOCAL, '--config-file', `${dir}/config.json`, '--tls-cert-file', `${dir}/none.crt`, '--tls-key-file', `${dir}/none.key`]);
+      expect(code).toBe(1);
+      expect(stderr).toMatch(/^sandbox-injector serve: cannot start: cannot read .*none\.crt: ENOENT.*; fix that file, or point --tls-cert-file and --tls-key-file/);
+      expect(stderr.split('\n')).toHaveLength(2);
+    });
+
+    it('a missing config directory names --config-file, not the watch', async () => {
+      const { code, stdout, stderr } = await exitOf([...LOCAL, '--config-file', `${dir}/no-such-dir/config.yaml`]);
+      expect(code).toBe(1);
+      expect(stderr).toBe(
+        `sandbox-injector serve: cannot start: --config-file ${dir}/no-such-dir/config.yaml: the directory ${dir}/no-such-dir does not exist; ` +
+          'create it, or point --config-file (SANDBOX_INJECTOR_CONFIG_FILE) into a directory that exists: it is watched for the file\n',
+      );
+      expect(stdout).not.toContain('ENOENT');
+    });
+  });
+
   it('serves with given certificate files, config from SANDBOX_INJECTOR_CONFIG_FILE', async () => {
     const pki = await servingPki(`${dir}/given`);
     const server = await spawnServer(
@@ -78,7 +116,7 @@ describe('sandbox-injector serve', () => {
       const result = await postJson(`https://127.0.0.1:${server.port}/mutate`, reviewFor(basic.pod), { ca });
       expect(result.status).toBe(200);
       expect((result.json() as { response: { patchType?: string } }).response.patchType).toBe('JSONPatch');
-      expect(await server.logged('listening')).toMatchObject({ configFile: `${dir}/config.json`, certFile: pki.certFile, node: process.version });
+      expect(await server.logged('listening')).toMatchObject({ configFile: `${dir}/config.json`, certFile: pki.certFile, version: PACKAGE.version, node: process.version });
     } finally {
       server.child.kill('SIGTERM');
       expect((await server.exited).code).toBe(0);

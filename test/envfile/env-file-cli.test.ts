@@ -1,9 +1,9 @@
 import { readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Writable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
-import { envFileCommand } from '../../src/cli/env-file.js';
+import { main } from '../../src/cli/dispatch.js';
 import { exists, makeTempDir, parseEnv0, removeDir, runWrapper } from '../wrapper/run-wrapper.js';
 
 class Sink extends Writable {
@@ -23,7 +23,7 @@ interface CliRun {
 async function cli(argv: string[]): Promise<CliRun> {
   const stdout = new Sink();
   const stderr = new Sink();
-  const code = await envFileCommand(argv, { stdout, stderr });
+  const code = await main(['env-file', ...argv], { stdin: Readable.from([]), stdout, stderr });
   return { code, stdout: stdout.text, stderr: stderr.text };
 }
 

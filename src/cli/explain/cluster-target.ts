@@ -2,6 +2,7 @@ import { SANDBOX_GROUP, SANDBOX_VERSION, sandboxOwner } from '../../admission/sa
 import type { Pod } from '../../injection/index.js';
 import { DEFAULT_CONFIG_NAME, DEFAULT_CONFIG_NAMESPACE, InjectionConfigStore } from '../../sources/injection-config.js';
 import { runtimesFromOwner, type Sandbox, type SandboxLookup } from '../../sources/kube/sandbox-runtimes.js';
+import { UsageError } from '../command.js';
 import { CliError, type CliIo, readInput } from '../io.js';
 import type { ExplainFlags } from '../explain.js';
 import { parsePod } from '../pod-review.js';
@@ -95,7 +96,7 @@ async function webhookCheck(reads: ClusterReads, name: string, labels: Parameter
 
 function namespacedName(value: string, flag: string): [string, string] {
   const parts = value.split('/');
-  if (parts.length !== 2 || parts[0] === '' || parts[1] === '') throw new CliError(`${flag}: "${value}" is not NAMESPACE/NAME`, 2);
+  if (parts.length !== 2 || parts[0] === '' || parts[1] === '') throw new UsageError(`${flag}: "${value}" is not NAMESPACE/NAME`);
   return [parts[0] ?? '', parts[1] ?? ''];
 }
 

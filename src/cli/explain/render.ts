@@ -90,7 +90,8 @@ function fateLine(fate: RuntimeFate): string {
   return `  ${fate.runtime}: ${fate.fate}${earlier}`;
 }
 
-function patchSection({ patch, diff }: Explanation): string[] {
+function patchSection({ patch, diff, denial }: Explanation): string[] {
+  if (denial !== undefined) return ['Patch: none, the pod is denied (see Result)'];
   if (patch.length === 0) return ['Patch: none, the pod is admitted as it is'];
   return [`Patch: ${patch.length} JSON patch operation${patch.length === 1 ? '' : 's'}, as a diff of the pod`, diff.trimEnd()];
 }

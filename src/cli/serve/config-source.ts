@@ -5,6 +5,8 @@
  * - Cluster mode: a cached watch of the ConfigMap; runtimes from the pod's owning Sandbox (cached watch,
  *   GET on a miss). Admissions never call the API for the config.
  */
+import { stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import type { ReviewDeps } from '../../admission/review.js';
 import type { ServeOptions } from '../../config.js';
@@ -14,7 +16,9 @@ import { logConfigProblems, startConfigFileWatch, type ConfigLoadResult } from '
 import type { ConfigUpdateReport, InjectionConfigStore } from '../../sources/injection-config.js';
 import type { KubeClients } from '../../sources/kube/clients.js';
 import { runtimesFromAnnotations } from '../../sources/pod-annotations.js';
+import { errorCode } from '../../util/error-message.js';
 import type { Lifetime } from './lifetime.js';
+import { StartupError } from './startup-failure.js';
 
 export interface ConfigSourceDeps {
   options: Readonly<ServeOptions>;
@@ -34,6 +38,7 @@ export async function startConfigSource(deps: ConfigSourceDeps): Promise<ReviewD
 }
 
 async function startLocalSources({ options, store, watch, metrics, logger, lifetime }: ConfigSourceDeps): Promise<ReviewDeps> {
+  await requireConfigDirectory(options.configFile);
   const configWatch = await startConfigFileWatch({
     file: options.configFile,
     store,
@@ -84,6 +89,27 @@ async function startClusterSources(
     selectRuntimes: (pod, request) =>
       runtimesFromOwner(pod, request, sandboxes.lookup, options.allowAnnotationRuntimes, trustedCreators),
   };
+}
+
+/**
+ * A missing file is a ConfigMap that does not exist, but its directory must be there: it is watched, so the file
+ * can appear later (an optional mount). Said here in the flag's words, not as the watch's ENOENT.
+ */
+async function requireConfigDirectory(file: string): Promise<void> {
+  const dir = dirname(file);
+  const problem = await stat(dir).then(
+    (stats) => (stats.isDirectory() ? undefined : 'is not a directory'),
+    (error: unknown) => {
+      if (errorCode(error) === 'ENOENT') return 'does not exist';
+      throw error;
+    },
+  );
+  if (problem !== undefined) {
+    throw new StartupError(
+      `--config-file ${file}: the directory ${dir} ${problem}`,
+      'create it, or point --config-file (SANDBOX_INJECTOR_CONFIG_FILE) into a directory that exists: it is watched for the file',
+    );
+  }
 }
 
 function recordConfigLoad(metrics: ServerMetrics, result: ConfigLoadResult): void {

@@ -1,7 +1,8 @@
 /**
  * How `serve` stops. SIGTERM (the kubelet) or SIGINT (a terminal) starts the shutdown: /readyz turns 503
  * at once, then after `--shutdown-delay-seconds` (time for endpoints to drop the pod) the listener closes
- * and the admissions in flight are drained. A second signal cuts the delay and the drain short.
+ * and the admissions in flight are drained. A second signal cuts the delay and the drain short; the same signal
+ * again within REPEATED_SIGNAL_MS is not a second one (see there).
  *
  * The process and the server are passed in, so a test drives a shutdown with an EventEmitter for the
  * signals, a fake server and fake timers.
@@ -30,13 +31,25 @@ export interface StopSignals {
 
 const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT'];
 
+/**
+ * One stop request often arrives twice: Ctrl-C sends SIGINT to every process of the terminal's foreground group,
+ * so under `npm start` the server gets it from the terminal and again from npm, which forwards SIGINT and
+ * SIGTERM to its script. The same signal again within this long is that echo, not a person asking to cut the
+ * drain short; a different signal, or the same one later, is.
+ */
+export const REPEATED_SIGNAL_MS = 1000;
+
 /** Listens from the start, so a signal that arrives while the server is still starting is not lost. */
-export function listenForStopSignals(source: SignalSource): StopSignals {
+export function listenForStopSignals(source: SignalSource, now: () => number = Date.now): StopSignals {
   const resolvers: ((stop: Stop) => void)[] = [];
   const first = new Promise<Stop>((resolve) => resolvers.push(resolve));
   const second = new Promise<Stop>((resolve) => resolvers.push(resolve));
   let received = 0;
+  let last: { signal: NodeJS.Signals; at: number } | undefined;
   const onSignal = (signal: NodeJS.Signals): void => {
+    const at = now();
+    if (last !== undefined && last.signal === signal && at - last.at < REPEATED_SIGNAL_MS) return;
+    last = { signal, at };
     resolvers[received]?.({ signal });
     received += 1;
   };

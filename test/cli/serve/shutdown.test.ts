@@ -7,6 +7,7 @@ import { EventEmitter } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   IDLE_SWEEP_MS,
+  REPEATED_SIGNAL_MS,
   drain,
   listenForStopSignals,
   shutDownOnSignal,
@@ -63,6 +64,23 @@ describe('listenForStopSignals', () => {
     emitter.emit('SIGTERM', 'SIGTERM');
     expect(await signals.first).toEqual({ signal: 'SIGINT' });
     expect(await signals.second).toEqual({ signal: 'SIGTERM' });
+  });
+
+  it('takes the same signal again within REPEATED_SIGNAL_MS as the same request (a group signal npm forwards too)', async () => {
+    let clock = 0;
+    const emitter = new EventEmitter();
+    const signals = listenForStopSignals(emitter, () => clock);
+    let second: string | undefined;
+    void signals.second.then((stop) => (second = stop.signal));
+    emitter.emit('SIGINT', 'SIGINT');
+    clock = REPEATED_SIGNAL_MS - 1;
+    emitter.emit('SIGINT', 'SIGINT');
+    await Promise.resolve();
+    expect(await signals.first).toEqual({ signal: 'SIGINT' });
+    expect(second).toBeUndefined();
+    clock += REPEATED_SIGNAL_MS;
+    emitter.emit('SIGINT', 'SIGINT');
+    expect(await signals.second).toEqual({ signal: 'SIGINT' });
   });
 
   it('takes a third signal without failing, and remove() hands the signals back', () => {
@@ -171,7 +189,7 @@ describe('shutDownOnSignal', () => {
   it('a second signal cuts the delay short and the drain with it: exit 1', async () => {
     const { server, logger, signals, status } = start(60_000);
     signals.send('SIGTERM');
-    await settle();
+    await vi.advanceTimersByTimeAsync(REPEATED_SIGNAL_MS);
     signals.send('SIGTERM');
     await settle();
     expect(server.closeCalls).toBe(1);
