@@ -12,7 +12,7 @@
  *   slowloris       a request line, then header bytes one a second, never the blank line
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { NormalLoad, describeLoad, normalLoadSpec } from './load.js';
+import { NormalLoad, describeLoad, describeTail, epochMs, normalLoadSpec, tailOf } from './load.js';
 import type { SoakOptions } from './options.js';
 import { connectRaw, probeBodyLimit, requestHead, type RawConnection } from './raw.js';
 import { exampleReview, heavyReview, reviewText } from './reviews.js';
@@ -26,7 +26,10 @@ const STALLED_DECLARED = 6 * 1024 * 1024;
 const PIPELINED_PER_CONNECTION = 5_000;
 /** Handshakes are started this many at a time: a handshake flood is another test, and no two cores survive it. */
 const CONNECT_BATCH = 50;
-const WARM_UP_MS = 2_000;
+/** Normal admissions alone before the attack: their tail is the quiet one the attack's is compared with. */
+const WARM_UP_MS = 8_000;
+/** The first admissions of a fresh server warm its JIT and are left out of the quiet tail. */
+const QUIET_SKIP_MS = 2_000;
 const RECOVERY_MS = 3_000;
 
 export async function slowClientPhase(mode: SlowMode, session: Session, options: SoakOptions, timeoutMs: number): Promise<PhaseResult> {
@@ -39,8 +42,10 @@ export async function slowClientPhase(mode: SlowMode, session: Session, options:
   const bodyLimit = mode === 'stalled-body' ? (await probeBodyLimit(session.target))?.limit : undefined;
   const declared = [STALLED_DECLARED, Math.min(STALLED_DECLARED, bodyLimit ?? STALLED_DECLARED)];
   const load = new NormalLoad(normalLoadSpec(session.target, timeoutMs));
+  const quietFrom = epochMs() + QUIET_SKIP_MS;
   await sleep(WARM_UP_MS);
 
+  const attackFrom = epochMs();
   const t0 = performance.now();
   const connections: RawConnection[] = [];
   const refusedConnects = new Tally();
@@ -99,6 +104,7 @@ export async function slowClientPhase(mode: SlowMode, session: Session, options:
   }
   clearInterval(ticker);
   holding = false;
+  const attackTo = epochMs();
   const heldFor = (performance.now() - t0) / 1000;
 
   // Clients that never read cannot see a close until they read: read now, and see who was already gone.
@@ -111,6 +117,7 @@ export async function slowClientPhase(mode: SlowMode, session: Session, options:
   await Promise.allSettled(writers);
   await sleep(RECOVERY_MS);
   const report = await load.stop();
+  const tail = { quiet: tailOf(report, quietFrom, attackFrom), attack: tailOf(report, attackFrom, attackTo) };
 
   const closed = connections.filter((c) => c.closedByServer);
   const closeTimes = closed.map((c) => c.closedAt ?? 0).sort((a, b) => a - b);
@@ -128,6 +135,8 @@ export async function slowClientPhase(mode: SlowMode, session: Session, options:
       : `closed by the server: ${closed.length}${closed.length > 0 ? ` (first ${fmt(closeTimes[0])} s, median ${fmt(percentile(closeTimes, 50))} s, last ${fmt(closeTimes[closeTimes.length - 1])} s after the attack began)` : ''}, still open at the end ${openAtEnd}`,
     `what the bad connections got: ${firstLines.summary(6)}${errors.total > 0 ? `; errors ${errors.summary(4)}` : ''}`,
     ...describeLoad(report),
+    describeTail('  quiet, before the attack', tail.quiet),
+    describeTail('  under the attack', tail.attack),
   ];
   const failed = report.failed.reduce((sum, [, n]) => sum + n, 0);
   const lost = report.lost.reduce((sum, [, n]) => sum + n, 0);
@@ -140,6 +149,7 @@ export async function slowClientPhase(mode: SlowMode, session: Session, options:
     completed: connections.length + refusedConnects.total >= count,
     notes,
     broken: [],
+    tail,
   });
 }
 
