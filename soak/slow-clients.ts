@@ -11,11 +11,13 @@
  *   byte-at-a-time  a whole request head, then the body one byte a second
  *   slowloris       a request line, then header bytes one a second, never the blank line
  */
+import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NormalLoad, describeLoad, describeTail, epochMs, normalLoadSpec, tailOf } from './load.js';
 import type { SoakOptions } from './options.js';
 import { connectRaw, probeBodyLimit, requestHead, type RawConnection } from './raw.js';
 import { exampleReview, heavyReview, reviewText } from './reviews.js';
+import { cpuMs } from './server.js';
 import type { Session, PhaseResult } from './session.js';
 import { percentile, Tally } from './tally.js';
 
@@ -43,8 +45,11 @@ export async function slowClientPhase(mode: SlowMode, session: Session, options:
   const declared = [STALLED_DECLARED, Math.min(STALLED_DECLARED, bodyLimit ?? STALLED_DECLARED)];
   const load = new NormalLoad(normalLoadSpec(session.target, timeoutMs));
   const quietFrom = epochMs() + QUIET_SKIP_MS;
-  await sleep(WARM_UP_MS);
+  await sleep(QUIET_SKIP_MS);
+  const quietCpu = await cpuMs(session.server.pid);
+  await sleep(WARM_UP_MS - QUIET_SKIP_MS);
 
+  const attackCpu = await cpuMs(session.server.pid);
   const attackFrom = epochMs();
   const t0 = performance.now();
   const connections: RawConnection[] = [];
@@ -105,6 +110,7 @@ export async function slowClientPhase(mode: SlowMode, session: Session, options:
   clearInterval(ticker);
   holding = false;
   const attackTo = epochMs();
+  const endCpu = await cpuMs(session.server.pid);
   const heldFor = (performance.now() - t0) / 1000;
 
   // Clients that never read cannot see a close until they read: read now, and see who was already gone.
@@ -137,10 +143,11 @@ export async function slowClientPhase(mode: SlowMode, session: Session, options:
     ...describeLoad(report),
     describeTail('  quiet, before the attack', tail.quiet),
     describeTail('  under the attack', tail.attack),
+    `  server CPU: ${cpuShare(quietCpu, attackCpu, attackFrom - quietFrom)} of a core before the attack, ${cpuShare(attackCpu, endCpu, attackTo - attackFrom)} during it`,
   ];
   const failed = report.failed.reduce((sum, [, n]) => sum + n, 0);
   const lost = report.lost.reduce((sum, [, n]) => sum + n, 0);
-  return session.close(mode, {
+  const result = await session.close(mode, {
     tried: report.tried,
     failed,
     lost,
@@ -151,6 +158,19 @@ export async function slowClientPhase(mode: SlowMode, session: Session, options:
     broken: [],
     tail,
   });
+  if (mode === 'never-read') {
+    // Read once the server has stopped, so its log is complete.
+    const reviewed = await admissionsLogged(session.server.logFile, 'never-read');
+    result.notes.push(`reviews the server answered for the never-reading clients: ${reviewed} (${(reviewed / Math.max(1, connections.length)).toFixed(1)} a connection)`);
+  }
+  return result;
+}
+
+/** Admission log lines for one uid. */
+async function admissionsLogged(logFile: string, uid: string): Promise<number> {
+  const text = await readFile(logFile, 'utf8');
+  const needle = `"uid":${JSON.stringify(uid)}`;
+  return text.split('\n').filter((line) => line.includes(needle) && line.includes('"msg":"admission"')).length;
 }
 
 /** A body declared and sent but for its last byte, respecting backpressure, then silence. */
@@ -190,6 +210,12 @@ function drained(connection: RawConnection, holding: () => boolean = () => true)
     socket.on('drain', done);
     socket.on('close', done);
   });
+}
+
+/** CPU used between two readings, as a share of one core over `wallMs`; load-independent where latency is not. */
+function cpuShare(from: number | undefined, to: number | undefined, wallMs: number): string {
+  if (from === undefined || to === undefined || wallMs <= 0) return 'unknown';
+  return `${(((to - from) / wallMs) * 100).toFixed(0)}% (${((to - from) / 1000).toFixed(2)} s)`;
 }
 
 function fmt(seconds: number | undefined): string {
