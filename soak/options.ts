@@ -41,6 +41,8 @@ export interface SoakOptions {
   extraServeArgs: string[];
   /** serve's NODE_OPTIONS in place of the Deployment's (empty: none), to compare heap flags or profile. */
   nodeOptions: string | undefined;
+  /** Preload soak/loop-probe.ts into serve and report its longest CPU stretches per slow-client phase. */
+  loopProbe: boolean;
 }
 
 function number(name: string, fallback: number): number {
@@ -84,5 +86,6 @@ export function readOptions(): SoakOptions {
     shortLimits: process.env.SOAK_SHORT_LIMITS !== '0',
     extraServeArgs: (process.env.SOAK_SERVE_ARGS ?? '').split(' ').filter((s) => s !== ''),
     nodeOptions: process.env.SOAK_NODE_OPTIONS,
+    loopProbe: process.env.SOAK_LOOP_PROBE === '1',
   };
 }

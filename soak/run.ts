@@ -36,11 +36,13 @@ interface Limits {
 /** serve's flags: the Deployment's limits this build has, short time limits over them, then SOAK_SERVE_ARGS. */
 function serveSetup(deployment: Deployment, short: Map<string, string>, options: SoakOptions): ServeSetup {
   const values = new Map([...deployment.limits, ...short]);
-  const nodeOptions = options.nodeOptions ?? deployment.nodeOptions;
+  const probe = `--import=${new URL('./loop-probe.js', import.meta.url).pathname}`;
+  const chosen = options.nodeOptions ?? deployment.nodeOptions;
+  const nodeOptions = options.loopProbe ? [chosen, probe].filter((o) => o !== undefined && o !== '').join(' ') : chosen;
   return {
     args: [...[...values].flatMap(([flag, value]) => [`--${flag}`, value]), ...options.extraServeArgs],
     logLevel: options.logLevel,
-    env: nodeOptions === undefined ? {} : { NODE_OPTIONS: nodeOptions },
+    env: { ...(nodeOptions === undefined ? {} : { NODE_OPTIONS: nodeOptions }), ...(options.loopProbe ? { SOAK_LOOP_PROBE_ACTIVE: '1' } : {}) },
   };
 }
 

@@ -12,11 +12,13 @@
  *   slowloris       a request line, then header bytes one a second, never the blank line
  */
 import { readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NormalLoad, describeLoad, describeTail, epochMs, normalLoadSpec, tailOf } from './load.js';
 import type { SoakOptions } from './options.js';
 import { connectRaw, probeBodyLimit, requestHead, type RawConnection } from './raw.js';
 import { exampleReview, heavyReview, reviewText } from './reviews.js';
+import { LOOP_PROBE_FILE } from './loop-probe.js';
 import { cpuMs } from './server.js';
 import type { Session, PhaseResult } from './session.js';
 import { percentile, Tally } from './tally.js';
@@ -158,12 +160,28 @@ export async function slowClientPhase(mode: SlowMode, session: Session, options:
     broken: [],
     tail,
   });
+  const stretches = await longestStretches(dirname(session.server.logFile), [quietFrom, attackFrom, attackTo]);
+  if (stretches !== undefined) {
+    result.notes.push(`longest main-thread CPU stretch between two loop turns (loop probe): ${stretches.map((ms) => `${ms.toFixed(0)} ms`).join(' before the attack, ')} during it`);
+  }
   if (mode === 'never-read') {
     // Read once the server has stopped, so its log is complete.
     const reviewed = await admissionsLogged(session.server.logFile, 'never-read');
     result.notes.push(`reviews the server answered for the never-reading clients: ${reviewed} (${(reviewed / Math.max(1, connections.length)).toFixed(1)} a connection)`);
   }
   return result;
+}
+
+/** The loop probe's longest stretch within each window between consecutive `bounds` (epoch ms), if it ran. */
+async function longestStretches(dir: string, bounds: number[]): Promise<number[] | undefined> {
+  const text = await readFile(join(dir, LOOP_PROBE_FILE), 'utf8').catch(() => undefined);
+  if (text === undefined) return undefined;
+  const entries = text.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as { at: number; longestCpuMs: number });
+  return bounds.slice(1).map((to, i) => {
+    const from = bounds[i] ?? 0;
+    // An entry covers the 250 ms up to its time: one that straddles the attack's start counts for the attack.
+    return Math.max(0, ...entries.filter((e) => e.at > from && e.at <= to).map((e) => e.longestCpuMs));
+  });
 }
 
 /** Admission log lines for one uid. */
