@@ -71,7 +71,7 @@ class DeepChecker {
       this.waiting.get(id)?.(verdict);
       this.waiting.delete(id);
     });
-    worker.on('error', (error) => {
+    worker.on('error', (error: Error) => {
       for (const resolve of this.waiting.values()) resolve({ ok: false, reason: `deep check worker failed: ${error.message}` });
       this.waiting.clear();
       this.worker = undefined;

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parentPort, workerData } from 'node:worker_threads';
 import { checkReviewAnswer } from './check.js';
 import { exchange, keepAliveAgent } from './http.js';
-import type { LoadReport, LoadSpec } from './load.js';
+import { epochMs, type LoadReport, type LoadSpec, type TimedAdmission } from './load.js';
 import { exampleReview, reviewText } from './reviews.js';
 import { Tally } from './tally.js';
 
@@ -14,6 +14,7 @@ const failed = new Tally(2);
 const lost = new Tally(2);
 const versions = new Tally();
 const latencies: number[] = [];
+const timed: TimedAdmission[] = [];
 let tried = 0;
 let ok = 0;
 let mixed = 0;
@@ -27,8 +28,10 @@ async function loop(name: string, fresh: boolean): Promise<void> {
     const uid = `normal-${name}-${n}`;
     const body = reviewText(review, uid);
     tried += 1;
+    const sentAt = epochMs();
     const outcome = await exchange(target, agent, { method: 'POST', path: '/mutate', headers: { 'content-type': 'application/json' }, body }, spec.timeoutMs);
     latencies.push(outcome.ms);
+    timed.push({ at: sentAt, ms: outcome.ms, fresh });
     const how = fresh ? 'fresh connection' : 'kept-alive connection';
     if (outcome.kind === 'error') {
       lost.add(`${outcome.error} (${how}${outcome.reused ? ', reused' : ''})`, uid);
@@ -69,6 +72,7 @@ const report: LoadReport = {
   mixed,
   versions: [...versions.counts],
   latencies: latencies.sort((a, b) => a - b),
+  timed,
   fives,
 };
 parentPort?.postMessage(report);

@@ -6,7 +6,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import type { Target } from './http.js';
-import { Tally } from './tally.js';
+import { percentile, Tally } from './tally.js';
 
 export interface LoadSpec {
   port: number;
@@ -31,7 +31,39 @@ export interface LoadReport {
   versions: [string, number][];
   /** Milliseconds, sorted. */
   latencies: number[];
+  /** Every admission, in the order sent: when (epochMs), how long it waited, and on which kind of connection. */
+  timed: TimedAdmission[];
   fives: number;
+}
+
+export interface TimedAdmission {
+  at: number;
+  ms: number;
+  fresh: boolean;
+}
+
+/** A clock the harness's threads share: each worker's performance.now() counts from its own start. */
+export function epochMs(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/** p99 of the admissions sent within [from, to) (epochMs), on fresh and on kept-alive connections. */
+export interface Tail {
+  fresh: { count: number; p99: number };
+  keptAlive: { count: number; p99: number };
+}
+
+export function tailOf(report: LoadReport, from: number, to: number): Tail {
+  const within = report.timed.filter((a) => a.at >= from && a.at < to);
+  const p99 = (fresh: boolean): { count: number; p99: number } => {
+    const sorted = within.filter((a) => a.fresh === fresh).map((a) => a.ms).sort((a, b) => a - b);
+    return { count: sorted.length, p99: percentile(sorted, 99) };
+  };
+  return { fresh: p99(true), keptAlive: p99(false) };
+}
+
+export function describeTail(what: string, tail: Tail): string {
+  return `${what}: fresh connections p99 ${tail.fresh.p99.toFixed(0)} ms (${tail.fresh.count}), kept-alive p99 ${tail.keptAlive.p99.toFixed(0)} ms (${tail.keptAlive.count})`;
 }
 
 /**

@@ -39,6 +39,10 @@ export interface SoakOptions {
   /** Pass serve short time limits (the flags it has); 0 runs it with its defaults. */
   shortLimits: boolean;
   extraServeArgs: string[];
+  /** serve's NODE_OPTIONS in place of the Deployment's (empty: none), to compare heap flags or profile. */
+  nodeOptions: string | undefined;
+  /** Preload soak/loop-probe.ts into serve and report its longest CPU stretches per slow-client phase. */
+  loopProbe: boolean;
 }
 
 function number(name: string, fallback: number): number {
@@ -81,5 +85,7 @@ export function readOptions(): SoakOptions {
     logLevel: process.env.SOAK_LOG_LEVEL ?? 'info',
     shortLimits: process.env.SOAK_SHORT_LIMITS !== '0',
     extraServeArgs: (process.env.SOAK_SERVE_ARGS ?? '').split(' ').filter((s) => s !== ''),
+    nodeOptions: process.env.SOAK_NODE_OPTIONS,
+    loopProbe: process.env.SOAK_LOOP_PROBE === '1',
   };
 }

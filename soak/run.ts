@@ -36,10 +36,13 @@ interface Limits {
 /** serve's flags: the Deployment's limits this build has, short time limits over them, then SOAK_SERVE_ARGS. */
 function serveSetup(deployment: Deployment, short: Map<string, string>, options: SoakOptions): ServeSetup {
   const values = new Map([...deployment.limits, ...short]);
+  const probe = `--import=${new URL('./loop-probe.js', import.meta.url).pathname}`;
+  const chosen = options.nodeOptions ?? deployment.nodeOptions;
+  const nodeOptions = options.loopProbe ? [chosen, probe].filter((o) => o !== undefined && o !== '').join(' ') : chosen;
   return {
     args: [...[...values].flatMap(([flag, value]) => [`--${flag}`, value]), ...options.extraServeArgs],
     logLevel: options.logLevel,
-    env: deployment.nodeOptions === undefined ? {} : { NODE_OPTIONS: deployment.nodeOptions },
+    env: { ...(nodeOptions === undefined ? {} : { NODE_OPTIONS: nodeOptions }), ...(options.loopProbe ? { SOAK_LOOP_PROBE_ACTIVE: '1' } : {}) },
   };
 }
 
@@ -100,6 +103,12 @@ function describePhase(result: PhaseResult): string[] {
     ...result.notes.map((line) => `   ${line}`),
     ...result.crashes.map((line) => `   CRASH: ${line}`),
   ];
+}
+
+/** Normal admissions on fresh connections, p99 before and during a slow-client attack (other phases have none). */
+function tailCell(result: PhaseResult): string {
+  if (result.tail === undefined) return '-';
+  return `${result.tail.quiet.fresh.p99.toFixed(0)} / ${result.tail.attack.fresh.p99.toFixed(0)}`;
 }
 
 interface Bound {
@@ -216,11 +225,11 @@ async function main(): Promise<number> {
 
   const table = [
     '',
-    '| phase | tried | failed | lost | peak RSS MiB | max open fds | seconds |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| phase | tried | failed | lost | peak RSS MiB | max open fds | fresh p99 ms, quiet / attacked | seconds |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...results.map(
       (r) =>
-        `| ${r.name} | ${r.tried} | ${r.failed} | ${r.lost} | ${r.hwmMiB.toFixed(0)} | ${Math.max(0, ...r.samples.map((s) => s.fds))} | ${r.seconds.toFixed(0)} |`,
+        `| ${r.name} | ${r.tried} | ${r.failed} | ${r.lost} | ${r.hwmMiB.toFixed(0)} | ${Math.max(0, ...r.samples.map((s) => s.fds))} | ${tailCell(r)} | ${r.seconds.toFixed(0)} |`,
     ),
   ];
   const checked = bounds(results, limits);

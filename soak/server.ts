@@ -233,6 +233,20 @@ export class Sampler {
   }
 }
 
+const CLOCK_TICKS_PER_SECOND = 100; // USER_HZ on Linux
+
+/** CPU time (user + system) a process has used so far, from /proc/<pid>/stat; undefined once it has exited. */
+export async function cpuMs(pid: number): Promise<number | undefined> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // After "pid (comm) ", utime and stime are the 12th and 13th fields; the comm may hold spaces, hence ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Error and fatal lines of a server's log, by message, with the first of each: what a 5xx or a crash said. */
 export async function logProblems(logFile: string): Promise<{ counts: Map<string, number>; firsts: string[] }> {
   const counts = new Map<string, number>();

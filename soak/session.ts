@@ -4,6 +4,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Target } from './http.js';
+import type { Tail } from './load.js';
 import { logProblems, Sampler, ServeProcess, type ExitInfo, type Sample, type ServeSpec } from './server.js';
 
 export interface PhaseResult {
@@ -29,6 +30,8 @@ export interface PhaseResult {
   notes: string[];
   /** Phase-specific bounds that broke, each a sentence. */
   broken: string[];
+  /** The slow-client phases: normal admissions' p99 before the attack and during it. */
+  tail?: { quiet: Tail; attack: Tail };
 }
 
 /** Descriptors a server at rest may gain over a phase without counting as a leak: watcher handles, a log write. */
@@ -68,7 +71,7 @@ export class Session {
   /** Settles, stops the server (unless a phase already did) and gathers what every phase reports. */
   async close(
     name: string,
-    counts: Pick<PhaseResult, 'tried' | 'failed' | 'lost' | 'fives' | 'normalLost' | 'completed' | 'notes' | 'broken'>,
+    counts: Pick<PhaseResult, 'tried' | 'failed' | 'lost' | 'fives' | 'normalLost' | 'completed' | 'notes' | 'broken' | 'tail'>,
   ): Promise<PhaseResult> {
     const settledFds = this.server.alive ? await this.settle() : undefined;
     await this.sampler.sample();

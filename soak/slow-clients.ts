@@ -11,11 +11,15 @@
  *   byte-at-a-time  a whole request head, then the body one byte a second
  *   slowloris       a request line, then header bytes one a second, never the blank line
  */
+import { readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { NormalLoad, describeLoad, normalLoadSpec } from './load.js';
+import { NormalLoad, describeLoad, describeTail, epochMs, normalLoadSpec, tailOf } from './load.js';
 import type { SoakOptions } from './options.js';
 import { connectRaw, probeBodyLimit, requestHead, type RawConnection } from './raw.js';
 import { exampleReview, heavyReview, reviewText } from './reviews.js';
+import { LOOP_PROBE_FILE } from './loop-probe.js';
+import { cpuMs } from './server.js';
 import type { Session, PhaseResult } from './session.js';
 import { percentile, Tally } from './tally.js';
 
@@ -26,7 +30,10 @@ const STALLED_DECLARED = 6 * 1024 * 1024;
 const PIPELINED_PER_CONNECTION = 5_000;
 /** Handshakes are started this many at a time: a handshake flood is another test, and no two cores survive it. */
 const CONNECT_BATCH = 50;
-const WARM_UP_MS = 2_000;
+/** Normal admissions alone before the attack: their tail is the quiet one the attack's is compared with. */
+const WARM_UP_MS = 8_000;
+/** The first admissions of a fresh server warm its JIT and are left out of the quiet tail. */
+const QUIET_SKIP_MS = 2_000;
 const RECOVERY_MS = 3_000;
 
 export async function slowClientPhase(mode: SlowMode, session: Session, options: SoakOptions, timeoutMs: number): Promise<PhaseResult> {
@@ -39,8 +46,13 @@ export async function slowClientPhase(mode: SlowMode, session: Session, options:
   const bodyLimit = mode === 'stalled-body' ? (await probeBodyLimit(session.target))?.limit : undefined;
   const declared = [STALLED_DECLARED, Math.min(STALLED_DECLARED, bodyLimit ?? STALLED_DECLARED)];
   const load = new NormalLoad(normalLoadSpec(session.target, timeoutMs));
-  await sleep(WARM_UP_MS);
+  const quietFrom = epochMs() + QUIET_SKIP_MS;
+  await sleep(QUIET_SKIP_MS);
+  const quietCpu = await cpuMs(session.server.pid);
+  await sleep(WARM_UP_MS - QUIET_SKIP_MS);
 
+  const attackCpu = await cpuMs(session.server.pid);
+  const attackFrom = epochMs();
   const t0 = performance.now();
   const connections: RawConnection[] = [];
   const refusedConnects = new Tally();
@@ -99,6 +111,8 @@ export async function slowClientPhase(mode: SlowMode, session: Session, options:
   }
   clearInterval(ticker);
   holding = false;
+  const attackTo = epochMs();
+  const endCpu = await cpuMs(session.server.pid);
   const heldFor = (performance.now() - t0) / 1000;
 
   // Clients that never read cannot see a close until they read: read now, and see who was already gone.
@@ -111,6 +125,7 @@ export async function slowClientPhase(mode: SlowMode, session: Session, options:
   await Promise.allSettled(writers);
   await sleep(RECOVERY_MS);
   const report = await load.stop();
+  const tail = { quiet: tailOf(report, quietFrom, attackFrom), attack: tailOf(report, attackFrom, attackTo) };
 
   const closed = connections.filter((c) => c.closedByServer);
   const closeTimes = closed.map((c) => c.closedAt ?? 0).sort((a, b) => a - b);
@@ -128,10 +143,13 @@ export async function slowClientPhase(mode: SlowMode, session: Session, options:
       : `closed by the server: ${closed.length}${closed.length > 0 ? ` (first ${fmt(closeTimes[0])} s, median ${fmt(percentile(closeTimes, 50))} s, last ${fmt(closeTimes[closeTimes.length - 1])} s after the attack began)` : ''}, still open at the end ${openAtEnd}`,
     `what the bad connections got: ${firstLines.summary(6)}${errors.total > 0 ? `; errors ${errors.summary(4)}` : ''}`,
     ...describeLoad(report),
+    describeTail('  quiet, before the attack', tail.quiet),
+    describeTail('  under the attack', tail.attack),
+    `  server CPU: ${cpuShare(quietCpu, attackCpu, attackFrom - quietFrom)} of a core before the attack, ${cpuShare(attackCpu, endCpu, attackTo - attackFrom)} during it`,
   ];
   const failed = report.failed.reduce((sum, [, n]) => sum + n, 0);
   const lost = report.lost.reduce((sum, [, n]) => sum + n, 0);
-  return session.close(mode, {
+  const result = await session.close(mode, {
     tried: report.tried,
     failed,
     lost,
@@ -140,7 +158,37 @@ export async function slowClientPhase(mode: SlowMode, session: Session, options:
     completed: connections.length + refusedConnects.total >= count,
     notes,
     broken: [],
+    tail,
   });
+  const stretches = await longestStretches(dirname(session.server.logFile), [quietFrom, attackFrom, attackTo]);
+  if (stretches !== undefined) {
+    result.notes.push(`longest main-thread CPU stretch between two loop turns (loop probe): ${stretches.map((ms) => `${ms.toFixed(0)} ms`).join(' before the attack, ')} during it`);
+  }
+  if (mode === 'never-read') {
+    // Read once the server has stopped, so its log is complete.
+    const reviewed = await admissionsLogged(session.server.logFile, 'never-read');
+    result.notes.push(`reviews the server answered for the never-reading clients: ${reviewed} (${(reviewed / Math.max(1, connections.length)).toFixed(1)} a connection)`);
+  }
+  return result;
+}
+
+/** The loop probe's longest stretch within each window between consecutive `bounds` (epoch ms), if it ran. */
+async function longestStretches(dir: string, bounds: number[]): Promise<number[] | undefined> {
+  const text = await readFile(join(dir, LOOP_PROBE_FILE), 'utf8').catch(() => undefined);
+  if (text === undefined) return undefined;
+  const entries = text.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as { at: number; longestCpuMs: number });
+  return bounds.slice(1).map((to, i) => {
+    const from = bounds[i] ?? 0;
+    // An entry covers the 250 ms up to its time: one that straddles the attack's start counts for the attack.
+    return Math.max(0, ...entries.filter((e) => e.at > from && e.at <= to).map((e) => e.longestCpuMs));
+  });
+}
+
+/** Admission log lines for one uid. */
+async function admissionsLogged(logFile: string, uid: string): Promise<number> {
+  const text = await readFile(logFile, 'utf8');
+  const needle = `"uid":${JSON.stringify(uid)}`;
+  return text.split('\n').filter((line) => line.includes(needle) && line.includes('"msg":"admission"')).length;
 }
 
 /** A body declared and sent but for its last byte, respecting backpressure, then silence. */
@@ -180,6 +228,12 @@ function drained(connection: RawConnection, holding: () => boolean = () => true)
     socket.on('drain', done);
     socket.on('close', done);
   });
+}
+
+/** CPU used between two readings, as a share of one core over `wallMs`; load-independent where latency is not. */
+function cpuShare(from: number | undefined, to: number | undefined, wallMs: number): string {
+  if (from === undefined || to === undefined || wallMs <= 0) return 'unknown';
+  return `${(((to - from) / wallMs) * 100).toFixed(0)}% (${((to - from) / 1000).toFixed(2)} s)`;
 }
 
 function fmt(seconds: number | undefined): string {

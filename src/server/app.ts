@@ -113,10 +113,18 @@ export function buildApp(deps: AppDeps): FastifyInstance<Server> {
   app.addHook('onRequest', (request, reply, done) => {
     const socket = socketOf(request.raw);
     if (socket !== undefined) {
+      // What is left of a pipelined batch on a connection closed below: no work, and no second count.
+      if (socket.destroyed) {
+        reply.hijack();
+        done();
+        return;
+      }
       answeredEarly.delete(socket);
-      // kube-apiserver reads each answer before it sends another request on the connection; a client with
-      // answers still unsent here is not reading them, and would pile up one per request it sends.
-      if (socket.writableLength > limits.maxUnreadBytes) {
+      // kube-apiserver reads each answer before it sends another request on the connection. A client with
+      // answers still unsent here is not reading them, and would pile up one per request it sends; one whose
+      // last request is not even answered yet sent this one without waiting (it pipelines), and every
+      // request it sends is a review nobody reads.
+      if (socket.writableLength > limits.maxUnreadBytes || connections.awaitingAnswer(socket)) {
         deps.metrics.refused('unread_response');
         reply.hijack();
         socket.destroy();
@@ -168,7 +176,10 @@ export function buildApp(deps: AppDeps): FastifyInstance<Server> {
 
   app.addHook('onSend', (request, reply, payload, done) => {
     if (draining()) void reply.header('connection', 'close');
-    reservations.get(request.raw)?.growTo(payloadBytes(payload));
+    const reservation = reservations.get(request.raw);
+    reservation?.growTo(payloadBytes(payload));
+    const socket = socketOf(request.raw);
+    if (socket !== undefined && reservation !== undefined) connections.requestAnswered(socket, reservation);
     done(null, payload);
   });
 

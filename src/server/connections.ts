@@ -33,6 +33,8 @@ interface Connection {
   usedWhileDraining: boolean;
   /** Bytes its requests hold against the byte budget, handed back when the connection is evicted. */
   readonly reservations: Set<Reservation>;
+  /** Its requests received and not answered yet (of `reservations`, the ones whose answer has not been sent). */
+  readonly unanswered: Set<Reservation>;
 }
 
 export type EvictionCause = 'connection_limit' | 'busy';
@@ -84,6 +86,7 @@ export class Connections {
     if (connection === undefined) return;
     connection.active += 1;
     connection.reservations.add(reservation);
+    connection.unanswered.add(reservation);
     if (connection.phase === 'idle') this.enter(connection, 'arriving');
     if (this.options.draining()) connection.usedWhileDraining = true;
   }
@@ -94,10 +97,24 @@ export class Connections {
     if (connection !== undefined && connection.phase === 'arriving') this.enter(connection, 'handling');
   }
 
+  /** The request's answer is on its way: a next request on the connection no longer waits behind it. */
+  requestAnswered(socket: Socket, reservation: Reservation): void {
+    this.#byTls.get(socket)?.unanswered.delete(reservation);
+  }
+
+  /**
+   * True while a request on this socket's connection waits for its answer: a request arriving now was sent
+   * without the answer before it, which kube-apiserver never does (Go's HTTP client does not pipeline).
+   */
+  awaitingAnswer(socket: Socket): boolean {
+    return (this.#byTls.get(socket)?.unanswered.size ?? 0) > 0;
+  }
+
   requestEnded(socket: Socket, reservation: Reservation): void {
     const connection = this.#byTls.get(socket);
     if (connection === undefined) return;
     connection.reservations.delete(reservation);
+    connection.unanswered.delete(reservation);
     if (connection.active > 0) connection.active -= 1;
     if (connection.active === 0) this.enter(connection, 'idle');
   }
@@ -138,6 +155,7 @@ export class Connections {
       active: 0,
       usedWhileDraining: this.options.draining(),
       reservations: new Set(),
+      unanswered: new Set(),
     };
     const key = peerKey(tcp);
     this.#byTcp.set(tcp, connection);
@@ -172,6 +190,7 @@ export class Connections {
     this.options.onRefused('evicted');
     for (const reservation of connection.reservations) reservation.release();
     connection.reservations.clear();
+    connection.unanswered.clear();
     // Counted free now, not when the socket's 'close' event comes round.
     this.forget(connection, peerKey(connection.tcp));
     (connection.tls ?? connection.tcp).destroy();

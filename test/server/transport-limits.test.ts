@@ -169,6 +169,38 @@ describe('answers the client does not read', () => {
     });
   });
 
+  it('closes a connection that sends a review before the one before it is answered (pipelining)', async () => {
+    await withServer({ ...bigLimits, requestTimeoutMs: 600_000 }, async (server, open) => {
+      const client = open();
+      await client.secure;
+      const reviews = [reviewOfSize(2_000, 'first'), reviewOfSize(2_000, 'second')];
+      // One write: the second request arrives while the first is still being reviewed, as a client that
+      // never waits for its answers sends them.
+      await client.write(Buffer.concat(reviews.flatMap((review) => [Buffer.from(postHead(review.length)), review])));
+      const outcome = await Promise.race([
+        client.closed.then(() => 'closed'),
+        client.receivedText('"uid":"second"').then(() => 'both answered'),
+      ]);
+      expect(outcome).toBe('closed');
+      expect(client.received()).not.toContain('"uid":"second"');
+      expect(await refusals(server, 'unread_response')).toBe(1);
+    });
+  });
+
+  it('answers reviews sent one after another on a kept-alive connection, each after its answer', async () => {
+    await withServer({ ...bigLimits, requestTimeoutMs: 600_000 }, async (server, open) => {
+      const client = open();
+      await client.secure;
+      for (const uid of ['first', 'second', 'third']) {
+        const review = reviewOfSize(2_000, uid);
+        await client.write(Buffer.concat([Buffer.from(postHead(review.length)), review]));
+        await client.receivedText(`"uid":"${uid}"`);
+      }
+      expect(client.received().match(/HTTP\/1\.1 200 /g)).toHaveLength(3);
+      expect(await refusals(server, 'unread_response')).toBe(0);
+    });
+  });
+
   it('closes a connection whose one answer is never read once nothing has moved for the request timeout', async () => {
     // The timeout counts inactivity, and the upload of the review must not look inactive: on a loaded machine a
     // client can stall for a fifth of a second mid-write, and a timeout then is no unread answer. One second
