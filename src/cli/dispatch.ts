@@ -13,6 +13,7 @@ const USAGE = [
   `  review       answer an AdmissionReview from a file or stdin (${REVIEW_USAGE.replace('usage: ', '')})`,
   `  inject       print a pod as the webhook would admit it (${INJECT_USAGE.replace('usage: ', '')})`,
   `  explain      why a pod did or did not get its runtimes (${EXPLAIN_USAGE.replace('usage: ', '')})`,
+  '  deliver-env  controller: write each claim\'s environment into its pod through envd',
   '  env-file     write the per-claim environment file for run_with_envs.sh',
   '  install-wrapper --dir DIR   copy run_with_envs.sh into DIR',
 ].join('\n');
@@ -23,6 +24,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   inject: () => Promise.resolve(injectCommand),
   explain: () => Promise.resolve(explainCommand),
   serve: async () => (await import('./serve.js')).serveCommand,
+  'deliver-env': async () => (await import('./deliver-env.js')).deliverEnvCommand,
   'env-file': async () => (await import('./env-file.js')).envFileCommand,
   'install-wrapper': async () => (await import('./install-wrapper.js')).installWrapperCommand,
 };

@@ -5,7 +5,6 @@
  * variable, and no token, ever appears in a reason.
  */
 import { createHash } from 'node:crypto';
-import { sandboxOwner } from '../admission/sandbox-owner.js';
 import { EnvFileError } from '../envfile/errors.js';
 import { parseEnvJson } from '../envfile/parse-env-json.js';
 import { renderEnvFile } from '../envfile/render-env-file.js';
@@ -97,19 +96,16 @@ export function claimDecision(sandbox: DeliverySandbox, pod: Pod | undefined, se
   };
 }
 
-/** The controller-owned pod of a Sandbox, among the pods of its namespace. */
-export function isPodOfSandbox(pod: Pod, sandbox: DeliverySandbox): boolean {
-  const owner = sandboxOwner(pod);
-  return owner !== undefined && owner.name === sandbox.metadata?.name && (owner.uid === undefined || owner.uid === sandbox.metadata?.uid);
-}
-
 /** .env_ready's content: the digest of env.sh, so it tells which content was made ready without holding it. */
 export function markerOf(content: string): string {
   return `sha256:${createHash('sha256').update(content).digest('hex')}\n`;
 }
 
+/** Long enough for any real reason; a hostile variable name of 200 KiB must not fill a log line or an Event. */
+const MAX_REASON_CHARS = 300;
+
 function refused(reason: string): ClaimDecision {
-  return { kind: 'refused', reason };
+  return { kind: 'refused', reason: reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS)}...` : reason };
 }
 
 type UrlResult = { kind: 'ok'; value: string } | { kind: 'refused'; reason: string };
