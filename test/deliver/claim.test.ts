@@ -14,7 +14,7 @@ function pod(wrapped: string[] = ['main']): Pod {
   return {
     metadata: { uid: 'pu', annotations: { [STATUS]: JSON.stringify({ injected: [], present: [], skipped: [], wrapped }) } },
     spec: { containers: [{ name: 'main' }] },
-  } as Pod;
+  };
 }
 
 const request = (envVars: unknown, extra: Record<string, unknown> = {}) => JSON.stringify({ envVars, ...extra });

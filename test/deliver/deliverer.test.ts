@@ -58,7 +58,7 @@ function world(url: string, vars: Record<string, string>, token = 'tok'): World 
         },
       },
     },
-    pod: { metadata: { uid: 'pod-1', annotations: { [STATUS]: JSON.stringify({ wrapped: ['main'] }) } }, spec: { containers: [] } } as Pod,
+    pod: { metadata: { uid: 'pod-1', annotations: { [STATUS]: JSON.stringify({ wrapped: ['main'] }) } }, spec: { containers: [] } },
   };
 }
 
