@@ -36,6 +36,8 @@ export interface EnvdRequestRecord {
   operation: 'get' | 'upload' | 'move' | 'other';
   path: string | undefined;
   status: number;
+  /** Date.now() when the answer was sent. */
+  at: number;
 }
 
 export interface EnvdDoubleOptions {
@@ -84,7 +86,12 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
     const isMove = url.pathname === '/filesystem.Filesystem/Move';
     const isFiles = url.pathname === '/files';
     const operation: EnvdRequestRecord['operation'] = isMove ? 'move' : isFiles ? (request.method === 'GET' ? 'get' : 'upload') : 'other';
-    const record = (status: number, path?: string): EnvdRequestRecord => ({ operation, path: path ?? url.searchParams.get('path') ?? undefined, status });
+    const record = (status: number, path?: string): EnvdRequestRecord => ({
+      operation,
+      path: path ?? url.searchParams.get('path') ?? undefined,
+      status,
+      at: Date.now(),
+    });
 
     const chosen = behaviour?.(request) ?? 'normal';
     if (chosen !== 'normal') return misbehave(chosen, response, record);
@@ -152,7 +159,7 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
     handle(request, response)
       .then((entry) => requests.push(entry))
       .catch(() => {
-        if (!response.headersSent) jsonError(response, 500, 'double failed', () => ({ operation: 'other', path: undefined, status: 500 }));
+        if (!response.headersSent) jsonError(response, 500, 'double failed', () => ({ operation: 'other', path: undefined, status: 500, at: Date.now() }));
         else response.destroy();
       });
   });
