@@ -12,32 +12,10 @@ import { envdFiles } from '../../src/deliver/envd-files.js';
 import { renderEnvFile } from '../../src/envfile/render-env-file.js';
 import type { Pod } from '../../src/injection/index.js';
 import { startEnvdDouble, type EnvdDouble } from '../support/envd-double.js';
+import { FakeClock } from './fake-clock.js';
 
 const KEY = 'team/sbx';
 const STATUS = 'agents.kruise.io/runtime-injection-status';
-
-class FakeClock {
-  now = 1_000_000;
-  timers: { at: number; run: () => void; cancelled: boolean }[] = [];
-  setTimer = (run: () => void, ms: number): (() => void) => {
-    const timer = { at: this.now + ms, run, cancelled: false };
-    this.timers.push(timer);
-    return () => {
-      timer.cancelled = true;
-    };
-  };
-  pending(): number[] {
-    return this.timers.filter((t) => !t.cancelled).map((t) => t.at - this.now);
-  }
-  fire(): void {
-    const due = this.timers.filter((t) => !t.cancelled);
-    this.timers = [];
-    for (const timer of due) {
-      this.now = Math.max(this.now, timer.at);
-      timer.run();
-    }
-  }
-}
 
 interface World {
   sandbox: DeliverySandbox;

@@ -50,6 +50,8 @@ export interface EnvdDoubleOptions {
   behaviour?: (request: IncomingMessage) => EnvdBehaviour;
   /** Pause between the two halves of an in-place write. */
   halfWriteMs?: number;
+  /** How long a 'slow' answer takes; longer than the client's timeout. */
+  slowMs?: number;
 }
 
 export interface EnvdDouble {
@@ -59,6 +61,8 @@ export interface EnvdDouble {
   /** Pod paths written or moved to that are not under podDir. */
   outside: string[];
   setToken(token: string | undefined): void;
+  /** Another folder for the volume from now on: a new pod. Requests still running finish in the old one. */
+  setRoot(root: string): void;
   setBehaviour(behaviour: ((request: IncomingMessage) => EnvdBehaviour) | undefined): void;
   close(): Promise<void>;
 }
@@ -69,6 +73,7 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
   const podDir = options.podDir ?? '/var/sandbox';
   const users = new Set(options.users ?? ['root', 'user']);
   let token = options.token;
+  let root = options.root;
   let behaviour = options.behaviour;
   const requests: EnvdRequestRecord[] = [];
   const outside: string[] = [];
@@ -77,7 +82,7 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
     if (podPath === null || !podPath.startsWith('/')) return undefined;
     const normal = posix.normalize(podPath);
     if (normal !== podDir && !normal.startsWith(`${podDir}/`)) return undefined;
-    return join(options.root, normal.slice(podDir.length));
+    return join(root, normal.slice(podDir.length));
   };
 
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<EnvdRequestRecord> => {
@@ -94,7 +99,7 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
     });
 
     const chosen = behaviour?.(request) ?? 'normal';
-    if (chosen !== 'normal') return misbehave(chosen, response, record);
+    if (chosen !== 'normal') return misbehave(chosen, response, record, options.slowMs ?? 3000);
 
     if (token !== undefined && request.headers['x-access-token'] !== token) {
       if (isMove) return connectError(response, 401, 'unauthenticated', 'invalid access token', record);
@@ -172,6 +177,9 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
     outside,
     setToken: (value) => {
       token = value;
+    },
+    setRoot: (value) => {
+      root = value;
     },
     setBehaviour: (value) => {
       behaviour = value;
@@ -256,12 +264,13 @@ async function misbehave(
   chosen: Exclude<EnvdBehaviour, 'normal'>,
   response: ServerResponse,
   record: (status: number) => EnvdRequestRecord,
+  slowMs: number,
 ): Promise<EnvdRequestRecord> {
   if (typeof chosen === 'object') return jsonError(response, chosen.status, 'injected failure', record);
   switch (chosen) {
     case 'slow':
-      // Longer than any client timeout the tests set; the response is abandoned when the client gives up.
-      await new Promise((resolve) => setTimeout(resolve, 3000));
+      // Longer than the client's timeout; the response is abandoned when the client gives up.
+      await new Promise((resolve) => setTimeout(resolve, slowMs));
       if (!response.destroyed) jsonError(response, 500, 'too late', record);
       return record(0);
     case 'truncated':
