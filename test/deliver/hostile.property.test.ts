@@ -136,7 +136,7 @@ describe('delivery fuzz: a hostile envd', () => {
             },
           },
         },
-        pod: { metadata: { uid: `pod-${serial}`, annotations: { [STATUS]: JSON.stringify({ wrapped: ['main'] }) } }, spec: { containers: [] } } as Pod,
+        pod: { metadata: { uid: `pod-${serial}`, annotations: { [STATUS]: JSON.stringify({ wrapped: ['main'] }) } }, spec: { containers: [] } },
       };
       deliverer.enqueue('n/s');
     };
