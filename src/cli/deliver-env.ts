@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { CoordinationV1Api, type V1Lease } from '@kubernetes/client-node';
 import { pino, type Logger } from 'pino';
 import { OptionsError } from '../config.js';
+import { eventQueue, type EventQueue } from '../deliver/event-queue.js';
 import { createEvent, eventFor, eventObject } from '../deliver/events.js';
 import { Deliverer, type DeliveryOutcome } from '../deliver/deliverer.js';
 import { envdFiles } from '../deliver/envd-files.js';
@@ -20,6 +21,12 @@ import { createKubeClients, type KubeClients } from '../sources/kube/clients.js'
 import { errorMessage } from '../util/error-message.js';
 import { unrefSleep } from '../util/sleep.js';
 import { listenForStopSignals } from './serve/shutdown.js';
+
+/** Events sent at once, and waiting at most, behind the deliveries (see deliver/event-queue.ts). */
+const EVENT_CONCURRENCY = 4;
+const EVENT_BACKLOG = 10_000;
+/** On SIGTERM, how long the Events still waiting may take to go out. */
+const EVENT_DRAIN_MS = 3000;
 
 export async function deliverEnvCommand(argv: string[]): Promise<number> {
   let options: Readonly<DeliverOptions>;
@@ -62,6 +69,12 @@ async function run(options: Readonly<DeliverOptions>, logger: Logger): Promise<n
     maxBodyBytes: options.maxAnswerBytes,
     onRequest: (operation, outcome) => metrics.envdRequest(operation, outcome),
   });
+  const events = eventQueue({
+    concurrency: EVENT_CONCURRENCY,
+    limit: EVENT_BACKLOG,
+    onDropped: () => logger.warn({}, 'Event backlog full: the oldest Event was dropped'),
+    onError: (error) => logger.warn({ err: { message: firstLine(errorMessage(error)) } }, 'cannot record Event'),
+  });
   // The watches enqueue into the deliverer, which reads their cache: enqueue is only called once they start.
   const watches = deliveryWatches(
     clients,
@@ -86,7 +99,7 @@ async function run(options: Readonly<DeliverOptions>, logger: Logger): Promise<n
       },
     },
     random: Math.random,
-    report: (outcome) => report(outcome, { logger, metrics, clients, watches, identity }),
+    report: (outcome) => report(outcome, { logger, metrics, clients, watches, identity, events }),
     onBug: (key, error) => logger.error({ sandbox: key, err: { message: errorMessage(error) } }, 'delivery failed unexpectedly'),
   });
   const election = new LeaderElection({
@@ -124,6 +137,7 @@ async function run(options: Readonly<DeliverOptions>, logger: Logger): Promise<n
   signals.remove();
   await election.stop();
   await watches.stop();
+  await Promise.race([events.drained(), new Promise((resolve) => setTimeout(resolve, EVENT_DRAIN_MS).unref())]);
   await server.close();
   return 0;
 }
@@ -134,6 +148,7 @@ interface ReportDeps {
   clients: KubeClients;
   watches: ReturnType<typeof deliveryWatches>;
   identity: string;
+  events: EventQueue;
 }
 
 /** A metric, a log line, and where due an Event: none of them with a value or a token. */
@@ -150,9 +165,8 @@ function report(outcome: DeliveryOutcome, deps: ReportDeps): void {
   const event = eventFor(outcome);
   const sandbox = deps.watches.cache.get(outcome.key);
   if (event === undefined || sandbox === undefined) return;
-  createEvent(deps.clients.core, eventObject(sandbox, event, Date.now(), deps.identity)).catch((error: unknown) =>
-    deps.logger.warn({ sandbox: outcome.key, err: { message: firstLine(errorMessage(error)) } }, 'cannot record Event'),
-  );
+  const body = eventObject(sandbox, event, Date.now(), deps.identity);
+  deps.events.push(() => createEvent(deps.clients.core, body));
 }
 
 function leaseApi(clients: KubeClients, name: string, namespace: string): LeaseApi {

@@ -169,6 +169,8 @@ export class Deliverer {
 
     const endpoint: EnvdEndpoint = { runtimeUrl: target.runtimeUrl, accessToken: target.accessToken, user: this.deps.settings.user };
     let requests = 0;
+    // After a failure, the content may be there already: a write the client gave up on can still land.
+    const retrying = (this.failures.get(key) ?? 0) > 0;
     try {
       const ready = await this.deps.envd.readReady(endpoint, this.paths.readyFile);
       requests += 1;
@@ -180,7 +182,7 @@ export class Deliverer {
       this.delivered.set(key, deliveredAs);
       this.failures.delete(key);
       this.blocked.delete(key);
-      if (steps.length === 0) {
+      if (steps.length === 0 && !retrying) {
         this.deps.report({ kind: 'unchanged', key, podUid: target.podUid, requests });
       } else {
         const claimed = target.claimedAtMs;
@@ -191,7 +193,7 @@ export class Deliverer {
           variables: target.variableCount,
           requests,
           claimToReadyMs: claimed === undefined ? undefined : Math.max(0, this.deps.clock.now() - claimed),
-          rewrite: ready.found,
+          rewrite: steps.length > 0 && ready.found,
         });
       }
     } catch (error) {
