@@ -20,6 +20,8 @@ const ROOT = new URL('../../../../', import.meta.url).pathname;
 const CLI = path.join(ROOT, 'dist/cli/main.js');
 const COUNT = Number(process.env.DELIVER_BENCH_SANDBOXES ?? 200);
 const NS = 'bench-deliver';
+/** Extra deliver-env flags, space-separated, e.g. "--concurrency 64". */
+const EXTRA_ARGS = (process.env.DELIVER_BENCH_ARGS ?? '').split(' ').filter((arg) => arg !== '');
 const STATUS = JSON.stringify({ injected: ['agent-runtime'], present: [], skipped: [], wrapped: ['main'] });
 
 function quantile(sorted: readonly number[], q: number): number {
@@ -75,7 +77,7 @@ async function main(): Promise<void> {
     }));
     await cluster.kubectlOk(['apply', '-f', listFile]);
 
-    controller = spawn(process.execPath, [CLI, 'deliver-env', '--kubeconfig', cluster.kubeconfigPath, '--host', '127.0.0.1', '--metrics-port', '0', '--log-level', 'warn', '--identity', 'bench'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    controller = spawn(process.execPath, [CLI, 'deliver-env', '--kubeconfig', cluster.kubeconfigPath, '--host', '127.0.0.1', '--metrics-port', '0', '--log-level', 'warn', '--identity', 'bench', ...EXTRA_ARGS], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     controller.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
     // The claims go over kept-alive connections: client-node makes a TLS handshake per call, which would
