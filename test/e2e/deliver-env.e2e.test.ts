@@ -1,6 +1,7 @@
 // `sandbox-injector deliver-env` on a real kube-apiserver, writing through a loopback envd double that follows
 // envd's published file API (test/support/envd-double.ts; it is not the real envd), into temp dirs that stand
-// for pods' /var/sandbox, where the real run_with_envs.sh waits under bash.
+// for pods' /var/sandbox, where the real run_with_envs.sh waits under bash. The controller runs as the service
+// account of manifests/components/deliver-env with that component's RBAC, and nothing more.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -12,12 +13,15 @@ import { renderEnvFile } from '../../src/envfile/render-env-file.js';
 import { startEnvdDouble, type EnvdDouble } from '../support/envd-double.js';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
 import { metricsText, startDeliverProcess, type DeliverProcess } from './support/deliver-process.js';
+import { serviceAccountIdentity } from './support/identities.js';
 
 const NS = 'e2e-deliver';
 const LEASE_NS = 'sandbox-system';
 const WRAPPER = path.join(repoRoot, 'src', 'wrapper', 'run_with_envs.sh');
 const REQUEST = 'agents.kruise.io/init-runtime-request';
 const TOKEN = 'tok-e2e-1';
+const COMPONENT = path.join(repoRoot, 'manifests', 'components', 'deliver-env');
+let serviceAccountKubeconfig: string;
 
 /** Values that a careless writer would break: quotes, $, backslashes, newlines, unicode, empty. */
 const CLAIM_VARS: Record<string, string> = {
@@ -171,8 +175,10 @@ describe('deliver-env on a real kube-apiserver', () => {
     await cluster.installSandboxCrd();
     await cluster.ensureNamespace(NS);
     await cluster.ensureNamespace(LEASE_NS);
+    await cluster.kubectlOk(['apply', '-f', path.join(COMPONENT, 'serviceaccount.yaml'), '-f', path.join(COMPONENT, 'rbac.yaml')]);
+    serviceAccountKubeconfig = (await serviceAccountIdentity(cluster, LEASE_NS, 'sandbox-injector-deliver-env')).kubeconfigPath;
     main = await envd();
-    controller = await startDeliverProcess(cluster, 'replica-a', CONTROLLER_ARGS(main.double.port));
+    controller = await startDeliverProcess(cluster, 'replica-a', CONTROLLER_ARGS(main.double.port), serviceAccountKubeconfig);
   });
 
   afterAll(async () => {
@@ -284,7 +290,7 @@ describe('deliver-env on a real kube-apiserver', () => {
   });
 
   it('two replicas: one writes, the other follows and takes over when the first stops', async () => {
-    const second = await startDeliverProcess(cluster, 'replica-b', CONTROLLER_ARGS(main.double.port));
+    const second = await startDeliverProcess(cluster, 'replica-b', CONTROLLER_ARGS(main.double.port), serviceAccountKubeconfig);
     try {
       const first = await envd();
       await createSandbox({ name: 'sbx-two', annotations: { 'agents.kruise.io/runtime-url': first.double.url } });

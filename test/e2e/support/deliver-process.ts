@@ -1,11 +1,11 @@
 // `sandbox-injector deliver-env` as a separate process against the e2e cluster, its JSON log lines gathered.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { EventEmitter, once } from 'node:events';
 import { request } from 'node:http';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { repoRoot } from './binaries.js';
 import type { TestCluster } from './cluster.js';
+import { JsonLog } from './json-log.js';
 
 const CLI = path.join(repoRoot, 'dist', 'cli', 'main.js');
 
@@ -20,48 +20,25 @@ export interface DeliverProcess {
   stop(): Promise<void>;
 }
 
-export async function startDeliverProcess(cluster: TestCluster, identity: string, extraArgs: string[]): Promise<DeliverProcess> {
-  const logs: Record<string, unknown>[] = [];
-  const appended = new EventEmitter();
+/** `kubeconfigPath` defaults to the cluster admin's; the tests pass the component's service account. */
+export async function startDeliverProcess(
+  cluster: TestCluster,
+  identity: string,
+  extraArgs: string[],
+  kubeconfigPath = cluster.kubeconfigPath,
+): Promise<DeliverProcess> {
+  const log = new JsonLog(identity);
+  const logs = log.lines;
   let child: ChildProcess | undefined;
   let port = 0;
-
-  const logged: DeliverProcess['logged'] = async (match, what, count = 1, timeoutMs = 30_000) => {
-    const signal = AbortSignal.timeout(timeoutMs);
-    for (;;) {
-      const found = logs.filter(match);
-      if (found.length >= count) return found;
-      try {
-        await once(appended, 'line', { signal });
-      } catch {
-        throw new Error(`${identity}: ${found.length} of ${count} log lines (${what}) within ${timeoutMs} ms`);
-      }
-    }
-  };
+  const logged: DeliverProcess['logged'] = (match, what, count = 1, timeoutMs = 30_000) => log.logged(match, what, count, timeoutMs);
 
   const start = async (): Promise<void> => {
     const runStart = logs.length;
-    const args = [CLI, 'deliver-env', '--kubeconfig', cluster.kubeconfigPath, '--host', '127.0.0.1', '--metrics-port', '0', '--identity', identity, '--log-level', 'debug', ...extraArgs];
+    const args = [CLI, 'deliver-env', '--kubeconfig', kubeconfigPath, '--host', '127.0.0.1', '--metrics-port', '0', '--identity', identity, '--log-level', 'debug', ...extraArgs];
     const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     child = proc;
-    let pending = '';
-    const push = (line: Record<string, unknown>): void => {
-      logs.push(line);
-      appended.emit('line');
-    };
-    proc.stdout?.on('data', (chunk: Buffer) => {
-      pending += chunk.toString('utf8');
-      const lines = pending.split('\n');
-      pending = lines.pop() ?? '';
-      for (const line of lines) {
-        try {
-          push(JSON.parse(line) as Record<string, unknown>);
-        } catch {
-          push({ msg: line });
-        }
-      }
-    });
-    proc.stderr?.on('data', (chunk: Buffer) => push({ stderr: chunk.toString('utf8') }));
+    log.attach(proc);
     const [started] = await logged((l, i = logs.indexOf(l)) => i >= runStart && l.msg === 'deliver-env started', 'started');
     port = Number(started?.metricsPort);
     const deadline = Date.now() + 60_000;
