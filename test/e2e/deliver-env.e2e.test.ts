@@ -152,6 +152,10 @@ async function deliveredVariables(dir: string): Promise<Record<string, string>> 
   return Object.fromEntries(Object.entries(withEnv).filter(([key, value]) => without[key] !== value && key !== 'SANDBOX_ENV_DIR'));
 }
 
+/** The double has answered the upload of .env_ready: the file is whole, and the request is on record. */
+const readyWritten = (double: EnvdDouble): true | undefined =>
+  double.requests.some((r) => r.operation === 'upload' && r.path === '/var/sandbox/.env_ready' && r.status === 200) ? true : undefined;
+
 const writes = (double: EnvdDouble) => double.requests.filter((r) => r.operation === 'upload' || r.operation === 'move');
 
 /** The values (six characters or more) found in `text`, as written or JSON-escaped. */
@@ -193,6 +197,7 @@ describe('deliver-env on a real kube-apiserver', () => {
     const waiting = runWrapped(main.dir);
     await claim('sbx-main', CLAIM_VARS);
     await waiting;
+    await until('the upload of .env_ready answered', () => readyWritten(main.double));
     expect(await deliveredVariables(main.dir)).toEqual(CLAIM_VARS);
     expect(readdirSync(main.dir).sort()).toEqual(['.env_ready', 'env.sh']);
     expect(writes(main.double).map((r) => r.path)).toEqual(['/var/sandbox/env.sh', '/var/sandbox/.env_ready']);
@@ -267,7 +272,7 @@ describe('deliver-env on a real kube-apiserver', () => {
     // Seen after the two above by the same watch: once it is delivered, they have been looked at.
     await createSandbox({ name: 'sbx-sentinel', annotations: { 'agents.kruise.io/runtime-url': sentinel.double.url } });
     await claim('sbx-sentinel', { A: 'sentinel' });
-    await until('sentinel delivered', () => (existsSync(path.join(sentinel.dir, '.env_ready')) ? true : undefined));
+    await until('sentinel delivered', () => readyWritten(sentinel.double));
     expect(unclaimed.double.requests).toEqual([]);
     expect(unwrapped.double.requests).toEqual([]);
     expect(readdirSync(unclaimed.dir)).toEqual([]);
@@ -285,7 +290,7 @@ describe('deliver-env on a real kube-apiserver', () => {
     expect(target.double.requests.map((r) => r.status)).toEqual([401]);
     // The right token is a change of the Sandbox: delivered then.
     await claim('sbx-token', { API_KEY: 'sk-e2e-secret-token' }, 'the-right-token');
-    await until('delivered with the right token', () => (existsSync(path.join(target.dir, '.env_ready')) ? true : undefined));
+    await until('delivered with the right token', () => readyWritten(target.double));
     expect(valuesInLogs(controller.logs, ['a-wrong-token', 'the-right-token', 'sk-e2e-secret-token'])).toEqual([]);
   });
 
@@ -295,7 +300,7 @@ describe('deliver-env on a real kube-apiserver', () => {
       const first = await envd();
       await createSandbox({ name: 'sbx-two', annotations: { 'agents.kruise.io/runtime-url': first.double.url } });
       await claim('sbx-two', { A: 'two-replicas' });
-      await until('delivered once', () => (existsSync(path.join(first.dir, '.env_ready')) ? true : undefined));
+      await until('delivered once', () => readyWritten(first.double));
       // A second writer would have looked (GET) and written too.
       expect(first.double.requests.map((r) => r.operation)).toEqual(['get', 'upload', 'upload']);
       const follower = await metricsText(second.metricsPort());
@@ -310,7 +315,7 @@ describe('deliver-env on a real kube-apiserver', () => {
       const after = await envd();
       await createSandbox({ name: 'sbx-after', annotations: { 'agents.kruise.io/runtime-url': after.double.url } });
       await claim('sbx-after', { A: 'after-failover' });
-      await until('delivered by replica-b', () => (existsSync(path.join(after.dir, '.env_ready')) ? true : undefined));
+      await until('delivered by replica-b', () => readyWritten(after.double));
       expect(after.double.requests.map((r) => r.operation)).toEqual(['get', 'upload', 'upload']);
     } finally {
       await second.stop();
