@@ -286,7 +286,7 @@ async function misbehave(
       response.writeHead(200, { 'content-type': 'application/octet-stream' });
       const chunk = Buffer.alloc(64 * 1024, 0x41);
       for (let i = 0; i < 64 && !response.destroyed; i += 1) {
-        if (!response.write(chunk)) await new Promise((resolve) => response.once('drain', resolve).once('close', resolve));
+        if (!response.write(chunk)) await drainedOrClosed(response);
       }
       response.end();
       return record(200);
@@ -295,4 +295,16 @@ async function misbehave(
       response.socket?.destroy();
       return record(0);
   }
+}
+
+function drainedOrClosed(response: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      response.off('drain', done);
+      response.off('close', done);
+      resolve();
+    };
+    response.on('drain', done);
+    response.on('close', done);
+  });
 }
