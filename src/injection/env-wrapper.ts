@@ -39,7 +39,9 @@ export interface EnvWrapperInput {
 /**
  * EnvVarsInjectionPolicy Auto: make each of the pod's own commands and exec probes wait for the per-claim
  * environment. Only done when the agent-runtime sidecars are in the pod: without them nothing would ever write
- * that environment and a wrapped command would wait forever.
+ * that environment and a wrapped command would wait forever. For the same reason nothing is done when the main
+ * container, where envd runs and writes the environment from, holds /var/sandbox with another volume; and the
+ * main container mounts the volume even when it is not wrapped itself.
  *
  * Everything is decided, and reported, here; the wrapped containers' own edits are returned as a last step, to
  * be run after every other edit of the injection (the status annotation included): they are the editor's final
