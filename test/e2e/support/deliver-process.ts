@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { repoRoot } from './binaries.js';
 import type { TestCluster } from './cluster.js';
 import { JsonLog } from './json-log.js';
+import { terminate } from './processes.js';
 
 const CLI = path.join(repoRoot, 'dist', 'cli', 'main.js');
 
@@ -49,13 +50,7 @@ export async function startDeliverProcess(
     }
   };
 
-  const stop = async (): Promise<void> => {
-    const proc = child;
-    if (proc === undefined || proc.exitCode !== null) return;
-    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-    proc.kill('SIGTERM');
-    await exited;
-  };
+  const stop = (): Promise<void> => terminate(child);
 
   await start();
   return { identity, logs, metricsPort: () => port, logged, start, stop };

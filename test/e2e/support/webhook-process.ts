@@ -11,6 +11,7 @@ import { createCa, createServingCert, type CertAndKey } from '../../server/suppo
 import { repoRoot } from './binaries.js';
 import type { TestCluster } from './cluster.js';
 import { JsonLog } from './json-log.js';
+import { terminate } from './processes.js';
 
 const CLI = path.join(repoRoot, 'dist', 'cli', 'main.js');
 
@@ -84,13 +85,7 @@ export async function startWebhookProcess(cluster: TestCluster, options: Webhook
     await waitFor(options.untilHealthy === true ? '/healthz' : '/readyz', port, probeCa, proc);
   };
 
-  const stop = async (): Promise<void> => {
-    const proc = child;
-    if (proc === undefined || proc.exitCode !== null) return;
-    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-    proc.kill('SIGTERM');
-    await exited;
-  };
+  const stop = (): Promise<void> => terminate(child);
 
   const logged = (match: (line: Record<string, unknown>) => boolean, what: string, count = 1, timeoutMs = 20_000): Promise<Record<string, unknown>[]> =>
     log.logged(match, what, count, timeoutMs);
