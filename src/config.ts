@@ -68,27 +68,27 @@ interface OptionRow<K extends OptionKind = OptionKind, S extends Rules = Rules, 
 
 const ENV_PREFIX = 'SANDBOX_INJECTOR_';
 
-function option<const K extends OptionKind, const S extends RulesByKind[K]>(
+export function option<const K extends OptionKind, const S extends RulesByKind[K]>(
   flag: string,
   kind: K,
   help: string,
   schema: S,
 ): OptionRow<K, S, undefined>;
-function option<const K extends OptionKind, const S extends RulesByKind[K], const D extends ValueType<K, S>>(
+export function option<const K extends OptionKind, const S extends RulesByKind[K], const D extends ValueType<K, S>>(
   flag: string,
   kind: K,
   help: string,
   schema: S,
   fallback: D,
 ): OptionRow<K, S, D>;
-function option(flag: string, kind: OptionKind, help: string, schema: Rules, fallback?: unknown): OptionRow {
+export function option(flag: string, kind: OptionKind, help: string, schema: Rules, fallback?: unknown): OptionRow {
   return { flag, env: ENV_PREFIX + flag.toUpperCase().replaceAll('-', '_'), kind, help, schema, default: fallback };
 }
 
-const NON_EMPTY = { minLength: 1 } as const;
-const PORT = { minimum: 0, maximum: 65535 } as const;
-const DNS_LABEL = { pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$' } as const;
-const DNS_SUBDOMAIN = { pattern: '^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$' } as const;
+export const NON_EMPTY = { minLength: 1 } as const;
+export const PORT = { minimum: 0, maximum: 65535 } as const;
+export const DNS_LABEL = { pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$' } as const;
+export const DNS_SUBDOMAIN = { pattern: '^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$' } as const;
 // Comma-separated entries, none empty, and no `user:` or `group:` without a name: a stray comma must not pass
 // for a deliberate list. Parsed by parseTrustedCreators in src/sources/kube/sandbox-runtimes.ts.
 const TRUSTED_CREATOR = String.raw`\s*(?!(?:user|group):\s*(?:,|$))[^\s,][^,]*`;
@@ -267,15 +267,19 @@ type OptionKey = keyof Rows;
 type ValueOf<R> = R extends OptionRow<infer K, infer S> ? ValueType<K, S> : never;
 type Defaulted<R> = R extends { readonly default: undefined } ? false : true;
 
+/** A command's option rows: serve's are OPTION_ROWS; other long-running commands declare their own. */
+export type OptionRows = Readonly<Record<string, OptionRow>>;
+
 /**
  * What the flags and env say: an option with a default is always there, one without only when given. Typed
  * from the rows rather than written out, so a row without a default can never be read as always there.
  */
-type OptionValues = {
-  [K in OptionKey as Defaulted<Rows[K]> extends true ? K : never]: ValueOf<Rows[K]>;
+export type OptionValuesOf<R extends OptionRows> = {
+  [K in keyof R as Defaulted<R[K]> extends true ? K : never]: ValueOf<R[K]>;
 } & {
-  [K in OptionKey as Defaulted<Rows[K]> extends true ? never : K]?: ValueOf<Rows[K]>;
+  [K in keyof R as Defaulted<R[K]> extends true ? never : K]?: ValueOf<R[K]>;
 };
+type OptionValues = OptionValuesOf<Rows>;
 
 /** Local mode takes the injection config from a file and runtimes from pod annotations; cluster mode asks the API. */
 type ServeMode = 'local' | 'cluster';
@@ -287,19 +291,24 @@ export interface ServeOptions extends OptionValues {
 
 // ajv fills in the defaults (useDefaults), so every option with a default is required after it ran: the
 // `required` list says the same as `OptionValues`, from the same rows.
-const SCHEMA: SchemaObject = {
-  type: 'object',
-  additionalProperties: false,
-  properties: Object.fromEntries(optionKeys().map((key) => [key, propertySchema(OPTION_ROWS[key])])),
-  required: optionKeys().filter((key) => OPTION_ROWS[key].default !== undefined),
-};
+function rowsSchema(rows: OptionRows): SchemaObject {
+  const keys = Object.keys(rows);
+  return {
+    type: 'object',
+    additionalProperties: false,
+    properties: Object.fromEntries(keys.map((key) => [key, propertySchema(rows[key] as OptionRow)])),
+    required: keys.filter((key) => rows[key]?.default !== undefined),
+  };
+}
 
 function propertySchema(row: OptionRow): SchemaObject {
   return { type: row.kind, ...row.schema, ...(row.default === undefined ? {} : { default: row.default }) };
 }
 
-// Compiled once at module load; coerceTypes turns the strings of flags and env into integers and booleans.
-const validate = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: true }).compile<OptionValues>(SCHEMA);
+// coerceTypes turns the strings of flags and env into integers and booleans.
+const ajv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: true });
+// Compiled once at module load.
+const validate = ajv.compile<OptionValues>(rowsSchema(OPTION_ROWS));
 
 export class OptionsError extends Error {
   override readonly name = 'OptionsError';
@@ -321,19 +330,9 @@ export function parseServeOptions(
   env: NodeJS.ProcessEnv,
   fileExists: (path: string) => boolean = existsSync,
 ): ParsedCommandLine {
-  const flags = readFlags(argv);
-  if (flags.help === true) return { kind: 'help' };
-
-  const raw: Record<string, unknown> = {};
-  for (const key of optionKeys()) {
-    const { flag, env: envName } = OPTION_ROWS[key];
-    const fromFlag = flags[flag];
-    const fromEnv = env[envName];
-    if (fromFlag !== undefined) raw[key] = fromFlag;
-    else if (fromEnv !== undefined && fromEnv !== '') raw[key] = fromEnv;
-  }
-
-  if (!validate(raw)) throw new OptionsError((validate.errors ?? []).map(describeSchemaError));
+  const raw = readRows(OPTION_ROWS, argv, env);
+  if (raw === 'help') return { kind: 'help' };
+  if (!validate(raw)) throw new OptionsError((validate.errors ?? []).map((e) => describeSchemaError(OPTION_ROWS, e)));
   const problems = crossFieldProblems(raw);
   if (problems.length > 0) throw new OptionsError(problems);
   return { kind: 'options', options: Object.freeze({ ...raw, mode: serveMode(raw.kubeconfig, env, fileExists) }) };
@@ -351,10 +350,41 @@ function serveMode(kubeconfig: string | undefined, env: NodeJS.ProcessEnv, fileE
   return env.KUBERNETES_SERVICE_HOST !== undefined && fileExists(SERVICE_ACCOUNT_TOKEN) ? 'cluster' : 'local';
 }
 
-function readFlags(argv: readonly string[]): Record<string, string | boolean | undefined> {
-  const parseOptions: Record<string, { type: 'string' | 'boolean' }> = { help: { type: 'boolean' } };
-  for (const key of optionKeys()) {
-    const { flag, kind } = OPTION_ROWS[key];
+/** The values the flags and env give, before validation; 'help' for `--help` or `-h`. */
+function readRows(rows: OptionRows, argv: readonly string[], env: NodeJS.ProcessEnv): Record<string, unknown> | 'help' {
+  const flags = readFlags(rows, argv);
+  if (flags.help === true) return 'help';
+  const raw: Record<string, unknown> = {};
+  for (const [key, { flag, env: envName }] of Object.entries(rows)) {
+    const fromFlag = flags[flag];
+    const fromEnv = env[envName];
+    if (fromFlag !== undefined) raw[key] = fromFlag;
+    else if (fromEnv !== undefined && fromEnv !== '') raw[key] = fromEnv;
+  }
+  return raw;
+}
+
+/**
+ * Another command's options from its own rows, the way serve's are read: flags win over env, which wins over
+ * defaults; validated against the rows' schema, frozen. Throws OptionsError naming the flag and env var.
+ */
+export function parseCommandOptions<R extends OptionRows>(
+  rows: R,
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+): { kind: 'help' } | { kind: 'options'; options: Readonly<OptionValuesOf<R>> } {
+  const raw = readRows(rows, argv, env);
+  if (raw === 'help') return { kind: 'help' };
+  const check = ajv.compile<OptionValuesOf<R>>(rowsSchema(rows));
+  if (!check(raw)) throw new OptionsError((check.errors ?? []).map((e) => describeSchemaError(rows, e)));
+  return { kind: 'options', options: Object.freeze(raw) };
+}
+
+function readFlags(rows: OptionRows, argv: readonly string[]): Record<string, string | boolean | undefined> {
+  const parseOptions: Record<string, { type: 'string' | 'boolean'; short?: string }> = {
+    help: { type: 'boolean', short: 'h' },
+  };
+  for (const { flag, kind } of Object.values(rows)) {
     parseOptions[flag] = { type: kind === 'boolean' ? 'boolean' : 'string' };
   }
   try {
@@ -388,24 +418,21 @@ function crossFieldProblems(options: OptionValues): string[] {
   return problems;
 }
 
-function describeSchemaError(error: ErrorObject): string {
+function describeSchemaError(rows: OptionRows, error: ErrorObject): string {
   const key = error.instancePath.slice(1);
-  const where = isOptionKey(key) ? label(key) : 'options';
+  const row = Object.hasOwn(rows, key) ? rows[key] : undefined;
+  const where = row === undefined ? 'options' : rowLabel(row);
   const values = (error.params as { allowedValues?: unknown }).allowedValues;
   const allowed = error.keyword === 'enum' && Array.isArray(values) ? ` (${values.join(', ')})` : '';
   return `${where}: ${error.message ?? 'is invalid'}${allowed}`;
 }
 
 function label(key: OptionKey): string {
-  return `--${OPTION_ROWS[key].flag} (${OPTION_ROWS[key].env})`;
+  return rowLabel(OPTION_ROWS[key]);
 }
 
-function isOptionKey(key: string): key is OptionKey {
-  return Object.hasOwn(OPTION_ROWS, key);
-}
-
-function optionKeys(): OptionKey[] {
-  return Object.keys(OPTION_ROWS).filter(isOptionKey);
+function rowLabel(row: OptionRow): string {
+  return `--${row.flag} (${row.env})`;
 }
 
 /** How reviews inject, as the options say; the CLI's review and inject take the same choices as flags. */
@@ -437,11 +464,16 @@ export function tlsPolicyOf(options: Readonly<ServeOptions>): TlsPolicy {
 
 /** `serve --help`: one line per option, generated from the same rows the parser uses. */
 export function serveUsage(): string {
-  const width = Math.max(...optionKeys().map((key) => OPTION_ROWS[key].flag.length)) + 4;
-  const rows = optionKeys().map((key) => {
-    const { flag, env, help, default: fallback } = OPTION_ROWS[key];
-    const shown = fallback === undefined ? '' : ` [default: ${String(fallback)}]`;
+  return commandUsage('serve', OPTION_ROWS);
+}
+
+/** A command's `--help`: one line per option of its rows. */
+export function commandUsage(command: string, options: OptionRows): string {
+  const rows = Object.values(options);
+  const width = Math.max(...rows.map((row) => row.flag.length)) + 4;
+  const lines = rows.map(({ flag, env, help, default: fallback }) => {
+    const shown = fallback === undefined ? '' : ` [default: ${typeof fallback === 'string' ? fallback : JSON.stringify(fallback)}]`;
     return `  ${`--${flag}`.padEnd(width)}${help}${shown}\n  ${' '.repeat(width)}env ${env}`;
   });
-  return `usage: sandbox-injector serve [flags]\n\n${rows.join('\n')}\n  ${'-h, --help'.padEnd(width)}this text\n`;
+  return `usage: sandbox-injector ${command} [flags]\n\n${lines.join('\n')}\n  ${'-h, --help'.padEnd(width)}this text\n`;
 }

@@ -9,8 +9,8 @@ import { errorMessage } from '../util/error-message.js';
 export type { EnvVars } from './render-env-file.js';
 
 /** Names the wrapper (src/wrapper/run_with_envs.sh) looks for; keep the two in step. */
-const ENV_FILE_NAME = 'env.sh';
-const READY_FILE_NAME = '.env_ready';
+export const ENV_FILE_NAME = 'env.sh';
+export const READY_FILE_NAME = '.env_ready';
 
 /** env.sh may carry secrets; only its owner reads it. */
 const ENV_FILE_MODE = 0o600;

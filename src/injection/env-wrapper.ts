@@ -39,7 +39,9 @@ export interface EnvWrapperInput {
 /**
  * EnvVarsInjectionPolicy Auto: make each of the pod's own commands and exec probes wait for the per-claim
  * environment. Only done when the agent-runtime sidecars are in the pod: without them nothing would ever write
- * that environment and a wrapped command would wait forever.
+ * that environment and a wrapped command would wait forever. For the same reason nothing is done when the main
+ * container, where envd runs and writes the environment from, holds /var/sandbox with another volume; and the
+ * main container mounts the volume even when it is not wrapped itself.
  *
  * Everything is decided, and reported, here; the wrapped containers' own edits are returned as a last step, to
  * be run after every other edit of the injection (the status annotation included): they are the editor's final
@@ -52,8 +54,18 @@ export function wrapForEnvInjection(editor: PodEditor, input: EnvWrapperInput, r
     );
     return () => undefined;
   }
-  addMissingVolumes(editor, [sandboxEnvVolume()]);
   const containers = editor.pod.spec.containers;
+  const main = containers[0];
+  const mainBlocking = main === undefined ? undefined : blockingMount(main);
+  if (main !== undefined && mainBlocking !== undefined) {
+    // envd runs in the main container and writes the environment from there: without the volume at
+    // SANDBOX_ENV_PATH it cannot, so every wrapped command would wait forever.
+    report.warnings.push(
+      `EnvVarsInjectionPolicy Auto: commands not wrapped, main container "${main.name}" mounts "${mainBlocking.name}" at ${SANDBOX_ENV_PATH}, where envd must write the environment`,
+    );
+    return () => undefined;
+  }
+  addMissingVolumes(editor, [sandboxEnvVolume()]);
   const wrapped: number[] = [];
   containers.forEach((container, index) => {
     if (input.injectedContainerNames.has(container.name)) return;
@@ -68,6 +80,10 @@ export function wrapForEnvInjection(editor: PodEditor, input: EnvWrapperInput, r
     wrapped.push(index);
     report.wrapped.push(container.name);
   });
+  // envd writes the environment from inside the main container, so it mounts the volume even when not wrapped.
+  if (main !== undefined && !wrapped.includes(0) && !hasSandboxEnvMount(main)) {
+    appendMounts(editor, 'containers', 0, [sandboxEnvMount()]);
+  }
   (editor.pod.spec.initContainers ?? []).forEach((container, index) => {
     if (input.sidecarNames.includes(container.name)) mountSandboxEnvOnSidecar(editor, index, report);
   });
@@ -97,6 +113,10 @@ function wantsWrapping(container: Container): boolean {
   return Array.isArray(container.command) && container.command.length > 0 && !startsWithWrapper(container.command);
 }
 
+function hasSandboxEnvMount(container: Container): boolean {
+  return (container.volumeMounts ?? []).some((m) => m.name === SANDBOX_ENV_VOLUME);
+}
+
 function blockingMount(container: Container): VolumeMount | undefined {
   return (container.volumeMounts ?? []).find((m) => m.mountPath === SANDBOX_ENV_PATH && m.name !== SANDBOX_ENV_VOLUME);
 }
@@ -114,14 +134,14 @@ function wrapContainer(editor: PodEditor, index: number, container: Container): 
     place.set(probe.command, WRAPPED_PROBE_PREFIX.concat(probeCommand));
   }
   // blockingMount let no other mount at SANDBOX_ENV_PATH through, so the mount needs no check of its path.
-  if (!(container.volumeMounts ?? []).some((m) => m.name === SANDBOX_ENV_VOLUME)) {
+  if (!hasSandboxEnvMount(container)) {
     place.append('volumeMounts', SANDBOX_ENV_MOUNTS);
   }
 }
 
 function mountSandboxEnvOnSidecar(editor: PodEditor, index: number, report: InjectionReport): void {
   const container = editor.pod.spec.initContainers?.[index];
-  if (container === undefined || (container.volumeMounts ?? []).some((m) => m.name === SANDBOX_ENV_VOLUME)) return;
+  if (container === undefined || hasSandboxEnvMount(container)) return;
   if (appendMounts(editor, 'initContainers', index, [sandboxEnvMount()]).length > 0) {
     report.warnings.push(
       `EnvVarsInjectionPolicy Auto: sidecar "${container.name}" already mounts something at ${SANDBOX_ENV_PATH}`,

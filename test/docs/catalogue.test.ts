@@ -27,3 +27,13 @@ describe('docs/server.md metrics table', () => {
     expect(documented).toEqual(registered);
   });
 });
+
+describe('docs/deliver-env.md metrics table', () => {
+  it('names exactly the metrics deliver-env registers', async () => {
+    const { createDeliveryMetrics } = await import('../../src/deliver/metrics.js');
+    const metrics = createDeliveryMetrics({ defaultMetrics: false });
+    const registered = (await metrics.registry.getMetricsAsJSON()).map((metric) => metric.name).sort();
+    const documented = tableRows('deliver-env.md', 'metric').map(([name = '']) => unquote(name)).sort();
+    expect(documented).toEqual(registered);
+  });
+});

@@ -7,6 +7,7 @@ import { isAbsolute, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { OPTION_ROWS } from '../../src/config.js';
+import { DELIVER_OPTION_ROWS } from '../../src/deliver/options.js';
 import { cells } from './markdown-table.js';
 
 const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -20,10 +21,10 @@ interface DocumentedOption {
 }
 
 /** Every row of every flags table in the section, cells as written. */
-function documentedRows(): string[][] {
-  const text = readFileSync(`${PACKAGE_ROOT}docs/server.md`, 'utf8');
+function documentedRows(file: string): string[][] {
+  const text = readFileSync(`${PACKAGE_ROOT}docs/${file}`, 'utf8');
   const start = text.indexOf(`\n${SECTION}\n`);
-  if (start < 0) throw new Error(`docs/server.md has no "${SECTION}" section`);
+  if (start < 0) throw new Error(`docs/${file} has no "${SECTION}" section`);
   const end = text.indexOf('\n## ', start + 1);
   const lines = text.slice(start, end < 0 ? undefined : end).split('\n');
   const rows: string[][] = [];
@@ -77,22 +78,27 @@ function expectedDefault(value: string | number | boolean | undefined): string {
 
 const byFlag = (a: DocumentedOption, b: DocumentedOption): number => a.flag.localeCompare(b.flag);
 
-describe('docs/server.md flags tables', () => {
-  const documented: DocumentedOption[] = documentedRows()
-    .map(([flag = '', env = '', fallback = '']) => ({ flag: single(flag), env: single(env), default: documentedDefault(fallback) }))
-    .sort(byFlag);
-  const options: DocumentedOption[] = Object.values(OPTION_ROWS)
-    .map((row) => ({ flag: `--${row.flag}`, env: row.env, default: expectedDefault(row.default) }))
-    .sort(byFlag);
+for (const [file, rows] of [
+  ['server.md', OPTION_ROWS],
+  ['deliver-env.md', DELIVER_OPTION_ROWS],
+] as const) {
+  describe(`docs/${file} flags tables`, () => {
+    const documented: DocumentedOption[] = documentedRows(file)
+      .map(([flag = '', env = '', fallback = '']) => ({ flag: single(flag), env: single(env), default: documentedDefault(fallback) }))
+      .sort(byFlag);
+    const options: DocumentedOption[] = Object.values(rows as Record<string, { flag: string; env: string; default: unknown }>)
+      .map((row) => ({ flag: `--${row.flag}`, env: row.env, default: expectedDefault(row.default as string | number | boolean | undefined) }))
+      .sort(byFlag);
 
-  it('has one row per option, and no row that is not an option', () => {
-    expect(documented.map((row) => row.flag)).toEqual(options.map((option) => option.flag));
-  });
+    it('has one row per option, and no row that is not an option', () => {
+      expect(documented.map((row) => row.flag)).toEqual(options.map((option) => option.flag));
+    });
 
-  it("gives each option's env var and default as the code has them", () => {
-    // Rows missing or extra are the test above's to report; here each row is compared with its option.
-    const flags = new Set(options.map((option) => option.flag));
-    const documentedFlags = new Set(documented.map((row) => row.flag));
-    expect(documented.filter((row) => flags.has(row.flag))).toEqual(options.filter((option) => documentedFlags.has(option.flag)));
+    it("gives each option's env var and default as the code has them", () => {
+      // Rows missing or extra are the test above's to report; here each row is compared with its option.
+      const flags = new Set(options.map((option) => option.flag));
+      const documentedFlags = new Set(documented.map((row) => row.flag));
+      expect(documented.filter((row) => flags.has(row.flag))).toEqual(options.filter((option) => documentedFlags.has(option.flag)));
+    });
   });
-});
+}

@@ -330,10 +330,32 @@ describe('EnvVarsInjectionPolicy Auto', () => {
   });
 
   it('does not wrap a container that mounts something else at /var/sandbox, with a warning', () => {
-    const blocked = main({ command: ['run'], volumeMounts: [{ name: 'data', mountPath: '/var/sandbox' }] });
-    const { pod: out, report } = inject(pod([blocked]), ['agent-runtime'], 'Auto');
-    expect(first(out).command).toEqual(['run']);
-    expect(report.warnings.join()).toMatch(/"main" not wrapped, "data" is mounted at \/var\/sandbox/);
+    const blocked = main({ name: 'worker', command: ['run'], volumeMounts: [{ name: 'data', mountPath: '/var/sandbox' }] });
+    const { pod: out, report } = inject(pod([main(), blocked]), ['agent-runtime'], 'Auto');
+    expect(out.spec.containers[1]?.command).toEqual(['run']);
+    expect(report.warnings.join()).toMatch(/"worker" not wrapped, "data" is mounted at \/var\/sandbox/);
+  });
+
+  it('wraps nothing at all when the main container mounts something else at /var/sandbox, with a warning', () => {
+    const blocked = main({ volumeMounts: [{ name: 'data', mountPath: '/var/sandbox' }] });
+    const worker = main({ name: 'worker', command: ['work'] });
+    const { pod: out, report } = inject(pod([blocked, worker]), ['agent-runtime'], 'Auto');
+    expect(out.spec.containers[1]?.command).toEqual(['work']);
+    expect(out.spec.volumes?.some((v) => v.name === 'sandbox-env')).toBe(false);
+    expect(out.spec.initContainers?.[0]?.volumeMounts?.some((m) => m.name === 'sandbox-env')).toBe(false);
+    expect(report.wrapped).toEqual([]);
+    expect(report.warnings.join()).toMatch(/commands not wrapped, main container "main" mounts "data" at \/var\/sandbox/);
+  });
+
+  it('mounts sandbox-env on a main container without command, which envd writes from, and wraps the others', () => {
+    const worker = main({ name: 'worker', command: ['work'] });
+    const { pod: out, report } = inject(pod([main(), worker]), ['agent-runtime'], 'Auto');
+    expect(first(out).command).toBeUndefined();
+    expect(first(out).volumeMounts).toContainEqual({ name: 'sandbox-env', mountPath: '/var/sandbox' });
+    expect(out.spec.containers[1]?.command).toEqual([...W, '--']);
+    expect(report.wrapped).toEqual(['worker']);
+    expect(report.warnings).toEqual([]);
+    expect(inject(out, ['agent-runtime'], 'Auto').changed).toBe(false);
   });
 
   it('keeps an existing sandbox-env mount and volume', () => {

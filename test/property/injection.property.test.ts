@@ -67,6 +67,16 @@ describe('injection properties', () => {
           }
         }
 
+        // Auto: envd writes the environment from the main container, so where anything waits for it, the main
+        // container has the volume; where the main container holds /var/sandbox with another volume, nothing waits.
+        const mainMounts = (container: Pod['spec']['containers'][number] | undefined) => container?.volumeMounts ?? [];
+        if (mainMounts(pod.spec.containers[0]).some((m) => m.mountPath === '/var/sandbox' && m.name !== 'sandbox-env')) {
+          expect(result.report.wrapped).toEqual([]);
+        }
+        if (result.report.wrapped.length > 0) {
+          expect(mainMounts(result.pod.spec.containers[0]).some((m) => m.name === 'sandbox-env')).toBe(true);
+        }
+
         // Reinvocation: the admitted pod, admitted again, needs no patch.
         const again = run(result.pod, configs, runtimes, policy, postStart);
         expect(again.changed).toBe(false);

@@ -4,6 +4,7 @@ import { unrefSleep } from '../../util/sleep.js';
 export interface ResilientWatchOptions<T extends KubernetesObject> {
   watch: Watch;
   path: string;
+  labelSelector?: string;
   fieldSelector?: string;
   list: () => Promise<KubernetesListObject<T>>;
   /** Every successful list, with its items: the authoritative state at that moment. */
@@ -44,7 +45,7 @@ export class ResilientWatch<T extends KubernetesObject> {
         return list;
       },
       false,
-      undefined,
+      options.labelSelector,
       options.fieldSelector,
     );
     if (options.onAdd !== undefined) this.listWatch.on('add', options.onAdd);
@@ -60,6 +61,11 @@ export class ResilientWatch<T extends KubernetesObject> {
 
   get(name: string, namespace?: string): T | undefined {
     return this.listWatch.get(name, namespace);
+  }
+
+  /** Every cached object (of one namespace, when given). */
+  list(namespace?: string): readonly T[] {
+    return this.listWatch.list(namespace);
   }
 
   start(): void {

@@ -10,7 +10,7 @@ import { at } from './json.js';
 import { runKubectl } from './kubectl.js';
 
 export const MANIFESTS = path.join(repoRoot, 'manifests');
-export const COMPONENTS = ['autoscaling', 'monitoring'] as const;
+export const COMPONENTS = ['autoscaling', 'monitoring', 'deliver-env'] as const;
 export type ComponentName = (typeof COMPONENTS)[number];
 
 export interface KubeObject {

@@ -58,6 +58,14 @@ export async function stopProcess(p: ManagedProcess, graceMs: number): Promise<v
   }
 }
 
+/** Sends SIGTERM to a child that is still running and waits for it to exit. */
+export async function terminate(child: ChildProcess | undefined): Promise<void> {
+  if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  await exited;
+}
+
 export function logTail(p: ManagedProcess, lines = 40): string {
   try {
     return readFileSync(p.logPath, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');

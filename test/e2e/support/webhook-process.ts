@@ -1,7 +1,6 @@
 // The real webhook, as a separate process (`node dist/cli/main.js serve`) in cluster mode against the e2e
 // cluster, serving a certificate for 127.0.0.1 that the test's MutatingWebhookConfiguration trusts.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { EventEmitter, once } from 'node:events';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -11,6 +10,8 @@ import { request } from 'node:https';
 import { createCa, createServingCert, type CertAndKey } from '../../server/support/pki.js';
 import { repoRoot } from './binaries.js';
 import type { TestCluster } from './cluster.js';
+import { JsonLog } from './json-log.js';
+import { terminate } from './processes.js';
 
 const CLI = path.join(repoRoot, 'dist', 'cli', 'main.js');
 
@@ -68,12 +69,8 @@ export async function startWebhookProcess(cluster: TestCluster, options: Webhook
   // Readiness is probed before the self-managed CA is known: trust is checked by the tests, not here.
   const probeCa = options.selfManaged === true ? undefined : ca.certPem;
   const port = options.port ?? (await freePort());
-  const logs: Record<string, unknown>[] = [];
-  const appended = new EventEmitter();
-  const push = (line: Record<string, unknown>): void => {
-    logs.push(line);
-    appended.emit('line');
-  };
+  const log = new JsonLog('webhook');
+  const logs = log.lines;
   let child: ChildProcess | undefined;
 
   const start = async (): Promise<void> => {
@@ -84,48 +81,14 @@ export async function startWebhookProcess(cluster: TestCluster, options: Webhook
     ];
     const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...(options.env ?? {}) } });
     child = proc;
-    let pending = '';
-    proc.stdout?.on('data', (chunk: Buffer) => {
-      pending += chunk.toString('utf8');
-      const lines = pending.split('\n');
-      pending = lines.pop() ?? '';
-      for (const line of lines) {
-        try {
-          push(JSON.parse(line) as Record<string, unknown>);
-        } catch {
-          push({ msg: line });
-        }
-      }
-    });
-    proc.stderr?.on('data', (chunk: Buffer) => push({ stderr: chunk.toString('utf8') }));
+    log.attach(proc);
     await waitFor(options.untilHealthy === true ? '/healthz' : '/readyz', port, probeCa, proc);
   };
 
-  const stop = async (): Promise<void> => {
-    const proc = child;
-    if (proc === undefined || proc.exitCode !== null) return;
-    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-    proc.kill('SIGTERM');
-    await exited;
-  };
+  const stop = (): Promise<void> => terminate(child);
 
-  const logged = async (
-    match: (line: Record<string, unknown>) => boolean,
-    what: string,
-    count = 1,
-    timeoutMs = 20_000,
-  ): Promise<Record<string, unknown>[]> => {
-    const signal = AbortSignal.timeout(timeoutMs);
-    for (;;) {
-      const found = logs.filter(match);
-      if (found.length >= count) return found;
-      try {
-        await once(appended, 'line', { signal });
-      } catch {
-        throw new Error(`${found.length} of ${count} log lines (${what}) within ${timeoutMs} ms`);
-      }
-    }
-  };
+  const logged = (match: (line: Record<string, unknown>) => boolean, what: string, count = 1, timeoutMs = 20_000): Promise<Record<string, unknown>[]> =>
+    log.logged(match, what, count, timeoutMs);
 
   await start();
   return { port, ca, logs, url: `https://127.0.0.1:${port}/mutate`, logged, stop, start };

@@ -1,0 +1,97 @@
+// How deliver-env is installed: manifests/components/deliver-env as docs/deliver-env.md says, and the chart with
+// deliverEnv.enabled, rendered by the real kubectl and helm and checked by the real kube-apiserver (server-side
+// dry-run with strict field validation, Pod Security "restricted"). The RBAC's sufficiency is proven in
+// deliver-env.e2e.test.ts, where the controller runs as this service account with these rules only.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { byKey, releaseObjects } from './support/chart-objects.js';
+import { startCluster, type TestCluster } from './support/cluster.js';
+import { asYaml, kustomize, MANIFESTS, objectId, renderWithComponents, type KubeObject } from './support/components.js';
+import { makeHelm, type Helm } from './support/helm.js';
+import { at } from './support/json.js';
+
+const NAME = 'sandbox-injector-deliver-env';
+
+let cluster: TestCluster;
+let helm: Helm;
+let base: KubeObject[];
+let withComponent: KubeObject[];
+
+beforeAll(async () => {
+  cluster = await startCluster();
+  helm = makeHelm(cluster.kubeconfigPath);
+  base = await kustomize(cluster.binDir, MANIFESTS);
+  withComponent = await renderWithComponents(cluster.binDir, ['deliver-env']);
+});
+
+afterAll(async () => {
+  helm?.dispose();
+  await cluster?.stop();
+});
+
+const added = (): KubeObject[] => {
+  const before = new Set(base.map(objectId));
+  return withComponent.filter((o) => !before.has(objectId(o)));
+};
+
+describe('manifests/components/deliver-env', () => {
+  it('adds only its own objects, labelled like the rest, and changes none of the webhook', () => {
+    expect(added().map(objectId).sort()).toEqual(
+      [
+        `ClusterRole/${NAME}`,
+        `ClusterRoleBinding/${NAME}`,
+        `Deployment/sandbox-system/${NAME}`,
+        `Role/sandbox-system/${NAME}`,
+        `RoleBinding/sandbox-system/${NAME}`,
+        `ServiceAccount/sandbox-system/${NAME}`,
+      ].sort(),
+    );
+    const before = new Map(base.map((o) => [objectId(o), JSON.stringify(o)]));
+    expect(withComponent.filter((o) => before.has(objectId(o)) && before.get(objectId(o)) !== JSON.stringify(o))).toEqual([]);
+    for (const o of added()) expect(o.metadata.labels, objectId(o)).toMatchObject({ 'app.kubernetes.io/name': 'sandbox-injector' });
+  });
+
+  it('grants reading Sandboxes and pods, creating Events, and the one Lease; nothing else', () => {
+    const byId = new Map(added().map((o) => [objectId(o), o]));
+    expect(at(byId.get(`ClusterRole/${NAME}`), 'rules')).toEqual([
+      { apiGroups: ['agents.kruise.io'], resources: ['sandboxes'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+    ]);
+    expect(at(byId.get(`Role/sandbox-system/${NAME}`), 'rules')).toEqual([
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [NAME], verbs: ['get', 'update'] },
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+    ]);
+    const args = at(byId.get(`Deployment/sandbox-system/${NAME}`), 'spec', 'template', 'spec', 'containers', 0, 'args');
+    expect(args).toEqual(expect.arrayContaining(['deliver-env', '--lease-namespace=sandbox-system', `--lease-name=${NAME}`]));
+  });
+
+  it('is accepted by kube-apiserver under Pod Security "restricted" and strict field validation', async () => {
+    await cluster.kubectlOk(['apply', '-f', '-', '--server-side', '--field-manager=e2e'], { input: asYaml(base.filter((o) => o.kind === 'Namespace')) });
+    await cluster.kubectlOk(['label', 'namespace', 'sandbox-system', 'pod-security.kubernetes.io/enforce=restricted', '--overwrite']);
+    const result = await cluster.kubectl(['apply', '-f', '-', '--server-side', '--dry-run=server', '--validate=strict', '--field-manager=e2e'], {
+      input: asYaml(added()),
+    });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+  });
+});
+
+describe('the chart with deliverEnv.enabled', () => {
+  it('renders nothing of deliver-env by default', async () => {
+    const objects = await helm.template({});
+    expect(objects.filter((o) => o.metadata.name === NAME)).toEqual([]);
+  });
+
+  it('renders the same objects as the component, apart from Helm standard labels', async () => {
+    const chart = releaseObjects(await helm.template({ deliverEnv: { enabled: true } }));
+    const component = byKey(added());
+    for (const [key, object] of component) expect(chart.get(key), key).toEqual(object);
+  });
+
+  it('appends deliverEnv.extraArgs and sets the replicas', async () => {
+    const objects = await helm.template({ deliverEnv: { enabled: true, replicas: 3, extraArgs: ['--file-user=user'] } });
+    const deployment = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === NAME);
+    expect(at(deployment, 'spec', 'replicas')).toBe(3);
+    expect((at(deployment, 'spec', 'template', 'spec', 'containers', 0, 'args') as string[]).at(-1)).toBe('--file-user=user');
+  });
+});

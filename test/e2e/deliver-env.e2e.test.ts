@@ -1,0 +1,325 @@
+// `sandbox-injector deliver-env` on a real kube-apiserver, writing through a loopback envd double that follows
+// envd's published file API (test/support/envd-double.ts; it is not the real envd), into temp dirs that stand
+// for pods' /var/sandbox, where the real run_with_envs.sh waits under bash. The controller runs as the service
+// account of manifests/components/deliver-env with that component's RBAC, and nothing more.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { renderEnvFile } from '../../src/envfile/render-env-file.js';
+import { startEnvdDouble, type EnvdDouble } from '../support/envd-double.js';
+import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
+import { metricsText, startDeliverProcess, type DeliverProcess } from './support/deliver-process.js';
+import { serviceAccountIdentity } from './support/identities.js';
+
+const NS = 'e2e-deliver';
+const LEASE_NS = 'sandbox-system';
+const WRAPPER = path.join(repoRoot, 'src', 'wrapper', 'run_with_envs.sh');
+const REQUEST = 'agents.kruise.io/init-runtime-request';
+const TOKEN = 'tok-e2e-1';
+const COMPONENT = path.join(repoRoot, 'manifests', 'components', 'deliver-env');
+let serviceAccountKubeconfig: string;
+
+/** Values that a careless writer would break: quotes, $, backslashes, newlines, unicode, empty. */
+const CLAIM_VARS: Record<string, string> = {
+  SINGLE_QUOTED: "it's 'quoted'",
+  DOUBLE_QUOTED: 'say "hi" to $HOME and `id` and $(id)',
+  BACKSLASHES: 'C:\\path\\to\\n',
+  MULTI_LINE: 'line one\nline two\n\nline four',
+  UNICODE: 'héllo wörld 🌍 日本語',
+  EMPTY: '',
+  API_KEY: 'sk-e2e-secret-0001',
+};
+
+let cluster: TestCluster;
+let controller: DeliverProcess;
+const doubles: EnvdDouble[] = [];
+const dirs: string[] = [];
+
+function tempDir(prefix: string): string {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  dirs.push(dir);
+  return dir;
+}
+
+async function envd(token: string | undefined = TOKEN): Promise<{ double: EnvdDouble; dir: string }> {
+  const dir = tempDir('si-e2e-envd-');
+  const double = await startEnvdDouble({ root: dir, token });
+  doubles.push(double);
+  return { double, dir };
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
+    await sleep(50);
+  }
+}
+
+interface SandboxSpec {
+  name: string;
+  annotations?: Record<string, string>;
+  podIP?: string;
+  wrapped?: boolean;
+}
+
+async function createSandbox(spec: SandboxSpec): Promise<{ uid: string; podUid: string }> {
+  await cluster.applyObject({
+    apiVersion: 'agents.kruise.io/v1alpha1',
+    kind: 'Sandbox',
+    metadata: { name: spec.name, namespace: NS, annotations: spec.annotations ?? {} },
+    spec: { runtimes: [{ name: 'agent-runtime' }], template: { spec: { containers: [{ name: 'main', image: 'app:1' }] } } },
+  });
+  const uid = (await cluster.kubectlOk(['-n', NS, 'get', 'sandbox', spec.name, '-o', 'jsonpath={.metadata.uid}'])).trim();
+  if (spec.podIP !== undefined) {
+    await cluster.kubectlOk([
+      '-n', NS, 'patch', 'sandbox', spec.name, '--subresource=status', '--type=merge',
+      '-p', JSON.stringify({ status: { podInfo: { podIP: spec.podIP } } }),
+    ]);
+  }
+  const podUid = await createPod(spec.name, uid, spec.wrapped ?? true);
+  return { uid, podUid };
+}
+
+async function createPod(sandbox: string, sandboxUid: string, wrapped: boolean, suffix = ''): Promise<string> {
+  const status = { injected: ['agent-runtime'], present: [], skipped: [], wrapped: wrapped ? ['main'] : [] };
+  const name = `${sandbox}-pod${suffix}`;
+  await cluster.applyObject({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name,
+      namespace: NS,
+      labels: { 'agents.kruise.io/created-by': 'sandbox' },
+      annotations: { 'agents.kruise.io/runtime-injection-status': JSON.stringify(status) },
+      ownerReferences: [{ apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name: sandbox, uid: sandboxUid, controller: true }],
+    },
+    spec: { containers: [{ name: 'main', image: 'app:1', command: ['/bin/bash', '/var/sandbox/run_with_envs.sh', '--', 'app'] }] },
+  });
+  return (await cluster.kubectlOk(['-n', NS, 'get', 'pod', name, '-o', 'jsonpath={.metadata.uid}'])).trim();
+}
+
+async function claim(sandbox: string, vars: Record<string, string>, accessToken = TOKEN): Promise<void> {
+  const request = JSON.stringify({ envVars: vars, accessToken });
+  await cluster.kubectlOk([
+    '-n', NS, 'annotate', '--overwrite', 'sandbox', sandbox,
+    `${REQUEST}=${request}`, `agents.kruise.io/claim-timestamp=${new Date().toISOString()}`,
+  ]);
+}
+
+interface EventItem {
+  reason?: string;
+  message?: string;
+  involvedObject?: { name?: string };
+}
+
+async function events(sandbox: string): Promise<EventItem[]> {
+  const text = await cluster.kubectlOk(['-n', NS, 'get', 'events', '--field-selector', `involvedObject.name=${sandbox}`, '-o', 'json']);
+  return (JSON.parse(text) as { items: EventItem[] }).items;
+}
+
+/** Runs the real wrapper under bash on `dir`; resolves to the environment the wrapped command started with. */
+function runWrapped(dir: string): Promise<Record<string, string>> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', [WRAPPER, '--', process.execPath, '-e', 'process.stdout.write(JSON.stringify(process.env))'], {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', SANDBOX_ENV_DIR: dir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      if (code !== 0) reject(new Error(`wrapped command exited ${code}: ${err}`));
+      else resolve(JSON.parse(out) as Record<string, string>);
+    });
+  });
+}
+
+/** What the wrapped command sees beyond what it would see with no env.sh: the delivered variables. */
+async function deliveredVariables(dir: string): Promise<Record<string, string>> {
+  const withEnv = await runWrapped(dir);
+  const bare = tempDir('si-e2e-bare-');
+  await import('node:fs/promises').then((fs) => fs.writeFile(path.join(bare, '.env_ready'), ''));
+  const without = await runWrapped(bare);
+  return Object.fromEntries(Object.entries(withEnv).filter(([key, value]) => without[key] !== value && key !== 'SANDBOX_ENV_DIR'));
+}
+
+/** The double has answered the upload of .env_ready: the file is whole, and the request is on record. */
+const readyWritten = (double: EnvdDouble): true | undefined =>
+  double.requests.some((r) => r.operation === 'upload' && r.path === '/var/sandbox/.env_ready' && r.status === 200) ? true : undefined;
+
+const writes = (double: EnvdDouble) => double.requests.filter((r) => r.operation === 'upload' || r.operation === 'move');
+
+/** The values (six characters or more) found in `text`, as written or JSON-escaped. */
+function valuesIn(text: string, values: readonly string[]): string[] {
+  return values.filter((value) => value.length >= 6 && (text.includes(value) || text.includes(JSON.stringify(value).slice(1, -1))));
+}
+
+const valuesInLogs = (logs: readonly Record<string, unknown>[], values: readonly string[]): string[] => valuesIn(JSON.stringify(logs), values);
+
+const CONTROLLER_ARGS = (port: number): string[] => [
+  '--runtime-port', String(port), '--lease-namespace', LEASE_NS,
+  '--lease-duration-seconds', '4', '--lease-renew-deadline-seconds', '3', '--lease-retry-seconds', '1',
+  '--backoff-min-ms', '50', '--backoff-max-ms', '400', '--request-timeout-ms', '2000',
+];
+
+describe('deliver-env on a real kube-apiserver', () => {
+  let main: { double: EnvdDouble; dir: string };
+
+  beforeAll(async () => {
+    cluster = await startCluster();
+    await cluster.installSandboxCrd();
+    await cluster.ensureNamespace(NS);
+    await cluster.ensureNamespace(LEASE_NS);
+    await cluster.kubectlOk(['apply', '-f', path.join(COMPONENT, 'serviceaccount.yaml'), '-f', path.join(COMPONENT, 'rbac.yaml')]);
+    serviceAccountKubeconfig = (await serviceAccountIdentity(cluster, LEASE_NS, 'sandbox-injector-deliver-env')).kubeconfigPath;
+    main = await envd();
+    controller = await startDeliverProcess(cluster, 'replica-a', CONTROLLER_ARGS(main.double.port), serviceAccountKubeconfig);
+  });
+
+  afterAll(async () => {
+    await controller?.stop();
+    for (const double of doubles) await double.close();
+    await cluster?.stop();
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('starts the waiting command with exactly the claim\'s variables, found by the pod IP', async () => {
+    await createSandbox({ name: 'sbx-main', podIP: '127.0.0.1' });
+    const waiting = runWrapped(main.dir);
+    await claim('sbx-main', CLAIM_VARS);
+    await waiting;
+    await until('the upload of .env_ready answered', () => readyWritten(main.double));
+    expect(await deliveredVariables(main.dir)).toEqual(CLAIM_VARS);
+    expect(readdirSync(main.dir).sort()).toEqual(['.env_ready', 'env.sh']);
+    expect(writes(main.double).map((r) => r.path)).toEqual(['/var/sandbox/env.sh', '/var/sandbox/.env_ready']);
+    const delivered = await until('EnvDelivered Event', async () => (await events('sbx-main')).find((e) => e.reason === 'EnvDelivered'));
+    expect(delivered.message).toMatch(/7 variables/);
+    expect(valuesIn(JSON.stringify(await events('sbx-main')), Object.values(CLAIM_VARS))).toEqual([]);
+    expect(valuesInLogs(controller.logs, [...Object.values(CLAIM_VARS), TOKEN])).toEqual([]);
+    const metrics = await metricsText(controller.metricsPort());
+    expect(metrics).toMatch(/sandbox_injector_env_deliveries_total\{outcome="delivered"\} 1/);
+    expect(metrics).toMatch(/sandbox_injector_env_claim_to_ready_seconds_count 1/);
+  });
+
+  it('writes nothing again after a restart', async () => {
+    const before = writes(main.double).length;
+    const getsBefore = main.double.requests.filter((r) => r.operation === 'get').length;
+    await controller.stop();
+    const from = controller.logs.length;
+    await controller.start();
+    await controller.logged((l, i = controller.logs.indexOf(l)) => i >= from && l.msg === 'env already delivered' && l.sandbox === `${NS}/sbx-main`, 'looked again');
+    expect(main.double.requests.filter((r) => r.operation === 'get').length).toBeGreaterThan(getsBefore);
+    expect(writes(main.double).length).toBe(before);
+  });
+
+  it('rewrites a changed request through a temporary name, so no reader ever sees half a file', async () => {
+    const changed = { ...CLAIM_VARS, API_KEY: 'sk-e2e-secret-0002', ADDED: 'x'.repeat(20_000) };
+    const oldContent = renderEnvFile(CLAIM_VARS);
+    const newContent = renderEnvFile(changed);
+    const seen = new Set<string>();
+    let reading = true;
+    const reader = (async () => {
+      while (reading) {
+        try {
+          seen.add(await readFile(path.join(main.dir, 'env.sh'), 'utf8'));
+        } catch {
+          seen.add('<missing>');
+        }
+      }
+    })();
+    const before = writes(main.double).length;
+    await claim('sbx-main', changed);
+    await until('new env.sh', async () => ((await readFile(path.join(main.dir, 'env.sh'), 'utf8')) === newContent ? true : undefined));
+    await until('new marker', () => (readFileSync(path.join(main.dir, '.env_ready'), 'utf8').startsWith('sha256:') && writes(main.double).length === before + 3 ? true : undefined));
+    reading = false;
+    await reader;
+    expect([...seen].filter((content) => content !== oldContent && content !== newContent)).toEqual([]);
+    expect(writes(main.double).slice(before).map((r) => [r.operation, r.path])).toEqual([
+      ['upload', '/var/sandbox/.env.sh.tmp'],
+      ['move', '/var/sandbox/env.sh'],
+      ['upload', '/var/sandbox/.env_ready'],
+    ]);
+    expect(await deliveredVariables(main.dir)).toEqual(changed);
+  });
+
+  it('writes again into a new pod of the same Sandbox (a new UID, an empty volume)', async () => {
+    const sandboxUid = (await cluster.kubectlOk(['-n', NS, 'get', 'sandbox', 'sbx-main', '-o', 'jsonpath={.metadata.uid}'])).trim();
+    await cluster.kubectlOk(['-n', NS, 'delete', 'pod', 'sbx-main-pod', '--wait=false', '--grace-period=0', '--force']);
+    for (const name of readdirSync(main.dir)) rmSync(path.join(main.dir, name));
+    const waiting = runWrapped(main.dir);
+    await createPod('sbx-main', sandboxUid, true, '-2');
+    await waiting;
+    expect(existsSync(path.join(main.dir, '.env_ready'))).toBe(true);
+    expect((await deliveredVariables(main.dir)).API_KEY).toBe('sk-e2e-secret-0002');
+  });
+
+  it('never writes to an unclaimed Sandbox, nor to a pod with no wrapped container', async () => {
+    const unclaimed = await envd();
+    const unwrapped = await envd();
+    const sentinel = await envd();
+    await createSandbox({ name: 'sbx-unclaimed', annotations: { 'agents.kruise.io/runtime-url': unclaimed.double.url } });
+    await createSandbox({ name: 'sbx-unwrapped', wrapped: false, annotations: { 'agents.kruise.io/runtime-url': unwrapped.double.url } });
+    await claim('sbx-unwrapped', { A: 'unwrapped-value' });
+    // Seen after the two above by the same watch: once it is delivered, they have been looked at.
+    await createSandbox({ name: 'sbx-sentinel', annotations: { 'agents.kruise.io/runtime-url': sentinel.double.url } });
+    await claim('sbx-sentinel', { A: 'sentinel' });
+    await until('sentinel delivered', () => readyWritten(sentinel.double));
+    expect(unclaimed.double.requests).toEqual([]);
+    expect(unwrapped.double.requests).toEqual([]);
+    expect(readdirSync(unclaimed.dir)).toEqual([]);
+    expect(readdirSync(unwrapped.dir)).toEqual([]);
+  });
+
+  it('a wrong token gets an EnvDeliveryFailed Event and no file, and is not retried until the Sandbox changes', async () => {
+    const target = await envd('the-right-token');
+    await createSandbox({ name: 'sbx-token', annotations: { 'agents.kruise.io/runtime-url': target.double.url } });
+    await claim('sbx-token', { API_KEY: 'sk-e2e-secret-token' }, 'a-wrong-token');
+    const failed = await until('EnvDeliveryFailed Event', async () => (await events('sbx-token')).find((e) => e.reason === 'EnvDeliveryFailed'));
+    expect(failed.message).toMatch(/unauthorized/);
+    expect(failed.message).not.toMatch(/a-wrong-token|sk-e2e-secret-token/);
+    expect(readdirSync(target.dir)).toEqual([]);
+    expect(target.double.requests.map((r) => r.status)).toEqual([401]);
+    // The right token is a change of the Sandbox: delivered then.
+    await claim('sbx-token', { API_KEY: 'sk-e2e-secret-token' }, 'the-right-token');
+    await until('delivered with the right token', () => readyWritten(target.double));
+    expect(valuesInLogs(controller.logs, ['a-wrong-token', 'the-right-token', 'sk-e2e-secret-token'])).toEqual([]);
+  });
+
+  it('two replicas: one writes, the other follows and takes over when the first stops', async () => {
+    const second = await startDeliverProcess(cluster, 'replica-b', CONTROLLER_ARGS(main.double.port), serviceAccountKubeconfig);
+    try {
+      const first = await envd();
+      await createSandbox({ name: 'sbx-two', annotations: { 'agents.kruise.io/runtime-url': first.double.url } });
+      await claim('sbx-two', { A: 'two-replicas' });
+      await until('delivered once', () => readyWritten(first.double));
+      // A second writer would have looked (GET) and written too.
+      expect(first.double.requests.map((r) => r.operation)).toEqual(['get', 'upload', 'upload']);
+      const follower = await metricsText(second.metricsPort());
+      expect(follower).toMatch(/sandbox_injector_deliver_leader 0/);
+      expect(follower).toMatch(/sandbox_injector_env_deliveries_total\{outcome="delivered"\} 0/);
+      expect(await metricsText(controller.metricsPort())).toMatch(/sandbox_injector_deliver_leader 1/);
+      const holder = await cluster.kubectlOk(['-n', LEASE_NS, 'get', 'lease', 'sandbox-injector-deliver-env', '-o', 'jsonpath={.spec.holderIdentity}']);
+      expect(holder.trim()).toBe('replica-a');
+
+      await controller.stop();
+      await second.logged((l) => l.msg === 'holding the Lease: delivering', 'replica-b leads');
+      const after = await envd();
+      await createSandbox({ name: 'sbx-after', annotations: { 'agents.kruise.io/runtime-url': after.double.url } });
+      await claim('sbx-after', { A: 'after-failover' });
+      await until('delivered by replica-b', () => readyWritten(after.double));
+      expect(after.double.requests.map((r) => r.operation)).toEqual(['get', 'upload', 'upload']);
+    } finally {
+      await second.stop();
+      await controller.start();
+    }
+  });
+});

@@ -1,0 +1,310 @@
+/**
+ * A loopback stand-in for E2B's envd, for tests and the delivery benchmark. It is NOT the real envd: it
+ * follows envd's published spec (e2b-dev/infra packages/envd/spec/envd.yaml and spec/filesystem/filesystem.proto)
+ * for the three calls delivery makes, to the letter where delivery depends on it:
+ *
+ * - `GET /files?path=&username=`: 200 with the file's bytes (application/octet-stream), 404 with a JSON Error
+ *   for a file that does not exist;
+ * - `POST /files?path=&username=`: multipart/form-data whose part named `file` is written to `path`; parent
+ *   folders are made; an existing file is truncated and written in place (as envd opens it O_TRUNC), which this
+ *   double does in two halves with a pause between them so that a reader racing it can see half a file; 200
+ *   with `[{"path","name","type":"file"}]`;
+ * - `POST /filesystem.Filesystem/Move`: Connect protocol, unary, JSON: `{"source","destination"}`; a rename;
+ *   200 with `{"entry":{...}}`, or a Connect error `{"code","message"}` with the HTTP status Connect maps it to
+ *   (not_found 404, unauthenticated 401, invalid_argument 400);
+ * - every call checks `X-Access-Token` against the token it was given: 401 when it differs or is missing;
+ *   a `username` (or the Basic user of Move) that is not a known user gets 401, as envd's user lookup does.
+ *
+ * Pod paths under `podDir` (/var/sandbox) map into `root`, a temp dir that stands for the pod's volume. A write
+ * anywhere else is refused (400) and recorded in `outside`, so a test can assert that none happened.
+ */
+import { mkdir, open, readFile, rename } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { dirname, join, posix } from 'node:path';
+
+export type EnvdBehaviour =
+  | 'normal'
+  | { status: number }
+  | 'slow'
+  | 'truncated'
+  | 'redirect'
+  | 'huge'
+  | 'hang-up';
+
+export interface EnvdRequestRecord {
+  operation: 'get' | 'upload' | 'move' | 'other';
+  path: string | undefined;
+  status: number;
+  /** Date.now() when the answer was sent. */
+  at: number;
+}
+
+export interface EnvdDoubleOptions {
+  root: string;
+  podDir?: string;
+  /** undefined: any token, or none, is accepted (envd started without an access token). */
+  token?: string;
+  users?: readonly string[];
+  /** Chosen per request: how the double misbehaves (fuzz), 'normal' for the spec's behaviour. */
+  behaviour?: (request: IncomingMessage) => EnvdBehaviour;
+  /** Pause between the two halves of an in-place write. */
+  halfWriteMs?: number;
+  /** How long a 'slow' answer takes; longer than the client's timeout. */
+  slowMs?: number;
+}
+
+export interface EnvdDouble {
+  url: string;
+  port: number;
+  requests: EnvdRequestRecord[];
+  /** Pod paths written or moved to that are not under podDir. */
+  outside: string[];
+  setToken(token: string | undefined): void;
+  /** Another folder for the volume from now on: a new pod. Requests still running finish in the old one. */
+  setRoot(root: string): void;
+  setBehaviour(behaviour: ((request: IncomingMessage) => EnvdBehaviour) | undefined): void;
+  close(): Promise<void>;
+}
+
+const MAX_UPLOAD_BYTES = 8 * 1024 * 1024;
+
+export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdDouble> {
+  const podDir = options.podDir ?? '/var/sandbox';
+  const users = new Set(options.users ?? ['root', 'user']);
+  let token = options.token;
+  let root = options.root;
+  let behaviour = options.behaviour;
+  const requests: EnvdRequestRecord[] = [];
+  const outside: string[] = [];
+
+  const localPath = (podPath: string | null): string | undefined => {
+    if (podPath === null || !podPath.startsWith('/')) return undefined;
+    const normal = posix.normalize(podPath);
+    if (normal !== podDir && !normal.startsWith(`${podDir}/`)) return undefined;
+    return join(root, normal.slice(podDir.length));
+  };
+
+  const handle = async (request: IncomingMessage, response: ServerResponse): Promise<EnvdRequestRecord> => {
+    const url = new URL(request.url ?? '/', 'http://envd');
+    const body = await readBody(request);
+    const isMove = url.pathname === '/filesystem.Filesystem/Move';
+    const isFiles = url.pathname === '/files';
+    const operation: EnvdRequestRecord['operation'] = isMove ? 'move' : isFiles ? (request.method === 'GET' ? 'get' : 'upload') : 'other';
+    const record = (status: number, path?: string): EnvdRequestRecord => ({
+      operation,
+      path: path ?? url.searchParams.get('path') ?? undefined,
+      status,
+      at: Date.now(),
+    });
+
+    const chosen = behaviour?.(request) ?? 'normal';
+    if (chosen !== 'normal') return misbehave(chosen, response, record, options.slowMs ?? 3000);
+
+    if (token !== undefined && request.headers['x-access-token'] !== token) {
+      if (isMove) return connectError(response, 401, 'unauthenticated', 'invalid access token', record);
+      return jsonError(response, 401, 'invalid access token', record);
+    }
+    if (isFiles && (request.method === 'GET' || request.method === 'POST')) {
+      const user = url.searchParams.get('username') ?? 'root';
+      if (!users.has(user)) return jsonError(response, 401, `error looking up user '${user}'`, record);
+      const podPath = url.searchParams.get('path');
+      const local = localPath(podPath);
+      if (local === undefined) {
+        if (request.method === 'POST' && podPath !== null) outside.push(podPath);
+        return jsonError(response, 400, 'path outside the volume this double stands for', record);
+      }
+      if (request.method === 'GET') {
+        try {
+          const content = await readFile(local);
+          response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': content.length });
+          response.end(content);
+          return record(200);
+        } catch {
+          return jsonError(response, 404, 'file not found', record);
+        }
+      }
+      const content = await multipartFile(request.headers['content-type'], body);
+      if (content === undefined) return jsonError(response, 400, 'no multipart part named "file"', record);
+      await writeInPlace(local, content, options.halfWriteMs ?? 5);
+      sendJson(response, 200, [{ path: podPath, name: posix.basename(podPath ?? ''), type: 'file' }]);
+      return record(200);
+    }
+    if (isMove && request.method === 'POST') {
+      if (!String(request.headers['content-type'] ?? '').startsWith('application/json')) {
+        return connectError(response, 415, 'invalid_argument', 'expected application/json', record);
+      }
+      const user = basicUser(request.headers.authorization);
+      if (user === undefined || !users.has(user)) return connectError(response, 401, 'unauthenticated', 'unknown user', record);
+      let move: { source?: unknown; destination?: unknown };
+      try {
+        move = JSON.parse(body.toString('utf8')) as typeof move;
+      } catch {
+        return connectError(response, 400, 'invalid_argument', 'body is not JSON', record);
+      }
+      const source = typeof move.source === 'string' ? move.source : null;
+      const destination = typeof move.destination === 'string' ? move.destination : null;
+      const from = localPath(source);
+      const to = localPath(destination);
+      if (to === undefined && destination !== null) outside.push(destination);
+      if (from === undefined || to === undefined) return connectError(response, 400, 'invalid_argument', 'path outside the volume', record, destination ?? undefined);
+      try {
+        await mkdir(dirname(to), { recursive: true });
+        await rename(from, to);
+      } catch {
+        return connectError(response, 404, 'not_found', 'source not found', record, destination ?? undefined);
+      }
+      sendJson(response, 200, { entry: { name: posix.basename(destination ?? ''), type: 'FILE_TYPE_FILE', path: destination } });
+      return record(200, destination ?? undefined);
+    }
+    return jsonError(response, 404, 'not found', record);
+  };
+
+  const server: Server = createServer((request, response) => {
+    handle(request, response)
+      .then((entry) => requests.push(entry))
+      .catch(() => {
+        if (!response.headersSent) jsonError(response, 500, 'double failed', () => ({ operation: 'other', path: undefined, status: 500, at: Date.now() }));
+        else response.destroy();
+      });
+  });
+  await new Promise<void>((resolve) => server.listen({ host: '127.0.0.1', port: 0 }, resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    requests,
+    outside,
+    setToken: (value) => {
+      token = value;
+    },
+    setRoot: (value) => {
+      root = value;
+    },
+    setBehaviour: (value) => {
+      behaviour = value;
+    },
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+async function readBody(request: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_UPLOAD_BYTES) throw new Error('upload too large');
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** The part named `file`, parsed by the platform's own multipart reader. */
+async function multipartFile(contentType: string | undefined, body: Buffer): Promise<Buffer | undefined> {
+  if (contentType === undefined || !contentType.startsWith('multipart/form-data')) return undefined;
+  try {
+    const form = await new Response(body, { headers: { 'content-type': contentType } }).formData();
+    const file = form.get('file');
+    if (file === null) return undefined;
+    return typeof file === 'string' ? Buffer.from(file) : Buffer.from(await file.arrayBuffer());
+  } catch {
+    return undefined;
+  }
+}
+
+/** As envd: open with O_TRUNC and write into the same inode; here in two halves, visible to a racing reader. */
+async function writeInPlace(path: string, content: Buffer, pauseMs: number): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  const handle = await open(path, 'w', 0o644);
+  try {
+    const half = Math.floor(content.length / 2);
+    await handle.write(content.subarray(0, half));
+    if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    await handle.write(content.subarray(half));
+  } finally {
+    await handle.close();
+  }
+}
+
+function basicUser(header: string | undefined): string | undefined {
+  if (header === undefined || !header.startsWith('Basic ')) return undefined;
+  const decoded = Buffer.from(header.slice('Basic '.length), 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon < 0 ? decoded : decoded.slice(0, colon);
+}
+
+function sendJson(response: ServerResponse, status: number, value: unknown): void {
+  const text = JSON.stringify(value);
+  response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  response.end(text);
+}
+
+function jsonError(response: ServerResponse, status: number, message: string, record: (status: number) => EnvdRequestRecord): EnvdRequestRecord {
+  sendJson(response, status, { code: status, message });
+  return record(status);
+}
+
+function connectError(
+  response: ServerResponse,
+  status: number,
+  code: string,
+  message: string,
+  record: (status: number, path?: string) => EnvdRequestRecord,
+  path?: string,
+): EnvdRequestRecord {
+  sendJson(response, status, { code, message });
+  return record(status, path);
+}
+
+async function misbehave(
+  chosen: Exclude<EnvdBehaviour, 'normal'>,
+  response: ServerResponse,
+  record: (status: number) => EnvdRequestRecord,
+  slowMs: number,
+): Promise<EnvdRequestRecord> {
+  if (typeof chosen === 'object') return jsonError(response, chosen.status, 'injected failure', record);
+  switch (chosen) {
+    case 'slow':
+      // Longer than the client's timeout; the response is abandoned when the client gives up.
+      await new Promise((resolve) => setTimeout(resolve, slowMs));
+      if (!response.destroyed) jsonError(response, 500, 'too late', record);
+      return record(0);
+    case 'truncated':
+      response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': 1000 });
+      response.write('sha256:');
+      response.destroy();
+      return record(200);
+    case 'redirect':
+      response.writeHead(307, { location: 'http://127.0.0.2:9/elsewhere' });
+      response.end();
+      return record(307);
+    case 'huge': {
+      response.writeHead(200, { 'content-type': 'application/octet-stream' });
+      const chunk = Buffer.alloc(64 * 1024, 0x41);
+      for (let i = 0; i < 64 && !response.destroyed; i += 1) {
+        if (!response.write(chunk)) await drainedOrClosed(response);
+      }
+      response.end();
+      return record(200);
+    }
+    case 'hang-up':
+      response.socket?.destroy();
+      return record(0);
+  }
+}
+
+function drainedOrClosed(response: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      response.off('drain', done);
+      response.off('close', done);
+      resolve();
+    };
+    response.on('drain', done);
+    response.on('close', done);
+  });
+}
