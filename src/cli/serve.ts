@@ -153,8 +153,14 @@ async function serveUntilStopped(options: Readonly<ServeOptions>, logger: Logger
       logger,
     });
   } finally {
-    signals.remove();
-    await lifetime.close();
+    // The signals go back to their default action only once everything is closed: a stop signal that arrives
+    // while the parts close (npm's forwarded echo of a Ctrl-C, say) must not kill the process before pino has
+    // written the shutdown lines it still holds and the exit status is set.
+    try {
+      await lifetime.close();
+    } finally {
+      signals.remove();
+    }
   }
 }
 
