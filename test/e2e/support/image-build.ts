@@ -1,7 +1,8 @@
 // The project's image, built from the Dockerfile as it is with buildah (`--isolation chroot`, `--pull=never`)
 // against local stand-ins of its two base images (test/e2e/image/stand-in-bases.sh), and opened as a root
 // filesystem plus the image's config, which test/e2e/support/oci-container.ts runs with crun.
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { repoRoot } from './binaries.js';
@@ -28,9 +29,14 @@ export interface Buildah {
 }
 
 /** Builds the stand-in bases (once; later calls reuse the cache) and returns buildah bound to their storage. */
-export function standInBuildah(): Buildah {
-  const line = execFileSync('bash', [BASES_SCRIPT], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 20 }).trim();
-  const [storage, runroot] = line.split(' ');
+export async function standInBuildah(): Promise<Buildah> {
+  // Progress goes to the test's stderr as it comes: a cold build takes minutes.
+  const child = spawn('bash', [BASES_SCRIPT], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let line = '';
+  child.stdout.on('data', (chunk: Buffer) => (line += chunk.toString('utf8')));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  if (code !== 0) throw new Error(`stand-in-bases.sh exited with ${code}`);
+  const [storage, runroot] = line.trim().split(' ');
   if (storage === undefined || runroot === undefined) throw new Error(`stand-in-bases.sh printed ${JSON.stringify(line)}`);
   const global = ['--root', storage, '--runroot', runroot, '--storage-driver', 'overlay'];
   const buildah = async (args: string[], options: { cwd?: string; timeoutMs?: number } = {}): Promise<string> => {
@@ -59,6 +65,9 @@ export interface BuildResult {
 
 /** `buildah bud` of `dockerfile` (relative to the repository) with the repository as the context. */
 export async function buildImage(buildah: Buildah, tag: string, dockerfile = 'Dockerfile', version = '0.1.0'): Promise<BuildResult> {
+  // The previous build under this tag would be left dangling in the cache's storage.
+  await buildah(['rmi', '--force', tag]).catch(() => undefined);
+  await buildah(['rmi', '--prune']).catch(() => undefined);
   const started = Date.now();
   try {
     const output = await buildah(

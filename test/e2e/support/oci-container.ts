@@ -15,8 +15,9 @@ const run = promisify(execFile);
 export interface Volume {
   /** Where the container sees it. */
   mountPath: string;
-  /** A host folder bind-mounted (hostPath/projected-like), or a fresh tmpfs (emptyDir medium Memory). */
-  source: { hostPath: string; readOnly?: boolean } | { tmpfs: { sizeBytes: number } };
+  /** A host folder, bind-mounted: it stands for an emptyDir (made as the kubelet makes it) or a projected volume. */
+  hostPath: string;
+  readOnly?: boolean;
 }
 
 export interface ContainerSpec {
@@ -41,7 +42,7 @@ export interface RunningContainer {
   /** Resolves with the exit code crun reports for the container's process. */
   exited: Promise<number>;
   /** Sends a signal to the container's process, as the kubelet does on deletion (SIGTERM). */
-  kill(signal: 'TERM' | 'KILL'): Promise<void>;
+  kill(signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
   /** Kills whatever is left and removes the container and its bundle. */
   remove(): Promise<void>;
 }
@@ -57,14 +58,9 @@ function mergedEnv(image: ImageConfig, env: Record<string, string>): string[] {
   return [...merged].map(([key, value]) => `${key}=${value}`);
 }
 
-function volumeMount(volume: Volume, uid: number, gid: number): Record<string, unknown> {
-  if ('hostPath' in volume.source) {
-    const options = ['rbind', 'nosuid', 'nodev', volume.source.readOnly === true ? 'ro' : 'rw'];
-    return { destination: volume.mountPath, type: 'bind', source: volume.source.hostPath, options };
-  }
-  // An emptyDir of the pod, owned by its fsGroup.
-  const size = `size=${volume.source.tmpfs.sizeBytes}`;
-  return { destination: volume.mountPath, type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'nodev', 'mode=0770', size, `uid=${uid}`, `gid=${gid}`] };
+function volumeMount(volume: Volume): Record<string, unknown> {
+  const options = ['rbind', 'nosuid', 'nodev', volume.readOnly === true ? 'ro' : 'rw'];
+  return { destination: volume.mountPath, type: 'bind', source: volume.hostPath, options };
 }
 
 /** The OCI runtime spec for one container: what `crun run` is told. */
@@ -83,7 +79,6 @@ export function ociConfig(spec: ContainerSpec): Record<string, unknown> {
       // capabilities: drop: [ALL]
       capabilities: { bounding: [], effective: [], inheritable: [], permitted: [], ambient: [] },
       noNewPrivileges: true,
-      rlimits: [{ type: 'RLIMIT_NOFILE', hard: 65536, soft: 65536 }],
     },
     root: { path: spec.rootfs, readonly: true },
     hostname: 'sandbox-injector-e2e',
@@ -92,7 +87,7 @@ export function ociConfig(spec: ContainerSpec): Record<string, unknown> {
       { destination: '/dev', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'strictatime', 'mode=755', 'size=65536k'] },
       { destination: '/dev/shm', type: 'tmpfs', source: 'shm', options: ['nosuid', 'noexec', 'nodev', 'mode=1777', 'size=65536k'] },
       { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] },
-      ...(spec.volumes ?? []).map((v) => volumeMount(v, spec.uid, spec.gid)),
+      ...(spec.volumes ?? []).map(volumeMount),
     ],
     linux: {
       // No network namespace: the host's, loopback included.
@@ -151,7 +146,7 @@ export function startContainer(spec: ContainerSpec): RunningContainer {
     remove: () =>
       (removed ??= (async () => {
         if (child.exitCode === null && child.signalCode === null) {
-          await crun(['kill', id, 'KILL']).catch(() => undefined);
+          await crun(['kill', id, 'SIGKILL']).catch(() => undefined);
           await exited.catch(() => undefined);
         }
         await crun(['delete', '--force', id]).catch(() => undefined);
