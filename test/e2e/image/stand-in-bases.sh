@@ -15,7 +15,7 @@
 #   needs (libc6, libgcc-s1, libstdc++6, libatomic1; plus base-files and tzdata as distroless has them), node at
 #   /nodejs/bin/node, the user nonroot (65532), the CA bundle. No shell, no package manager.
 #
-# Installs buildah, mmdebstrap and crun with apt-get when missing (as root, or through `sudo -n`).
+# Installs buildah, mmdebstrap and runc first when they are missing (install-tools.sh).
 #
 # Both land in ${SANDBOX_INJECTOR_CACHE:-$HOME/.cache/sandbox-injector}/image-bases-<...>-<hash>/, where <hash>
 # is a digest of this script, the two base names, the Node and npm versions, the Debian suite and mirror and the
@@ -55,18 +55,8 @@ build_base="$(qualified "${bases[0]}")"
 runtime_base="$(qualified "${bases[1]}")"
 [[ -r "$ca_bundle" ]] || { log "no CA bundle at $ca_bundle (set SANDBOX_INJECTOR_CA_BUNDLE)"; exit 1; }
 
-as_root() {
-  if [[ "$(id -u)" -eq 0 ]]; then "$@"; else sudo -n "$@"; fi
-}
-
-missing=()
-for tool in buildah mmdebstrap crun; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
-if [[ "${#missing[@]}" -gt 0 ]]; then
-  log "installing ${missing[*]} with apt-get"
-  as_root apt-get update -qq >&2
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
-fi
-[[ "$(id -u)" -eq 0 ]] || { log "buildah --isolation chroot and crun need root here"; exit 1; }
+bash "$script_dir/install-tools.sh"
+[[ "$(id -u)" -eq 0 ]] || { log "buildah --isolation chroot and runc need root here"; exit 1; }
 
 recipe_hash="$(
   {

@@ -1,6 +1,6 @@
 // The project's image, built from the Dockerfile as it is with buildah (`--isolation chroot`, `--pull=never`)
 // against local stand-ins of its two base images (test/e2e/image/stand-in-bases.sh), and opened as a root
-// filesystem plus the image's config, which test/e2e/support/oci-container.ts runs with crun.
+// filesystem plus the image's config, which test/e2e/support/oci-container.ts runs with runc.
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';

@@ -1,4 +1,4 @@
-// Runs a command of the built image with crun, the way the kubelet's runtime runs a container of a pod: the
+// Runs a command of the built image with runc, the way the kubelet's runtime runs a container of a pod: the
 // image's root filesystem read-only, a numeric user, no capabilities, no privilege escalation, the image's env
 // under the container's, and volumes mounted where the pod spec puts them. It keeps the host's network
 // namespace, so the container reaches the test's kube-apiserver on loopback and the apiserver reaches it.
@@ -39,7 +39,8 @@ export interface RunningContainer {
   output(): string;
   /** Waits until the output satisfies `match`, within the test's own deadline. */
   waitForOutput(match: (text: string) => boolean, what: string, timeoutMs?: number): Promise<string>;
-  /** Resolves with the exit code crun reports for the container's process. */
+  hasExited(): boolean;
+  /** Resolves with the exit code runc reports for the container's process. */
   exited: Promise<number>;
   /** Sends a signal to the container's process, as the kubelet does on deletion (SIGTERM). */
   kill(signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
@@ -63,7 +64,7 @@ function volumeMount(volume: Volume): Record<string, unknown> {
   return { destination: volume.mountPath, type: 'bind', source: volume.hostPath, options };
 }
 
-/** The OCI runtime spec for one container: what `crun run` is told. */
+/** The OCI runtime spec for one container: what `runc run` is told. */
 export function ociConfig(spec: ContainerSpec): Record<string, unknown> {
   const command = spec.command ?? spec.image.Entrypoint ?? [];
   const args = [...command, ...(spec.args ?? spec.image.Cmd ?? [])];
@@ -100,7 +101,7 @@ export function ociConfig(spec: ContainerSpec): Record<string, unknown> {
 
 let sequence = 0;
 
-/** Starts the container in the foreground of a `crun run`; its output is gathered as it comes. */
+/** Starts the container in the foreground of a `runc run`; its output is gathered as it comes. */
 export function startContainer(spec: ContainerSpec): RunningContainer {
   const bundle = mkdtempSync(path.join(tmpdir(), 'si-e2e-oci-'));
   const id = `si-e2e-${process.pid}-${++sequence}`;
@@ -109,8 +110,8 @@ export function startContainer(spec: ContainerSpec): RunningContainer {
     mkdirSync(path.join(spec.rootfs, volume.mountPath), { recursive: true });
   }
   writeFileSync(path.join(bundle, 'config.json'), JSON.stringify(ociConfig(spec), null, 2));
-  const crun = (args: string[]): Promise<unknown> => run('crun', ['--cgroup-manager=disabled', ...args]);
-  const child: ChildProcess = spawn('crun', ['--cgroup-manager=disabled', 'run', '--bundle', bundle, id], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const runc = (args: string[]): Promise<unknown> => run('runc', args);
+  const child: ChildProcess = spawn('runc', ['run', '--bundle', bundle, id], { stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
   const appended = new EventEmitter();
   const append = (chunk: Buffer): void => {
@@ -127,6 +128,7 @@ export function startContainer(spec: ContainerSpec): RunningContainer {
   return {
     id,
     output: () => text,
+    hasExited: () => child.exitCode !== null || child.signalCode !== null,
     async waitForOutput(match, what, timeoutMs = 60_000) {
       const signal = AbortSignal.timeout(timeoutMs);
       while (!match(text)) {
@@ -141,15 +143,15 @@ export function startContainer(spec: ContainerSpec): RunningContainer {
     },
     exited,
     async kill(sig) {
-      await crun(['kill', id, sig]);
+      await runc(['kill', id, sig]);
     },
     remove: () =>
       (removed ??= (async () => {
         if (child.exitCode === null && child.signalCode === null) {
-          await crun(['kill', id, 'SIGKILL']).catch(() => undefined);
+          await runc(['kill', id, 'SIGKILL']).catch(() => undefined);
           await exited.catch(() => undefined);
         }
-        await crun(['delete', '--force', id]).catch(() => undefined);
+        await runc(['delete', '--force', id]).catch(() => undefined);
         rmSync(bundle, { recursive: true, force: true });
       })()),
   };
