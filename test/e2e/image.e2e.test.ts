@@ -325,9 +325,9 @@ describe('serve from the image, run as manifests/base/deployment.yaml runs it, i
   });
 
   it('fills the webhook configuration caBundle itself (self-managed certificates) and keeps the pair in its volume', async () => {
-    const deadline = Date.now() + 60_000;
+    const filled = Date.now() + 60_000;
     let bundle = '';
-    while (bundle === '' && Date.now() < deadline) {
+    while (bundle === '' && Date.now() < filled) {
       bundle = await cluster.kubectlOk(['get', 'mutatingwebhookconfiguration', 'sandbox-injector', '-o', 'jsonpath={.webhooks[0].clientConfig.caBundle}']);
       if (bundle === '') await new Promise((resolve) => setTimeout(resolve, 250));
     }
@@ -335,9 +335,10 @@ describe('serve from the image, run as manifests/base/deployment.yaml runs it, i
     const secret = await cluster.kubectlOk(['get', 'secret', 'sandbox-injector-tls', '-n', CONFIG_NS, '-o', 'name']);
     expect(secret.trim()).toBe('secret/sandbox-injector-tls');
     // Written into its in-memory volume, the one place the container can write.
-    const deadline2 = Date.now() + 30_000;
-    while (readdirSync(certVolumeHost).length < 2 && Date.now() < deadline2) await new Promise((resolve) => setTimeout(resolve, 250));
-    expect(readdirSync(certVolumeHost).sort()).toEqual(['tls.crt', 'tls.key']);
+    const pair = (): string[] => readdirSync(certVolumeHost).filter((name) => name === 'tls.crt' || name === 'tls.key');
+    const written = Date.now() + 30_000;
+    while (pair().length < 2 && Date.now() < written) await new Promise((resolve) => setTimeout(resolve, 250));
+    expect(pair().sort()).toEqual(['tls.crt', 'tls.key']);
   });
 
   it('has a root filesystem nothing can write to, as the same user with the same image', async () => {
