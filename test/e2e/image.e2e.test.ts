@@ -67,12 +67,14 @@ let certVolumeHost = '';
 /** The Sandbox pod as kube-apiserver stored it after calling the webhook in the image. */
 let injectedPod: Json | undefined;
 
+const isRecord = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+
 /** The JSON log lines of a container's output; other lines are left out. */
 function jsonLines(text: string): Json[] {
   return text.split('\n').flatMap((line) => {
     try {
       const parsed: unknown = JSON.parse(line);
-      return typeof parsed === 'object' && parsed !== null ? [parsed as Json] : [];
+      return isRecord(parsed) ? [parsed] : [];
     } catch {
       return [];
     }

