@@ -162,6 +162,18 @@ describe('the image built from the Dockerfile', () => {
     expect(Object.keys(image.config.ExposedPorts ?? {}).sort()).toEqual(['8443/tcp', '9090/tcp']);
   });
 
+  it('runs as 65532 by its own USER, without a runAsUser (numeric, so the kubelet can check runAsNonRoot)', async () => {
+    const [uid, gid] = (image.config.User ?? '').split(':').map(Number);
+    if (uid === undefined || gid === undefined || Number.isNaN(uid) || Number.isNaN(gid)) {
+      throw new Error(`the image's USER is not numeric uid:gid: ${JSON.stringify(image.config.User)}`);
+    }
+    const result = await runContainer(
+      asDeployed({ uid, gid, command: ['node'], args: ['-e', 'console.log(process.getuid(), process.getgid())'] }),
+    );
+    expect(result.code, result.output).toBe(0);
+    expect(result.output.trim()).toBe(`${UID} ${UID}`);
+  });
+
   it('carries the OCI labels, the version given as VERSION', () => {
     expect(image.config.Labels).toMatchObject({
       'org.opencontainers.image.title': 'sandbox-injector',
@@ -205,6 +217,18 @@ describe('the image built from the Dockerfile', () => {
     expect(dist.filter((p) => /(^|\/)(test|tests|__tests__)(\/|$)|\.(test|spec)\.js$/.test(p))).toEqual([]);
     const mapped = dist.filter((p) => p.endsWith('.js') && readFileSync(path.join(app, 'dist', p), 'utf8').includes('sourceMappingURL'));
     expect(mapped).toEqual([]);
+  });
+
+  it('injects examples/pod.yaml offline with the injection config it carries at /app/manifests', async () => {
+    const examples = path.join(repoRoot, 'examples');
+    const result = await runContainer(
+      asDeployed({
+        args: ['inject', '--config-file', '/app/manifests/injection-config.yaml', '-f', '/examples/pod.yaml'],
+        volumes: [{ mountPath: '/examples', hostPath: examples, readOnly: true }],
+      }),
+    );
+    expect(result.code, result.output).toBe(0);
+    expect(result.output).toContain('agents.kruise.io/runtime-injection-status: \'{"injected":["agent-runtime","csi"]');
   });
 
   it(`stays under its size budget (${BUDGET.imageBytes / 1048576} MiB in all, ${BUDGET.appBytes / 1048576} MiB for /app)`, async () => {
