@@ -21,6 +21,7 @@ import { serviceAccountIdentity, type Identity } from './support/identities.js';
 import { at } from './support/json.js';
 import { buildImage, openImage, standInBuildah, STAND_IN_NOTICE, treeBytes, type Buildah, type OpenedImage } from './support/image-build.js';
 import { runContainer, startContainer, type ContainerSpec, type RunningContainer } from './support/oci-container.js';
+import { createSandbox, sandboxPod } from './support/sandbox-pods.js';
 import { freePort } from './support/webhook-process.js';
 
 const run = promisify(execFile);
@@ -377,27 +378,8 @@ describe('serve from the image, run as manifests/base/deployment.yaml runs it, i
   });
 
   it('is called by kube-apiserver for a Sandbox pod, and its patch is in the stored pod', async () => {
-    const sandbox = JSON.parse(
-      await cluster.kubectlOk(['create', '-f', '-', '-o', 'json'], {
-        input: JSON.stringify({
-          apiVersion: 'agents.kruise.io/v1alpha1',
-          kind: 'Sandbox',
-          metadata: { name: 'sbx', namespace: NS },
-          spec: { runtimes: [{ name: 'agent-runtime' }], envVarsInjectionPolicy: 'Auto', template: {} },
-        }),
-      }),
-    ) as { metadata: { uid: string } };
-    const pod = {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: {
-        generateName: 'sbx-',
-        namespace: NS,
-        labels: { 'agents.kruise.io/created-by': 'sandbox' },
-        ownerReferences: [{ apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name: 'sbx', uid: sandbox.metadata.uid, controller: true }],
-      },
-      spec: { automountServiceAccountToken: false, containers: [{ name: 'main', image: 'python:3.12', command: ['python', 'app.py'] }] },
-    };
+    const uid = await createSandbox(cluster, NS, 'sbx', { runtimes: [{ name: 'agent-runtime' }], envVarsInjectionPolicy: 'Auto', template: {} });
+    const pod = sandboxPod(NS, 'sbx', uid, [{ name: 'main', image: 'python:3.12', command: ['python', 'app.py'] }]);
     const created = await controller.kubectl(['create', '-f', '-', '-o', 'json'], { input: JSON.stringify(pod) });
     expect(created.code, created.stderr).toBe(0);
     injectedPod = JSON.parse(created.stdout) as Json;
