@@ -65,6 +65,13 @@ let webhookPort = 0;
 let metricsPort = 0;
 /** The host side of the container's certificate volume: a folder in /dev/shm, in memory as medium: Memory is. */
 let certVolumeHost = '';
+/** Folders the tests made (volumes, the token), removed at the end. */
+const scratch: string[] = [];
+function scratchDir(prefix: string, parent = tmpdir()): string {
+  const dir = mkdtempSync(path.join(parent, prefix));
+  scratch.push(dir);
+  return dir;
+}
 /** The Sandbox pod as kube-apiserver stored it after calling the webhook in the image. */
 let injectedPod: Json | undefined;
 
@@ -146,7 +153,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await webhook?.remove();
-  if (certVolumeHost !== '') rmSync(certVolumeHost, { recursive: true, force: true });
+  for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
   await image?.close();
   await cluster?.stop();
 });
@@ -291,7 +298,7 @@ describe('serve from the image, run as manifests/base/deployment.yaml runs it, i
     // The pod's service-account volume, as the kubelet projects it: a token of the Deployment's service account.
     const podSpec = at(deployment, 'spec', 'template', 'spec') as Json;
     const serviceAccount = podSpec.serviceAccountName as string;
-    const saDir = mkdtempSync(path.join(tmpdir(), 'si-e2e-image-sa-'));
+    const saDir = scratchDir('si-e2e-image-sa-');
     writeFileSync(path.join(saDir, 'token'), (await cluster.kubectlOk(['create', 'token', serviceAccount, '-n', CONFIG_NS, '--duration=1h'])).trim());
     writeFileSync(path.join(saDir, 'ca.crt'), cluster.caPem);
     writeFileSync(path.join(saDir, 'namespace'), CONFIG_NS);
@@ -304,7 +311,7 @@ describe('serve from the image, run as manifests/base/deployment.yaml runs it, i
     if (certMount === undefined) throw new Error('the Deployment no longer mounts its certs volume');
     expect(at(podSpec, 'volumes', 0, 'emptyDir', 'medium')).toBe('Memory');
     // An emptyDir of a pod with fsGroup 65532: the group owns it.
-    certVolumeHost = mkdtempSync('/dev/shm/si-e2e-image-certs-');
+    certVolumeHost = scratchDir('si-e2e-image-certs-', '/dev/shm');
     chownSync(certVolumeHost, UID, at(podSpec, 'securityContext', 'fsGroup') as number);
     chmodSync(certVolumeHost, 0o770);
     const url = new URL(cluster.server);
@@ -415,7 +422,7 @@ describe('the wrapper init container, from the same image', () => {
     const deployed = at(rendered(await cluster.kubectlOk(['kustomize', path.join(repoRoot, 'manifests')])).find((o) => o.kind === 'Deployment'), 'spec', 'template', 'spec', 'containers', 0) as Json;
     expect(init.image).toBe(deployed.image);
     // A fresh emptyDir: world-writable, as the kubelet makes it.
-    const dir = mkdtempSync(path.join(tmpdir(), 'si-e2e-image-wrapper-'));
+    const dir = scratchDir('si-e2e-image-wrapper-');
     chmodSync(dir, 0o777);
     const result = await runContainer(
       asDeployed({ command: init.command as string[], args: [], volumes: [{ mountPath: mount.mountPath, hostPath: dir }] }),
@@ -429,7 +436,7 @@ describe('the wrapper init container, from the same image', () => {
     expect(lstatSync(script).uid).toBe(UID);
 
     // Run by bash, as a wrapped container runs it: the claimed environment reaches the command.
-    const envDir = mkdtempSync(path.join(tmpdir(), 'si-e2e-image-env-'));
+    const envDir = scratchDir('si-e2e-image-env-');
     writeFileSync(path.join(envDir, 'env.sh'), "GREETING='from the image'\n");
     writeFileSync(path.join(envDir, '.env_ready'), '');
     const { stdout } = await run('bash', [script, '--', 'printenv', 'GREETING'], { env: { ...process.env, SANDBOX_ENV_DIR: envDir } });
