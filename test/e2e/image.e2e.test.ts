@@ -137,7 +137,7 @@ async function untilStatus(url: string, tls: boolean, status: number, timeoutMs 
 
 /** A container of the image as the Deployment's pod template describes it, with the overrides a test needs. */
 function asDeployed(overrides: Partial<ContainerSpec>): ContainerSpec {
-  return { rootfs: image.rootfs, image: image.config, uid: UID, gid: UID, ...overrides };
+  return { rootfs: image.rootfs, image: image.config, uid: UID, gid: UID, readOnlyRoot: true, ...overrides };
 }
 
 beforeAll(async () => {
@@ -319,6 +319,7 @@ describe('serve from the image, run as manifests/base/deployment.yaml runs it, i
       asDeployed({
         uid: at(container, 'securityContext', 'runAsUser') as number,
         gid: at(container, 'securityContext', 'runAsGroup') as number,
+        readOnlyRoot: at(container, 'securityContext', 'readOnlyRootFilesystem') === true,
         // The Deployment's args, then what this machine needs instead of a pod network: loopback, ports free
         // here, and the address kube-apiserver dials in the certificate.
         args: [

@@ -30,6 +30,8 @@ export interface ContainerSpec {
   env?: Record<string, string>;
   uid: number;
   gid: number;
+  /** The container's securityContext.readOnlyRootFilesystem. */
+  readOnlyRoot: boolean;
   volumes?: Volume[];
 }
 
@@ -81,7 +83,7 @@ export function ociConfig(spec: ContainerSpec): Record<string, unknown> {
       capabilities: { bounding: [], effective: [], inheritable: [], permitted: [], ambient: [] },
       noNewPrivileges: true,
     },
-    root: { path: spec.rootfs, readonly: true },
+    root: { path: spec.rootfs, readonly: spec.readOnlyRoot },
     hostname: 'sandbox-injector-e2e',
     mounts: [
       { destination: '/proc', type: 'proc', source: 'proc' },
