@@ -14,6 +14,7 @@ import { startSelfManagedCertificates } from '../../src/certs/self-managed.js';
 import { createKubeClients } from '../../src/sources/kube/clients.js';
 import { reviewFor } from '../support/conformance.js';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
+import { createSandbox, sandboxPod } from './support/sandbox-pods.js';
 import { freePort, startWebhookProcess, webhookConfiguration, type WebhookProcess } from './support/webhook-process.js';
 
 const NS = 'e2e-self-managed';
@@ -83,22 +84,8 @@ describe('self-managed certificates, two serve processes started together', () =
   });
 
   it('kube-apiserver calls a replica through that caBundle and the pod is injected', async () => {
-    const sandbox = JSON.parse(
-      await cluster.kubectlOk(['create', '-f', '-', '-o', 'json'], {
-        input: JSON.stringify({ apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', metadata: { name: 'sbx', namespace: NS }, spec: { runtimes: [{ name: 'agent-runtime' }], template: {} } }),
-      }),
-    ) as { metadata: { uid: string } };
-    const pod = {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: {
-        generateName: 'sbx-',
-        namespace: NS,
-        labels: { 'agents.kruise.io/created-by': 'sandbox' },
-        ownerReferences: [{ apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name: 'sbx', uid: sandbox.metadata.uid, controller: true }],
-      },
-      spec: { automountServiceAccountToken: false, containers: [{ name: 'main', image: 'python:3.12' }] },
-    };
+    const uid = await createSandbox(cluster, NS, 'sbx', { runtimes: [{ name: 'agent-runtime' }], template: {} });
+    const pod = sandboxPod(NS, 'sbx', uid, [{ name: 'main', image: 'python:3.12' }]);
     let names: unknown[] = [];
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline) {
