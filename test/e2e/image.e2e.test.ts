@@ -23,6 +23,7 @@ import { buildImage, openImage, standInBuildah, STAND_IN_NOTICE, treeBytes, type
 import { runContainer, startContainer, type ContainerSpec, type RunningContainer } from './support/oci-container.js';
 import { createSandbox, sandboxPod } from './support/sandbox-pods.js';
 import { freePort } from './support/webhook-process.js';
+import { startEnvdDouble } from '../support/envd-double.js';
 
 const run = promisify(execFile);
 
@@ -118,11 +119,17 @@ function get(url: string, tls: boolean): Promise<{ status: number; body: string 
 }
 
 /** Polls `url` until it answers `status`, within the test's own deadline. */
-async function untilStatus(url: string, tls: boolean, status: number, timeoutMs = 60_000): Promise<{ status: number; body: string }> {
+async function untilStatus(
+  url: string,
+  tls: boolean,
+  status: number,
+  timeoutMs = 60_000,
+  container: RunningContainer | undefined = webhook,
+): Promise<{ status: number; body: string }> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {
-    if (webhook?.hasExited() === true) throw new Error(`the webhook container exited; its output:\n${webhook.output()}`);
+    if (container?.hasExited() === true) throw new Error(`the container exited; its output:\n${container.output()}`);
     try {
       const answer = await get(url, tls);
       if (answer.status === status) return answer;
@@ -132,7 +139,7 @@ async function untilStatus(url: string, tls: boolean, status: number, timeoutMs 
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-  throw new Error(`${url} did not answer ${status} within ${timeoutMs} ms (last: ${String(last)}); webhook output:\n${webhook?.output() ?? ''}`);
+  throw new Error(`${url} did not answer ${status} within ${timeoutMs} ms (last: ${String(last)}); its output:\n${container?.output() ?? ''}`);
 }
 
 /** A container of the image as the Deployment's pod template describes it, with the overrides a test needs. */
@@ -445,9 +452,102 @@ describe('the wrapper init container, from the same image', () => {
   });
 });
 
-// deliver-env (another branch) runs from this image too. To enable: replace `it.todo` with `it`, run
-// `node /app/dist/cli/main.js deliver-env ...` from the image with runContainer(asDeployed({ command, args,
-// volumes })) exactly as the component that runs it says, and assert what it delivered.
 describe('deliver-env, from the same image', () => {
-  it.todo('runs deliver-env from the image as its container runs it');
+  const DELIVER_NS = 'e2e-image-deliver';
+  const COMPONENT = path.join(repoRoot, 'manifests', 'components', 'deliver-env');
+  const TOKEN = 'tok-image-e2e';
+  const VARS = { GREETING: "from the image's deliver-env", QUOTED: 'say "hi" to $HOME' };
+
+  it('runs as the component\'s container runs it, and delivers a claim through the envd double', async () => {
+    const objects = readdirSync(COMPONENT)
+      .filter((file) => file.endsWith('.yaml') && file !== 'kustomization.yaml')
+      .flatMap((file) => rendered(readFileSync(path.join(COMPONENT, file), 'utf8')));
+    const deployment = objects.find((o) => o.kind === 'Deployment');
+    if (deployment === undefined) throw new Error('manifests/components/deliver-env has no Deployment');
+    const namespace = deployment.metadata.namespace ?? CONFIG_NS;
+    await cluster.installSandboxCrd();
+    // The webhook container of the tests above has stopped: its configuration (failurePolicy Fail) would refuse
+    // the Sandbox pod this test creates.
+    await cluster.kubectlOk(['delete', 'mutatingwebhookconfigurations', '--all']);
+    await cluster.ensureNamespace(namespace);
+    await cluster.ensureNamespace(DELIVER_NS);
+    for (const object of objects) if (object.kind !== 'Deployment') await cluster.applyObject(object);
+
+    // The pod's service-account volume, as the kubelet projects it for the component's service account.
+    const podSpec = at(deployment, 'spec', 'template', 'spec') as Json;
+    const saDir = scratchDir('si-e2e-image-deliver-sa-');
+    const token = await cluster.kubectlOk(['create', 'token', podSpec.serviceAccountName as string, '-n', namespace, '--duration=1h']);
+    writeFileSync(path.join(saDir, 'token'), token.trim());
+    writeFileSync(path.join(saDir, 'ca.crt'), cluster.caPem);
+    writeFileSync(path.join(saDir, 'namespace'), namespace);
+    chmodSync(saDir, 0o755);
+
+    // envd is not run here: the double follows its published file API over a folder standing for /var/sandbox.
+    const envDir = scratchDir('si-e2e-image-deliver-env-');
+    const envd = await startEnvdDouble({ root: envDir, token: TOKEN });
+    const container = (podSpec.containers as Json[])[0] as Json;
+    const port = await freePort();
+    const url = new URL(cluster.server);
+    const running = startContainer(
+      asDeployed({
+        uid: at(container, 'securityContext', 'runAsUser') as number,
+        gid: at(container, 'securityContext', 'runAsGroup') as number,
+        readOnlyRoot: at(container, 'securityContext', 'readOnlyRootFilesystem') === true,
+        // The component's args, then loopback instead of a pod network: the listener, and envd on the double's port.
+        args: [...(container.args as string[]), '--host=127.0.0.1', `--metrics-port=${port}`, `--runtime-port=${envd.port}`],
+        env: { SANDBOX_INJECTOR_IDENTITY: 'image-replica', KUBERNETES_SERVICE_HOST: url.hostname, KUBERNETES_SERVICE_PORT: url.port },
+        volumes: [{ mountPath: SA_DIR, hostPath: saDir, readOnly: true }],
+      }),
+    );
+    try {
+      await untilStatus(`http://127.0.0.1:${port}/readyz`, false, 200, 90_000, running);
+
+      // A claimed Sandbox, its pod IP (loopback, where the double listens) and its wrapped pod.
+      await cluster.applyObject({
+        apiVersion: 'agents.kruise.io/v1alpha1',
+        kind: 'Sandbox',
+        metadata: { name: 'sbx-image', namespace: DELIVER_NS },
+        spec: { runtimes: [{ name: 'agent-runtime' }], template: { spec: { containers: [{ name: 'main', image: 'app:1' }] } } },
+      });
+      const uid = (await cluster.kubectlOk(['-n', DELIVER_NS, 'get', 'sandbox', 'sbx-image', '-o', 'jsonpath={.metadata.uid}'])).trim();
+      await cluster.kubectlOk(['-n', DELIVER_NS, 'patch', 'sandbox', 'sbx-image', '--subresource=status', '--type=merge',
+        '-p', JSON.stringify({ status: { podInfo: { podIP: '127.0.0.1' } } })]);
+      await cluster.applyObject(sandboxOwnedPod('sbx-image', uid));
+      await cluster.kubectlOk(['-n', DELIVER_NS, 'annotate', '--overwrite', 'sandbox', 'sbx-image',
+        `agents.kruise.io/init-runtime-request=${JSON.stringify({ envVars: VARS, accessToken: TOKEN })}`,
+        `agents.kruise.io/claim-timestamp=${new Date().toISOString()}`]);
+
+      await running.waitForOutput((text) => jsonLines(text).some((l) => l.msg === 'env delivered'), 'the env delivered line', 60_000);
+      expect(existsSync(path.join(envDir, '.env_ready'))).toBe(true);
+      const { stdout } = await run('bash', [path.join(repoRoot, 'src', 'wrapper', 'run_with_envs.sh'), '--', 'printenv', 'GREETING', 'QUOTED'],
+        { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', SANDBOX_ENV_DIR: envDir } });
+      expect(stdout).toBe(`${VARS.GREETING}\n${VARS.QUOTED}\n`);
+      expect(running.output()).not.toContain(VARS.GREETING);
+
+      await running.kill('SIGTERM');
+      expect(await running.exited).toBe(0);
+    } catch (error) {
+      throw new Error(`${(error as Error).message}\ndeliver-env's output:\n${running.output()}`, { cause: error });
+    } finally {
+      await running.remove();
+      await envd.close();
+    }
+  }, 300_000);
+
+  /** A pod of the Sandbox whose main container the webhook wrapped, as its status annotation records. */
+  function sandboxOwnedPod(sandbox: string, sandboxUid: string): Json {
+    const status = { injected: ['agent-runtime'], present: [], skipped: [], wrapped: ['main'] };
+    return {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        name: `${sandbox}-pod`,
+        namespace: DELIVER_NS,
+        labels: { 'agents.kruise.io/created-by': 'sandbox' },
+        annotations: { 'agents.kruise.io/runtime-injection-status': JSON.stringify(status) },
+        ownerReferences: [{ apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name: sandbox, uid: sandboxUid, controller: true }],
+      },
+      spec: { containers: [{ name: 'main', image: 'app:1', command: ['/bin/bash', '/var/sandbox/run_with_envs.sh', '--', 'app'] }] },
+    };
+  }
 });
