@@ -9,8 +9,7 @@ import {
 import { encodePatch } from './patch.js';
 import type { ConfigSnapshot, RuntimeSelection } from './ports.js';
 import { DENIALS, type Failure } from '../errors.js';
-import { podOverLimits, scannedOverLimits } from './pod-limits.js';
-import type { PodMapScan } from './pod-map-scan.js';
+import { podOverLimits } from './pod-limits.js';
 import { warningSubject } from './sandbox-owner.js';
 import { describePodError, describeReviewError } from './schema-errors.js';
 import { validatePod, validateReview } from './schema.js';
@@ -51,19 +50,18 @@ export type ReviewOutcome =
   | { kind: 'response'; review: AdmissionReview; summary: AdmissionSummary }
   | { kind: 'bad-request'; message: string };
 
-/** The one path from an AdmissionReview body to its answer, shared by the server and the CLI. */
 /**
- * `podMaps`: the pod's labels and annotations as a pass over the body's text found them, for a large body
- * (src/admission/pod-map-scan.ts); without it, the parsed maps are walked.
+ * The one path from an AdmissionReview body to its answer, shared by the server and the CLI. `text`, the body's
+ * JSON text when there is one, lets the size rule measure a large pod's maps without enumerating them.
  */
-export async function reviewAdmission(body: unknown, deps: ReviewDeps, podMaps?: PodMapScan): Promise<ReviewOutcome> {
+export async function reviewAdmission(body: unknown, deps: ReviewDeps, text?: string): Promise<ReviewOutcome> {
   if (!validateReview(body)) return { kind: 'bad-request', message: describeReviewError(body, validateReview.errors) };
   const request = body.request;
   const answer = new Answer(body);
 
   if (!isPodCreate(request)) return answer.allow();
   const pod = request.object;
-  const problem = podMaps === undefined ? podOverLimits(pod) : scannedOverLimits(podMaps);
+  const problem = podOverLimits(pod, text);
   if (problem?.kind === 'too-large') return answer.deny(DENIALS.podTooLarge(problem.message));
   if (problem?.kind === 'malformed') return answer.deny(DENIALS.podMalformed(problem.message));
   // Checked before anything reads the pod: kube-apiserver only sends well-typed pods, so a failure here is a
