@@ -4,7 +4,7 @@
  * below and never touch label strings, so the label sets stay small and fixed.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { AdmissionSummary } from '../admission/review.js';
+import type { AdmissionSummary } from '../admission/answers.js';
 import { DENIALS } from '../errors.js';
 
 export type AdmissionOutcome = 'injected' | 'unchanged' | 'denied' | 'error' | 'bad_request';
