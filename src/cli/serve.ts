@@ -7,6 +7,7 @@
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import {
+  durationsMs,
   injectionSettings,
   OptionsError,
   parseServeOptions,
@@ -21,9 +22,7 @@ import { startMetricsServer } from '../server/metrics-server.js';
 import { loadTlsMaterial, httpsServerOptions } from '../server/tls/material.js';
 import { directoryWatcher, systemTimers } from '../util/directory-watch.js';
 import { InjectionConfigStore } from '../sources/injection-config.js';
-// Cluster-mode modules are imported where used: @kubernetes/client-node alone costs ~70 MiB of RSS, which a
-// local run (npm start, the benchmark) has no use for.
-import type { KubeClients } from '../sources/kube/clients.js';
+import { serveTarget } from './serve/cluster.js';
 import { startConfigSource } from './serve/config-source.js';
 import { Lifetime } from './serve/lifetime.js';
 import { listenForStopSignals, shutDownOnSignal } from './serve/shutdown.js';
@@ -75,12 +74,12 @@ async function run(options: Readonly<ServeOptions>, logger: Logger): Promise<num
   const signals = listenForStopSignals(process);
   const lifetime = new Lifetime();
   try {
-    const kube = await clusterClients(options, logger);
-    const tlsFiles = await resolveTlsFiles(options, kube, logger, lifetime);
+    const target = await serveTarget(options, logger);
+    const tlsFiles = await resolveTlsFiles(options, target, logger, lifetime);
     const material = await loadTlsMaterial(tlsFiles);
 
     const store = new InjectionConfigStore(
-      kube === undefined ? undefined : `${options.configNamespace}/${options.configName}`,
+      target.mode === 'cluster' ? `${options.configNamespace}/${options.configName}` : undefined,
     );
     let draining = false;
     const ready = (): boolean => !draining && store.loadedAt !== undefined;
@@ -93,7 +92,7 @@ async function run(options: Readonly<ServeOptions>, logger: Logger): Promise<num
       onError: (dir, error) => logger.warn({ dir, error: error.message }, 'directory watch failed'),
     });
 
-    const sources = await startConfigSource({ options, kube, store, watch, metrics, logger, lifetime });
+    const sources = await startConfigSource({ options, target, store, watch, metrics, logger, lifetime });
     const tlsPolicy = tlsPolicyOf(options);
     const app = buildApp({
       https: httpsServerOptions(material, tlsPolicy),
@@ -124,8 +123,8 @@ async function run(options: Readonly<ServeOptions>, logger: Logger): Promise<num
         address: app.server.address() as AddressInfo,
         node: process.version,
         metricsPort: options.metricsPort,
-        mode: kube === undefined ? 'local' : 'cluster',
-        ...(kube === undefined ? { configFile: options.configFile } : { configMap: store.configMapName }),
+        mode: target.mode,
+        ...(target.mode === 'local' ? { configFile: options.configFile } : { configMap: store.configMapName }),
         certFile: tlsFiles.certFile,
         certNotAfter: material.notAfter.toISOString(),
         clientCertificates: tlsFiles.clientCaFile === undefined ? 'not required' : 'required',
@@ -139,20 +138,12 @@ async function run(options: Readonly<ServeOptions>, logger: Logger): Promise<num
       startDraining: () => {
         draining = true;
       },
-      delayMs: options.shutdownDelaySeconds * 1000,
-      timeoutMs: options.shutdownTimeoutSeconds * 1000,
+      delayMs: durationsMs(options).shutdownDelayMs,
+      timeoutMs: durationsMs(options).shutdownTimeoutMs,
       logger,
     });
   } finally {
     signals.remove();
     await lifetime.close();
   }
-}
-
-/** The parsed options chose the mode (src/config.ts); in local mode everything comes from local files. */
-async function clusterClients(options: Readonly<ServeOptions>, logger: Logger): Promise<KubeClients | undefined> {
-  if (options.mode === 'local') return undefined;
-  const { createKubeClients } = await import('../sources/kube/clients.js');
-  logger.info({ kubeconfig: options.kubeconfig ?? 'in-cluster service account' }, 'cluster mode');
-  return createKubeClients(options.kubeconfig);
 }
