@@ -13,10 +13,11 @@
  * event loop for tens of milliseconds. Both give the same facts, and the facts give the answer.
  */
 
-import { scanPodMaps, utf8Bytes, type MapFacts, type PodMapField, type PodMapScan } from './pod-map-scan.js';
+import type { MetadataMap } from '../shapes/kubernetes.js';
+import { scanPodMaps, utf8Bytes, type MapFacts, type PodMapScan } from './pod-map-scan.js';
 
 /** The maps this rule checks; the pod schema leaves their values to it. */
-export const POD_MAP_FIELDS: readonly PodMapField[] = ['labels', 'annotations'];
+export const POD_MAP_FIELDS: readonly MetadataMap[] = ['labels', 'annotations'];
 
 /** apimachinery's TotalAnnotationSizeLimitB: the keys and values of all annotations, in bytes. */
 export const MAX_ANNOTATIONS_BYTES = 256 * 1024;
@@ -67,7 +68,7 @@ function walkMap(map: unknown, maxBytes: number): MapFacts | undefined {
   return { bytes };
 }
 
-function problemOf(facts: MapFacts | undefined, field: PodMapField, maxBytes = Infinity): PodProblem | undefined {
+function problemOf(facts: MapFacts | undefined, field: MetadataMap, maxBytes = Infinity): PodProblem | undefined {
   if (facts === undefined) return undefined;
   // The measure stops at the first value that is not a string, unless the members before it already passed the limit.
   if (facts.nonString !== undefined) {
@@ -76,10 +77,10 @@ function problemOf(facts: MapFacts | undefined, field: PodMapField, maxBytes = I
   return facts.bytes > maxBytes ? tooLarge(field, maxBytes) : undefined;
 }
 
-function notString(field: PodMapField, key: string): PodProblem {
+function notString(field: MetadataMap, key: string): PodProblem {
   return { kind: 'malformed', message: `field object.metadata.${field}.${key} must be string` };
 }
 
-function tooLarge(field: PodMapField, maxBytes: number): PodProblem {
+function tooLarge(field: MetadataMap, maxBytes: number): PodProblem {
   return { kind: 'too-large', message: `metadata.${field} exceed ${maxBytes} bytes, the most kube-apiserver accepts` };
 }

@@ -4,10 +4,12 @@
  */
 export type {
   Container,
+  ContainerList,
   EnvVar,
   JsonObject,
   Lifecycle,
   LifecycleHandler,
+  MetadataMap,
   ObjectMeta,
   OwnerReference,
   Pod,

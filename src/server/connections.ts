@@ -35,8 +35,6 @@ interface Connection {
   readonly reservations: Set<Reservation>;
 }
 
-export type EvictionCause = 'connection_limit' | 'busy';
-
 export interface ConnectionsOptions {
   maxConnections: number;
   /** How long a connection may be arriving before the cap or the byte budget may close it for others. */

@@ -1,7 +1,8 @@
 /**
  * The Kubernetes shapes both borders read: the pod in an AdmissionReview, and the containers, volumes and maps
- * of an injection-config key. Declared once here; `json-schema.ts` derives each border's ajv schema from them and
- * `go-json.ts` reads a config value the way Go's encoding/json reads it into the same k8s.io/api structs.
+ * of an injection-config key. Declared once here: their TypeScript types are derived from them (`TypeOf`, below),
+ * `json-schema.ts` derives each border's ajv schema from them, and `go-json.ts` reads a config value the way Go's
+ * encoding/json reads it into the same k8s.io/api structs.
  *
  * A struct lists every field name its Go struct has (Go matches them case-insensitively, and drops the rest),
  * but types only the fields the rules read or write; the others are `any` and ride along untouched.
@@ -212,3 +213,7 @@ export type ObjectMeta = Pod['metadata'];
 export type PodSpec = Pod['spec'];
 /** What one ConfigMap key says a runtime adds, as go-json.ts reads it. Field names are the ones existing clusters use. */
 export type RuntimeConfig = TypeOf<typeof runtimeConfig>;
+/** The pod's two container lists. */
+export type ContainerList = 'containers' | 'initContainers';
+/** The pod's two string maps. */
+export type MetadataMap = 'labels' | 'annotations';

@@ -72,7 +72,7 @@ export interface ShutdownDeps {
 
 /**
  * While draining, idle connections not used since the drain began are closed this often (see Connections
- * in server/transport.ts): one whose answer was already on its way at SIGTERM lacks `Connection: close`.
+ * in server/connections.ts): one whose answer was already on its way at SIGTERM lacks `Connection: close`.
  */
 export const IDLE_SWEEP_MS = 100;
 
