@@ -1,7 +1,8 @@
 import { SANDBOX_GROUP, SANDBOX_VERSION, sandboxOwner } from '../../admission/sandbox-owner.js';
 import type { Pod } from '../../injection/index.js';
 import { DEFAULT_CONFIG_NAME, DEFAULT_CONFIG_NAMESPACE, InjectionConfigStore } from '../../sources/injection-config.js';
-import { runtimesFromOwner, type Sandbox, type SandboxLookup } from '../../sources/kube/sandbox-runtimes.js';
+import type { Sandbox } from '../../shapes/sandbox.js';
+import { runtimesFromOwner, type SandboxLookup } from '../../sources/kube/sandbox-runtimes.js';
 import { CliError, type CliIo, readInput } from '../io.js';
 import { parsePod } from '../pod-review.js';
 import { ClusterReads } from './cluster-reads.js';

@@ -1,8 +1,9 @@
-import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesListObject } from '@kubernetes/client-node';
 import type { RuntimeSelection } from '../../admission/ports.js';
 import { SANDBOX_GROUP, SANDBOX_VERSION, sandboxOwner } from '../../admission/sandbox-owner.js';
 import type { AdmissionRequest } from '../../admission/types.js';
 import { DENIALS } from '../../errors.js';
+import type { Sandbox } from '../../shapes/sandbox.js';
 import type { Pod } from '../../injection/index.js';
 import { firstPolicy, POLICY_ANNOTATION, runtimesFromAnnotations } from '../pod-annotations.js';
 import { isTrustedCreator, type TrustedCreators } from '../trusted-creators.js';
@@ -12,9 +13,7 @@ import { errorMessage } from '../../util/error-message.js';
 
 const SANDBOX_PLURAL = 'sandboxes';
 
-export interface Sandbox extends KubernetesObject {
-  spec?: { runtimes?: unknown; envVarsInjectionPolicy?: unknown };
-}
+export type { Sandbox };
 
 /** Finds a Sandbox by namespace and name: the cache first, the API when the cache has not seen it yet. */
 export type SandboxLookup = (namespace: string, name: string, uid: string) => Promise<Sandbox | undefined>;
