@@ -12,7 +12,8 @@ interface Outcome {
   summary?: { decision?: string };
 }
 interface ReviewModule {
-  reviewAdmission: (body: unknown, deps: unknown, podMaps?: unknown) => Promise<Outcome>;
+  /** The third argument: the body's text since the size rule reads it itself, a map scan before, nothing earlier. */
+  reviewAdmission: (body: unknown, deps: unknown, textOrMaps?: unknown) => Promise<Outcome>;
 }
 interface PodLimitsModule {
   mapsOfLargeBody?: (text: string) => unknown;
@@ -53,14 +54,15 @@ export async function loadReview(distRoot: string, configFile: string): Promise<
   const { reviewBytes, reviewJson } = (await load('admission/serialize.js')) as SerializeModule;
   const serialize = (review: unknown): number =>
     reviewBytes !== undefined ? reviewBytes(review).length : (reviewJson?.(review).length ?? 0);
-  // Builds from before the text scan have no mapsOfLargeBody: their review walks the parsed maps.
+  // Builds from before the text scan have no mapsOfLargeBody: their review walks the parsed maps. Builds since the
+  // size rule moved into admission have none either, and take the body's text (older ones ignore it).
   const { mapsOfLargeBody } = (await load('admission/pod-limits.js')) as PodLimitsModule;
   const { offlineDeps } = (await load('cli/offline-deps.js')) as OfflineDepsModule;
   // The deps `sandbox-injector review` builds: the ConfigMap from the file, runtimes from the pod's annotations.
   const deps = await offlineDeps(configFile, 'skip', { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
   return async (body, text) => {
-    const podMaps = text === undefined ? undefined : mapsOfLargeBody?.(text);
-    const outcome = await reviewAdmission(body, deps, podMaps);
+    const third = mapsOfLargeBody === undefined || text === undefined ? text : mapsOfLargeBody(text);
+    const outcome = await reviewAdmission(body, deps, third);
     if (outcome.kind !== 'response') throw new Error(`bench review refused: ${JSON.stringify(outcome)}`);
     return {
       decision: outcome.summary?.decision ?? '?',

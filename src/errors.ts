@@ -218,6 +218,20 @@ export const STARTUP_ERRORS = {
   ),
 } as const;
 
+/**
+ * The Kubernetes Status reason (metav1.StatusReason) a denial goes out with, from its status: 5xx is the
+ * webhook's own failure, and any 4xx without a reason of its own is the pod's fault.
+ */
+export function statusReason(status: number): string {
+  if (status >= 500) return 'InternalError';
+  return STATUS_REASONS.get(status) ?? 'BadRequest';
+}
+
+const STATUS_REASONS: ReadonlyMap<number, string> = new Map([
+  [403, 'Forbidden'],
+  [404, 'NotFound'],
+]);
+
 /** What the docs list of each failure. */
 export type CatalogueEntry = Pick<FailureSpec<never[]>, 'code' | 'status' | 'kind' | 'meaning'>;
 

@@ -69,6 +69,7 @@ describe('parseServeOptions', () => {
       certDir: 'certs/self-managed',
       certPollSeconds: 60,
       mode: 'local',
+      trusted: undefined,
     });
     expect(DEFAULT_CONFIG_FILE).toMatch(/\/manifests\/injection-config\.yaml$/);
   });
@@ -78,6 +79,9 @@ describe('parseServeOptions', () => {
       options(['--kubeconfig', '/k', '--allow-annotation-runtimes', '--cert-mode', 'self-managed', '--cert-extra-sans', '127.0.0.1']),
     ).toMatchObject({ kubeconfig: '/k', allowAnnotationRuntimes: true, certMode: 'self-managed', certExtraSans: '127.0.0.1' });
     expect(() => options(['--cert-mode', 'files'])).toThrow(/--cert-mode \(SANDBOX_INJECTOR_CERT_MODE\) files needs --tls-cert-file/);
+    expect(() => options(['--cert-mode', 'self-managed'])).toThrow(
+      /--cert-mode \(SANDBOX_INJECTOR_CERT_MODE\) self-managed needs cluster mode: give --kubeconfig/,
+    );
     expect(() => options(['--cert-mode', 'magic'])).toThrow(/--cert-mode .*must be equal to one of the allowed values \(auto, files, self-managed\)/);
     expect(() => options(['--config-namespace', 'Bad_NS'])).toThrow(/--config-namespace/);
   });

@@ -11,7 +11,7 @@ let scratch = Buffer.allocUnsafeSlow(64 * 1024);
  * One JSON.stringify of the whole list, rather than text assembled from pieces made once per config version:
  * most of a patch is the pod's own commands and args, repeated after the wrapper, which no cache can hold, and
  * on the bench's review assembling pieces (frozen config fragments from a cache, strings quoted by hand) took
- * 51 µs where the one JSON.stringify takes 38 (docs/benchmark.md, 2026-12-01).
+ * 51 µs where the one JSON.stringify takes 38 (docs/benchmark.md).
  */
 export function encodePatch(operations: readonly EditOperation[]): string {
   const text = JSON.stringify(operations);

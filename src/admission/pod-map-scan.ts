@@ -2,7 +2,7 @@
  * The pod's labels and annotations measured in the review's JSON text, for bodies large enough to carry huge maps.
  *
  * Once a body is parsed, the only way to read a map is to enumerate it, and V8 collects every key of a large
- * object before the first one is handed out: for issue 10's 232,581 annotations that is 45 to 100 ms, whatever
+ * object before the first one is handed out: for a pod of 232,581 annotations that is 45 to 100 ms, whatever
  * the walk does with them, where its JSON.parse took 127 ms. The text has the same facts in order, so one pass
  * over it finds the size past kube-apiserver's limit and the first value that is not a string without building
  * anything. The pass follows JSON's structure (strings, escapes, nesting) without recursion, since it runs only
@@ -12,6 +12,7 @@
  * count twice, where JSON.parse keeps one; kube-apiserver re-encodes the pod before sending it, so only a
  * hand-made review has them, and it may be measured larger than it is.
  */
+import type { MetadataMap } from '../shapes/kubernetes.js';
 
 /** What one pass over a map finds, in the order the text gives its members. */
 export interface MapFacts {
@@ -21,10 +22,10 @@ export interface MapFacts {
   nonString?: { key: string; bytesBefore: number };
 }
 
-export type PodMapField = 'labels' | 'annotations';
+
 
 /** The facts of each map the pod has as an object at request.object.metadata. */
-export type PodMapScan = Partial<Record<PodMapField, MapFacts>>;
+export type PodMapScan = Partial<Record<MetadataMap, MapFacts>>;
 
 const PATH = ['request', 'object', 'metadata'] as const;
 /** Frame levels: off the path, 0 to 3 path elements matched (3: the metadata object), a map. */

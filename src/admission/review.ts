@@ -3,19 +3,18 @@ import {
   type Pod,
   type PostStartConflict,
   type RequestedRuntime,
-  type SkipReason,
   type WrapperInstaller,
 } from '../injection/index.js';
 import { encodePatch } from './patch.js';
 import type { ConfigSnapshot, RuntimeSelection } from './ports.js';
 import { DENIALS, type Failure } from '../errors.js';
-import { podOverLimits, scannedOverLimits } from './pod-limits.js';
-import type { PodMapScan } from './pod-map-scan.js';
+import { allowed, denied, patched, type ReviewFacts, type ReviewOutcome } from './answers.js';
+import { podOverLimits } from './pod-limits.js';
+import { podName } from './pod-name.js';
 import { warningSubject } from './sandbox-owner.js';
 import { describePodError, describeReviewError } from './schema-errors.js';
 import { validatePod, validateReview } from './schema.js';
-import type { AdmissionRequest, AdmissionResponse, AdmissionReview, AdmissionReviewRequest } from './types.js';
-import { limitWarnings } from './warnings.js';
+import type { AdmissionRequest } from './types.js';
 
 export interface ReviewDeps {
   /** Current injection config snapshot (cheap, no I/O). */
@@ -28,58 +27,38 @@ export interface ReviewDeps {
   postStartConflict?: PostStartConflict;
 }
 
-export type Decision = 'injected' | 'unchanged' | 'denied';
+export type { AdmissionSummary, Decision, ReviewOutcome } from './answers.js';
 
-export interface AdmissionSummary {
-  uid: string;
-  namespace: string | undefined;
-  /** The pod's name, or its generateName while it has none yet. */
-  pod: string | undefined;
-  runtimes: string[];
-  decision: Decision;
-  /** Runtimes this admission found already in the pod. */
-  present: string[];
-  skipped: { runtime: string; reason: SkipReason }[];
-  patchBytes: number;
-  warnings: number;
-  /** For a denial: its catalogue code (src/errors.ts) and message. */
-  code?: string;
-  message?: string;
-}
-
-export type ReviewOutcome =
-  | { kind: 'response'; review: AdmissionReview; summary: AdmissionSummary }
-  | { kind: 'bad-request'; message: string };
-
-/** The one path from an AdmissionReview body to its answer, shared by the server and the CLI. */
 /**
- * `podMaps`: the pod's labels and annotations as a pass over the body's text found them, for a large body
- * (src/admission/pod-map-scan.ts); without it, the parsed maps are walked.
+ * The one path from an AdmissionReview body to its answer, shared by the server and the CLI. `text`, the body's
+ * JSON text when there is one, lets the size rule measure a large pod's maps without enumerating them.
  */
-export async function reviewAdmission(body: unknown, deps: ReviewDeps, podMaps?: PodMapScan): Promise<ReviewOutcome> {
+export async function reviewAdmission(body: unknown, deps: ReviewDeps, text?: string): Promise<ReviewOutcome> {
   if (!validateReview(body)) return { kind: 'bad-request', message: describeReviewError(body, validateReview.errors) };
   const request = body.request;
-  const answer = new Answer(body);
+  const received: ReviewFacts = { review: body, namespace: request.namespace };
 
-  if (!isPodCreate(request)) return answer.allow();
+  if (!isPodCreate(request)) return allowed(received);
   const pod = request.object;
-  const problem = podMaps === undefined ? podOverLimits(pod) : scannedOverLimits(podMaps);
-  if (problem?.kind === 'too-large') return answer.deny(DENIALS.podTooLarge(problem.message));
-  if (problem?.kind === 'malformed') return answer.deny(DENIALS.podMalformed(problem.message));
+  const problem = podOverLimits(pod, text);
+  if (problem?.kind === 'too-large') return denied(received, DENIALS.podTooLarge(problem.message));
+  if (problem?.kind === 'malformed') return denied(received, DENIALS.podMalformed(problem.message));
   // Checked before anything reads the pod: kube-apiserver only sends well-typed pods, so a failure here is a
   // hand-made or corrupted review, and it must be refused rather than crash a reader or get a broken patch.
-  if (!validatePod(pod)) return answer.deny(DENIALS.podMalformed(describePodError(validatePod.errors)));
-  answer.describePod(pod);
+  if (!validatePod(pod)) return denied(received, DENIALS.podMalformed(describePodError(validatePod.errors)));
+  const namespace = request.namespace ?? pod.metadata.namespace;
+  const name = podName(pod.metadata, request.name);
+  const about: ReviewFacts = { ...received, namespace, pod: name, subject: warningSubject(pod, namespace, name) };
 
   const selection = await deps.selectRuntimes(pod, request);
-  if (!selection.ok) return answer.deny(selection.denial);
-  answer.runtimes = selection.runtimes;
-  if (selection.runtimes.length === 0) return answer.allow();
+  if (!selection.ok) return denied(about, selection.denial);
+  const asked: ReviewFacts = { ...about, runtimes: selection.runtimes };
+  if (selection.runtimes.length === 0) return allowed(asked);
 
   const config = deps.config();
-  if (!config.present) return answer.allow();
+  if (!config.present) return allowed(asked);
   const resolved = resolveRuntimes(selection.runtimes, config);
-  if (!resolved.ok) return answer.deny(resolved.denial);
+  if (!resolved.ok) return denied(asked, resolved.denial);
 
   const result = injectRuntimes(pod, {
     runtimes: resolved.runtimes,
@@ -89,13 +68,16 @@ export async function reviewAdmission(body: unknown, deps: ReviewDeps, podMaps?:
     postStartConflict: deps.postStartConflict,
   });
   const { report } = result;
-  answer.present = report.present;
-  answer.skipped = report.skipped.map(({ runtime, reason }) => ({ runtime, reason }));
-  answer.warnings.push(...resolved.warnings, ...report.warnings);
-  if (!result.changed) return answer.allow();
+  const injected: ReviewFacts = {
+    ...asked,
+    present: report.present,
+    skipped: report.skipped.map(({ runtime, reason }) => ({ runtime, reason })),
+    warnings: [...resolved.warnings, ...report.warnings],
+  };
+  if (!result.changed) return allowed(injected);
   // A patch that only records the status annotation (runtimes found present, all skipped) injected nothing.
-  const injected = report.injected.length > 0 || report.wrapped.length > 0;
-  return answer.allow(encodePatch(result.operations), injected ? 'injected' : 'unchanged');
+  const decision = report.injected.length > 0 || report.wrapped.length > 0 ? 'injected' : 'unchanged';
+  return patched(injected, encodePatch(result.operations), decision);
 }
 
 function isPodCreate(request: AdmissionRequest): boolean {
@@ -131,72 +113,4 @@ function resolveRuntimes(names: readonly string[], config: ConfigSnapshot & { pr
   }
   if (problems.length > 0) return { ok: false, denial: DENIALS.runtimeConfigUnusable(problems) };
   return { ok: true, runtimes, warnings };
-}
-
-/** Builds the response and the log/metrics summary side by side, so the two cannot disagree. */
-class Answer {
-  runtimes: string[] = [];
-  present: string[] = [];
-  skipped: AdmissionSummary['skipped'] = [];
-  readonly warnings: string[] = [];
-  private namespace: string | undefined;
-  private podName: string | undefined;
-  private subject: string | undefined;
-
-  constructor(private readonly review: AdmissionReviewRequest) {
-    this.namespace = review.request.namespace;
-  }
-
-  describePod(pod: Pod): void {
-    this.namespace = this.namespace ?? pod.metadata.namespace;
-    this.podName = pod.metadata.name ?? pod.metadata.generateName ?? this.review.request.name;
-    this.subject = warningSubject(pod, this.namespace);
-  }
-
-  allow(patch?: string, decision: Decision = patch === undefined ? 'unchanged' : 'injected'): ReviewOutcome {
-    const response: AdmissionResponse = { uid: this.review.request.uid, allowed: true };
-    if (patch !== undefined) {
-      response.patchType = 'JSONPatch';
-      response.patch = patch;
-    }
-    return this.finish(response, decision, patch?.length ?? 0);
-  }
-
-  deny({ code, status, message }: Failure): ReviewOutcome {
-    const reason = status >= 500 ? 'InternalError' : status === 403 ? 'Forbidden' : status === 404 ? 'NotFound' : 'BadRequest';
-    const response: AdmissionResponse = {
-      uid: this.review.request.uid,
-      allowed: false,
-      status: { code: status, message, reason },
-    };
-    return this.finish(response, 'denied', 0, { code, message });
-  }
-
-  private finish(
-    response: AdmissionResponse,
-    decision: Decision,
-    patchBytes: number,
-    denial?: Pick<Failure, 'code' | 'message'>,
-  ): ReviewOutcome {
-    const subject = this.subject;
-    const lines = subject === undefined ? this.warnings : this.warnings.map((warning) => `${subject}: ${warning}`);
-    const warnings = limitWarnings(lines);
-    if (warnings.length > 0) response.warnings = warnings;
-    return {
-      kind: 'response',
-      review: { apiVersion: this.review.apiVersion, kind: 'AdmissionReview', response },
-      summary: {
-        uid: response.uid,
-        namespace: this.namespace,
-        pod: this.podName,
-        runtimes: this.runtimes,
-        decision,
-        present: this.present,
-        skipped: this.skipped,
-        patchBytes,
-        warnings: warnings.length,
-        ...(denial === undefined ? {} : { code: denial.code, message: denial.message }),
-      },
-    };
-  }
 }

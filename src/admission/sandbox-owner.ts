@@ -14,11 +14,11 @@ export function sandboxOwner(pod: Pod): OwnerReference | undefined {
 /**
  * Who a warning is about, as `Sandbox namespace/name`: the Sandbox controller reads admission warnings, and a
  * line that does not say which sandbox is of no use in its log. A pod without a Sandbox owner (offline use,
- * annotation-driven pods) is named itself.
+ * annotation-driven pods) is named itself, as the review names it (pod-name.ts).
  */
-export function warningSubject(pod: Pod, namespace: string | undefined): string {
-  const ns = namespace ?? pod.metadata.namespace ?? 'default';
+export function warningSubject(pod: Pod, namespace: string | undefined, name: string | undefined): string {
+  const ns = namespace ?? 'default';
   const owner = sandboxOwner(pod);
   if (owner !== undefined) return `Sandbox ${ns}/${owner.name}`;
-  return `pod ${ns}/${pod.metadata.name ?? pod.metadata.generateName ?? ''}`;
+  return `pod ${ns}/${name ?? ''}`;
 }

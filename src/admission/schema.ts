@@ -2,6 +2,7 @@ import { Ajv } from 'ajv';
 import type { Pod } from '../injection/index.js';
 import { jsonSchemaOf, type JsonSchema } from '../shapes/json-schema.js';
 import { pod as podShape } from '../shapes/kubernetes.js';
+import { POD_MAP_FIELDS } from './pod-limits.js';
 import type { AdmissionReviewRequest } from './types.js';
 
 /** The API versions of AdmissionReview we speak; the answer always carries the request's own. */
@@ -42,14 +43,14 @@ const reviewSchema = {
 export const validateReview = ajv.compile<AdmissionReviewRequest>(reviewSchema);
 /**
  * The pod's shape is shared with the injection config's (see shapes/kubernetes.ts), but for the values of its
- * labels and annotations: those are checked by the one walk that also sums their size (src/admission/pod-limits.ts),
- * which runs first, so a map of tens of thousands of entries is not walked a second time here.
+ * labels and annotations: those are checked by the size rule, which also sums their size (src/admission/pod-limits.ts)
+ * and runs first, so a map of tens of thousands of entries is not walked a second time here.
  */
 export const validatePod = ajv.compile<Pod>(withoutMapValues(jsonSchemaOf(podShape)));
 
 function withoutMapValues(schema: JsonSchema): JsonSchema {
   const metadata = (schema.properties as Record<string, JsonSchema>).metadata as JsonSchema;
   const fields = { ...(metadata.properties as Record<string, JsonSchema>) };
-  for (const field of ['labels', 'annotations']) fields[field] = { type: 'object' };
+  for (const field of POD_MAP_FIELDS) fields[field] = { type: 'object' };
   return { ...schema, properties: { ...(schema.properties as object), metadata: { ...metadata, properties: fields } } };
 }

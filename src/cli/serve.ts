@@ -7,6 +7,7 @@
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import {
+  durationsMs,
   injectionSettings,
   OptionsError,
   parseServeOptions,
@@ -23,9 +24,7 @@ import { directoryWatcher, systemTimers } from '../util/directory-watch.js';
 import { InjectionConfigStore } from '../sources/injection-config.js';
 import { UsageError } from './command.js';
 import { packageVersion } from './version.js';
-// Cluster-mode modules are imported where used: @kubernetes/client-node alone costs ~70 MiB of RSS, which a
-// local run (npm start, the benchmark) has no use for.
-import type { KubeClients } from '../sources/kube/clients.js';
+import { serveTarget } from './serve/cluster.js';
 import { startConfigSource } from './serve/config-source.js';
 import { Lifetime } from './serve/lifetime.js';
 import { listenForStopSignals, shutDownOnSignal } from './serve/shutdown.js';
@@ -83,12 +82,12 @@ async function serveUntilStopped(options: Readonly<ServeOptions>, logger: Logger
   const signals = listenForStopSignals(process);
   const lifetime = new Lifetime();
   try {
-    const kube = await clusterClients(options, logger);
-    const tlsFiles = await resolveTlsFiles(options, kube, logger, lifetime);
+    const target = await serveTarget(options, logger);
+    const tlsFiles = await resolveTlsFiles(options, target, logger, lifetime);
     const material = await loadTlsMaterial(tlsFiles);
 
     const store = new InjectionConfigStore(
-      kube === undefined ? undefined : `${options.configNamespace}/${options.configName}`,
+      target.mode === 'cluster' ? `${options.configNamespace}/${options.configName}` : undefined,
     );
     let draining = false;
     const ready = (): boolean => !draining && store.loadedAt !== undefined;
@@ -101,7 +100,7 @@ async function serveUntilStopped(options: Readonly<ServeOptions>, logger: Logger
       onError: (dir, error) => logger.warn({ dir, error: error.message }, 'directory watch failed'),
     });
 
-    const sources = await startConfigSource({ options, kube, store, watch, metrics, logger, lifetime });
+    const sources = await startConfigSource({ options, target, store, watch, metrics, logger, lifetime });
     const tlsPolicy = tlsPolicyOf(options);
     const app = buildApp({
       https: httpsServerOptions(material, tlsPolicy),
@@ -133,8 +132,8 @@ async function serveUntilStopped(options: Readonly<ServeOptions>, logger: Logger
         version: packageVersion(),
         node: process.version,
         metricsPort: options.metricsPort,
-        mode: kube === undefined ? 'local' : 'cluster',
-        ...(kube === undefined ? { configFile: options.configFile } : { configMap: store.configMapName }),
+        mode: target.mode,
+        ...(target.mode === 'local' ? { configFile: options.configFile } : { configMap: store.configMapName }),
         certFile: tlsFiles.certFile,
         certNotAfter: material.notAfter.toISOString(),
         clientCertificates: tlsFiles.clientCaFile === undefined ? 'not required' : 'required',
@@ -148,26 +147,18 @@ async function serveUntilStopped(options: Readonly<ServeOptions>, logger: Logger
       startDraining: () => {
         draining = true;
       },
-      delayMs: options.shutdownDelaySeconds * 1000,
-      timeoutMs: options.shutdownTimeoutSeconds * 1000,
+      delayMs: durationsMs(options).shutdownDelayMs,
+      timeoutMs: durationsMs(options).shutdownTimeoutMs,
       logger,
     });
   } finally {
-    // The signals go back to their default action only once everything is closed: a stop signal that arrives
-    // while the parts close (npm's forwarded echo of a Ctrl-C, say) must not kill the process before pino has
-    // written the shutdown lines it still holds and the exit status is set.
+    // The signals go back to their default action only once everything is closed and no echo of the stop
+    // signal can still come: npm forwards a Ctrl-C the server got from the terminal too, and that echo must not
+    // kill the process before pino has written the shutdown lines it still holds and the exit status is set.
     try {
       await lifetime.close();
     } finally {
-      signals.remove();
+      await signals.remove();
     }
   }
-}
-
-/** The parsed options chose the mode (src/config.ts); in local mode everything comes from local files. */
-async function clusterClients(options: Readonly<ServeOptions>, logger: Logger): Promise<KubeClients | undefined> {
-  if (options.mode === 'local') return undefined;
-  const { createKubeClients } = await import('../sources/kube/clients.js');
-  logger.info({ kubeconfig: options.kubeconfig ?? 'in-cluster service account' }, 'cluster mode');
-  return createKubeClients(options.kubeconfig);
 }

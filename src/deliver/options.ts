@@ -2,7 +2,9 @@
  * `deliver-env`'s options: one row each (flag, env var under SANDBOX_INJECTOR_, help, schema, default), read
  * by config.ts's parser exactly as serve's are. docs/deliver-env.md has a row for each (a test checks).
  */
-import { DNS_LABEL, DNS_SUBDOMAIN, LOG_LEVELS, NON_EMPTY, PORT, commandUsage, option, parseCommandOptions, type OptionValuesOf } from '../config.js';
+import { option } from '../options/option-row.js';
+import { commandUsage, parseCommandOptions, type OptionValuesOf } from '../options/read-rows.js';
+import { DNS_LABEL, DNS_SUBDOMAIN, LOG_LEVELS, NON_EMPTY, PORT } from '../options/rows.js';
 
 const ABSOLUTE_PATH = { pattern: '^/' } as const;
 // A POSIX user name as envd looks it up: it owns the files written.

@@ -1,8 +1,8 @@
 import type { PodEditor } from './editor.js';
 import { skippedForNameConflict } from './conflicts.js';
 import { isValidHandler } from './lifecycle-handler.js';
-import { appendMainMounts, mainContainerOrSkip } from './main-container.js';
-import { addMissingVolumes, appendContainers, appendEnv, containerPath } from './merge.js';
+import { appendMainEnv, appendMainMounts, mainContainerOrSkip, setMainPostStart } from './main-container.js';
+import { addMissingVolumes, appendContainers } from './merge.js';
 import { skip, type InjectionReport } from './report.js';
 import { AGENT_RUNTIME, type LifecycleHandler, type RuntimeConfig } from './types.js';
 
@@ -41,8 +41,8 @@ export function injectAgentRuntime(
   }
 
   appendContainers(editor, 'initContainers', sidecars);
-  if (hook !== undefined) editor.set([...containerPath('containers', 0), 'lifecycle', 'postStart'], hook);
-  appendEnv(editor, 0, config.mainContainer?.env ?? []);
+  if (hook !== undefined) setMainPostStart(editor, hook);
+  appendMainEnv(editor, config.mainContainer?.env ?? []);
   appendMainMounts(editor, AGENT_RUNTIME, main, config.mainContainer?.volumeMounts ?? [], report);
   addMissingVolumes(editor, config.volume ?? []);
   report.injected.push(AGENT_RUNTIME);

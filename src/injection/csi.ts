@@ -1,7 +1,7 @@
 import type { PodEditor } from './editor.js';
 import { skippedForNameConflict } from './conflicts.js';
-import { appendMainMounts, mainContainerOrSkip } from './main-container.js';
-import { addMissingVolumes, appendContainers, appendEnv } from './merge.js';
+import { appendMainEnv, appendMainMounts, mainContainerOrSkip } from './main-container.js';
+import { addMissingVolumes, appendContainers } from './merge.js';
 import type { InjectionReport } from './report.js';
 import { CSI, type RuntimeConfig } from './types.js';
 
@@ -15,7 +15,7 @@ export function injectCsi(editor: PodEditor, config: RuntimeConfig, report: Inje
   const main = mainContainerOrSkip(editor, CSI, report);
   if (main === undefined) return;
 
-  appendEnv(editor, 0, withNewNames(config.mainContainer?.env ?? [], main.env ?? []));
+  appendMainEnv(editor, withNewNames(config.mainContainer?.env ?? [], main.env ?? []));
   const mounts = withNewNames(config.mainContainer?.volumeMounts ?? [], main.volumeMounts ?? []);
   appendMainMounts(editor, CSI, main, mounts, report);
   appendContainers(editor, 'initContainers', sidecars);

@@ -1,7 +1,5 @@
 import type { PodEditor, Segment } from './editor.js';
-import type { Container, EnvVar, Volume, VolumeMount } from './types.js';
-
-type ContainerList = 'containers' | 'initContainers';
+import type { Container, ContainerList, EnvVar, MetadataMap, Volume, VolumeMount } from './types.js';
 
 /** Where a container of the pod sits, for the editor's writes below it. */
 export function containerPath(list: ContainerList, index: number): Segment[] {
@@ -26,7 +24,7 @@ export function addMissingVolumes(editor: PodEditor, volumes: readonly Volume[])
 /** Adds the entries whose keys the map does not have yet: the pod's values win. */
 export function addMissingMetadata(
   editor: PodEditor,
-  field: 'labels' | 'annotations',
+  field: MetadataMap,
   entries: Readonly<Record<string, string>> | undefined,
 ): void {
   if (entries === undefined) return;

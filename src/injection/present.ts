@@ -1,7 +1,5 @@
-import type { Container, Pod, RuntimeConfig } from './types.js';
+import type { Container, ContainerList, Pod, RuntimeConfig } from './types.js';
 import { AGENT_RUNTIME, CSI } from './types.js';
-
-type ContainerList = 'containers' | 'initContainers';
 
 /** The containers a runtime's config adds, each with the pod list it goes to. */
 function runtimeContainers(runtime: string, config: RuntimeConfig): { list: ContainerList; container: Container }[] {

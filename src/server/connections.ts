@@ -11,7 +11,7 @@
  */
 import type { Server } from 'node:https';
 import type { Socket } from 'node:net';
-import type { Reservation } from './transport.js';
+import type { Reservation } from './byte-budget.js';
 
 /**
  * arriving: accepted, in the TLS handshake, or with a request whose headers or body have not all come;
@@ -36,8 +36,6 @@ interface Connection {
   /** Its requests received and not answered yet (of `reservations`, the ones whose answer has not been sent). */
   readonly unanswered: Set<Reservation>;
 }
-
-export type EvictionCause = 'connection_limit' | 'busy';
 
 export interface ConnectionsOptions {
   maxConnections: number;

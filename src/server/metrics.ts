@@ -4,7 +4,7 @@
  * below and never touch label strings, so the label sets stay small and fixed.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { AdmissionSummary } from '../admission/review.js';
+import type { AdmissionSummary } from '../admission/answers.js';
 import { DENIALS } from '../errors.js';
 
 export type AdmissionOutcome = 'injected' | 'unchanged' | 'denied' | 'error' | 'bad_request';
@@ -61,18 +61,21 @@ export function createMetrics(options: MetricsOptions): ServerMetrics {
   const registry = new Registry();
   if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
 
-  const admissions = new Counter({
-    name: `${PREFIX}admissions_total`,
-    help: 'Admission reviews answered, by outcome (injected, unchanged, denied, error, bad_request)',
-    labelNames: ['outcome'] as const,
-    registers: [registry],
-  });
-  const skips = new Counter({
-    name: `${PREFIX}runtime_skips_total`,
-    help: 'Runtimes skipped inside admitted pods, by runtime and reason code',
-    labelNames: ['runtime', 'reason'] as const,
-    registers: [registry],
-  });
+  const counter = <L extends string = never>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> =>
+    new Counter<L>({ name: PREFIX + name, help, labelNames, registers: [registry] });
+  const gauge = <L extends string = never>(name: string, help: string, labelNames: readonly L[] = []): Gauge<L> =>
+    new Gauge<L>({ name: PREFIX + name, help, labelNames, registers: [registry] });
+
+  const admissions = counter(
+    'admissions_total',
+    'Admission reviews answered, by outcome (injected, unchanged, denied, error, bad_request)',
+    ['outcome'],
+  );
+  const skips = counter(
+    'runtime_skips_total',
+    'Runtimes skipped inside admitted pods, by runtime and reason code',
+    ['runtime', 'reason'],
+  );
   const duration = new Histogram({
     name: `${PREFIX}admission_duration_seconds`,
     help: 'Time from request received to response ready, by outcome',
@@ -80,25 +83,22 @@ export function createMetrics(options: MetricsOptions): ServerMetrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [registry],
   });
-  const configReloads = new Counter({
-    name: `${PREFIX}config_reloads_total`,
-    help: 'Injection config loads from the file or the ConfigMap watch, by result (failure: the last valid config stays in use)',
-    labelNames: ['result'] as const,
-    registers: [registry],
-  });
-  const invalidKeys = new Gauge({
-    name: `${PREFIX}config_invalid_keys`,
-    help: 'ConfigMap keys rejected at the last load (each falls back to its last valid version, if any)',
-    registers: [registry],
-  });
+  const configReloads = counter(
+    'config_reloads_total',
+    'Injection config loads from the file or the ConfigMap watch, by result (failure: the last valid config stays in use)',
+    ['result'],
+  );
+  const invalidKeys = gauge(
+    'config_invalid_keys',
+    'ConfigMap keys rejected at the last load (each falls back to its last valid version, if any)',
+  );
   // One series per key on its last valid version, so an alert can say which key and for how long; a key that
   // recovers or leaves the ConfigMap loses its series at the next load rather than reading 0 forever.
-  const keyFallback = new Gauge({
-    name: `${PREFIX}config_key_fallback`,
-    help: 'ConfigMap keys rejected at the last load whose last valid version is in use instead: 1 per such key, no series otherwise',
-    labelNames: ['key'] as const,
-    registers: [registry],
-  });
+  const keyFallback = gauge(
+    'config_key_fallback',
+    'ConfigMap keys rejected at the last load whose last valid version is in use instead: 1 per such key, no series otherwise',
+    ['key'],
+  );
   new Gauge({
     name: `${PREFIX}config_age_seconds`,
     help: 'Seconds since the injection config was last loaded successfully (NaN before the first load)',
@@ -108,40 +108,31 @@ export function createMetrics(options: MetricsOptions): ServerMetrics {
       this.set(loadedAt === undefined ? Number.NaN : (options.now() - loadedAt) / 1000);
     },
   });
-  const tlsReloads = new Counter({
-    name: `${PREFIX}tls_reloads_total`,
-    help: 'Serving certificate reloads, by result (failure: the previous pair stays in use)',
-    labelNames: ['result'] as const,
-    registers: [registry],
-  });
-  const certNotAfter = new Gauge({
-    name: `${PREFIX}tls_certificate_not_after_seconds`,
-    help: 'Expiry of the serving certificate in use, as a Unix timestamp',
-    registers: [registry],
-  });
+  const tlsReloads = counter(
+    'tls_reloads_total',
+    'Serving certificate reloads, by result (failure: the previous pair stays in use)',
+    ['result'],
+  );
+  const certNotAfter = gauge(
+    'tls_certificate_not_after_seconds',
+    'Expiry of the serving certificate in use, as a Unix timestamp',
+  );
 
-  const denials = new Counter({
-    name: `${PREFIX}denials_total`,
-    help: 'Admission reviews answered allowed: false, by denial code (src/errors.ts, docs/errors.md)',
-    labelNames: ['code'] as const,
-    registers: [registry],
-  });
-  const refusals = new Counter({
-    name: `${PREFIX}transport_refusals_total`,
-    help: 'Clients refused or dropped by the transport limits, by reason (busy, connection_limit, evicted, request_timeout, unread_response, bad_http)',
-    labelNames: ['reason'] as const,
-    registers: [registry],
-  });
-  const inflight = new Gauge({
-    name: `${PREFIX}inflight_bytes`,
-    help: 'Bytes of request bodies being received and of answers not yet written out, held in memory now',
-    registers: [registry],
-  });
-  const connections = new Gauge({
-    name: `${PREFIX}open_connections`,
-    help: 'Open connections on the webhook port (TLS established)',
-    registers: [registry],
-  });
+  const denials = counter(
+    'denials_total',
+    'Admission reviews answered allowed: false, by denial code (src/errors.ts, docs/errors.md)',
+    ['code'],
+  );
+  const refusals = counter(
+    'transport_refusals_total',
+    'Clients refused or dropped by the transport limits, by reason (busy, connection_limit, evicted, request_timeout, unread_response, bad_http)',
+    ['reason'],
+  );
+  const inflight = gauge(
+    'inflight_bytes',
+    'Bytes of request bodies being received and of answers not yet written out, held in memory now',
+  );
+  const connections = gauge('open_connections', 'Open connections on the webhook port (TLS established)');
 
   // Zero-valued series from the start, so rate() and absent() work before the first event.
   for (const reason of REFUSAL_REASONS) refusals.inc({ reason }, 0);

@@ -1,7 +1,8 @@
 /**
  * The Kubernetes shapes both borders read: the pod in an AdmissionReview, and the containers, volumes and maps
- * of an injection-config key. Declared once here; `json-schema.ts` derives each border's ajv schema from them and
- * `go-json.ts` reads a config value the way Go's encoding/json reads it into the same k8s.io/api structs.
+ * of an injection-config key. Declared once here: their TypeScript types are derived from them (`TypeOf`, below),
+ * `json-schema.ts` derives each border's ajv schema from them, and `go-json.ts` reads a config value the way Go's
+ * encoding/json reads it into the same k8s.io/api structs.
  *
  * A struct lists every field name its Go struct has (Go matches them case-insensitively, and drops the rest),
  * but types only the fields the rules read or write; the others are `any` and ride along untouched.
@@ -21,22 +22,26 @@ export interface StructShape {
   readonly always?: readonly string[];
 }
 
-const string: Shape = { type: 'string' };
-const boolean: Shape = { type: 'boolean' };
-const any: Shape = { type: 'any' };
-const list = (of: Shape): Shape => ({ type: 'list', of });
-const stringMap: Shape = { type: 'map', of: string };
-const struct = (fields: Record<string, Shape>, always: readonly string[] = []): StructShape => ({
-  type: 'struct',
-  fields,
-  always,
-});
+const string = { type: 'string' } as const;
+const boolean = { type: 'boolean' } as const;
+const any = { type: 'any' } as const;
+const list = <S extends Shape>(of: S) => ({ type: 'list', of }) as const;
+const stringMap = { type: 'map', of: string } as const;
+const struct = <F extends Readonly<Record<string, Shape>>, A extends keyof F & string = never>(
+  fields: F,
+  always?: readonly A[],
+): { readonly type: 'struct'; readonly fields: F; readonly always: readonly NoInfer<A>[] } =>
+  ({ type: 'struct', fields, always: always ?? [] });
 /** Field names whose contents the rules never read. */
-const untyped = (...names: string[]): Record<string, Shape> => Object.fromEntries(names.map((name) => [name, any]));
+const untyped = <N extends string>(...names: N[]): Record<N, typeof any> =>
+  Object.fromEntries(names.map((name) => [name, any])) as Record<N, typeof any>;
 
 const execAction = struct({ command: list(string) });
 
-const lifecycleHandler = struct({ exec: execAction, ...untyped('httpGet', 'tcpSocket', 'sleep') });
+/** What a lifecycle handler may say to run: the spec's "valid handler" has one of them. */
+export const LIFECYCLE_HANDLER_KINDS = ['exec', 'httpGet', 'tcpSocket', 'sleep'] as const;
+
+const lifecycleHandler = struct({ ...untyped(...LIFECYCLE_HANDLER_KINDS), exec: execAction });
 
 const lifecycle = struct({ postStart: lifecycleHandler, preStop: lifecycleHandler, stopSignal: any });
 
@@ -158,6 +163,7 @@ const ownerReference = struct(
 /** The parts of a pod the injection reads or writes; a pod that breaks these would be broken by a patch. */
 export const pod = struct(
   {
+    ...untyped('apiVersion', 'kind', 'status'),
     metadata: struct({
       name: string,
       generateName: string,
@@ -172,3 +178,42 @@ export const pod = struct(
   },
   ['metadata', 'spec'],
 );
+
+/**
+ * The TypeScript type of a shape: what its ajv schema lets through, and what go-json.ts gives back. Typed fields
+ * get their type, the fields Go always writes are required, and every other key is `unknown`, as in the JSON.
+ */
+export type TypeOf<S> = S extends { readonly type: 'string' }
+  ? string
+  : S extends { readonly type: 'boolean' }
+    ? boolean
+    : S extends { readonly type: 'list'; readonly of: infer O }
+      ? TypeOf<O>[]
+      : S extends { readonly type: 'map'; readonly of: infer O }
+        ? Record<string, TypeOf<O>>
+        : S extends { readonly type: 'struct'; readonly fields: infer F; readonly always: readonly string[] }
+          ? StructOf<F, S['always'][number]>
+          : unknown;
+
+/** Any JSON object: the keys a shape does not type ride along as they are. */
+export type JsonObject = { [key: string]: unknown };
+
+type StructOf<F, A> = { [K in keyof F & A]: TypeOf<F[K]> } & { [K in Exclude<keyof F, A>]?: TypeOf<F[K]> } & JsonObject;
+
+export type EnvVar = TypeOf<typeof envVar>;
+export type VolumeMount = TypeOf<typeof volumeMount>;
+export type LifecycleHandler = TypeOf<typeof lifecycleHandler>;
+export type Lifecycle = TypeOf<typeof lifecycle>;
+export type Probe = TypeOf<typeof probe>;
+export type Container = TypeOf<typeof container>;
+export type Volume = TypeOf<typeof volume>;
+export type OwnerReference = TypeOf<typeof ownerReference>;
+export type Pod = TypeOf<typeof pod>;
+export type ObjectMeta = Pod['metadata'];
+export type PodSpec = Pod['spec'];
+/** What one ConfigMap key says a runtime adds, as go-json.ts reads it. Field names are the ones existing clusters use. */
+export type RuntimeConfig = TypeOf<typeof runtimeConfig>;
+/** The pod's two container lists. */
+export type ContainerList = 'containers' | 'initContainers';
+/** The pod's two string maps. */
+export type MetadataMap = 'labels' | 'annotations';

@@ -1,4 +1,5 @@
 import type { ErrorObject } from 'ajv';
+import { describeShapeError, pointerName } from '../shapes/schema-errors.js';
 import { errorMessage } from '../util/error-message.js';
 import { jsonErrorPosition } from '../util/json-position.js';
 
@@ -14,8 +15,5 @@ export function describeJsonError(text: string, error: unknown): string {
 
 /** The first schema error as "field /a/0/b must be string". */
 export function describeSchemaError(errors: readonly ErrorObject[] | null | undefined): string {
-  const first = errors?.[0];
-  if (first === undefined) return 'does not match the expected shape';
-  const field = first.instancePath === '' ? '(top level)' : first.instancePath;
-  return `field ${field} ${first.message ?? 'is invalid'}`;
+  return describeShapeError(errors, pointerName);
 }

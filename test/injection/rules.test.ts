@@ -98,7 +98,7 @@ describe('agent-runtime', () => {
 
   it('a config without postStart leaves the main container\'s own hook', () => {
     const own = { exec: { command: ['mine'] } };
-    const configs = new Map(CONFIGS).set('agent-runtime', { ...AGENT_CONFIG, mainContainer: { env: [{ name: 'A', value: '1' }] } });
+    const configs = new Map(CONFIGS).set('agent-runtime', { ...AGENT_CONFIG, mainContainer: { name: '', env: [{ name: 'A', value: '1' }] } });
     const { pod: out, report } = inject(pod([main({ lifecycle: { postStart: own } })]), ['agent-runtime'], 'None', configs);
     expect(report.injected).toEqual(['agent-runtime']);
     expect(first(out).lifecycle?.postStart).toEqual(own);

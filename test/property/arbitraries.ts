@@ -81,13 +81,15 @@ function asFromTheWire<T>(value: T): T {
 
 const sidecars = fc.uniqueArray(container(containerName), { maxLength: 2, selector: (c) => c.name });
 
+// As go-json.ts reads a config: the Go struct always writes the name, "" when the config has none.
 const mainContainerConfig = fc.record(
   {
+    name: fc.constant(''),
     env: fc.array(env, { maxLength: 3 }),
     volumeMounts: fc.array(mount, { maxLength: 3 }),
     lifecycle: fc.record({ postStart: handler }, { requiredKeys: [] }),
   },
-  { requiredKeys: [] },
+  { requiredKeys: ['name'] },
 );
 
 const mainRuntimeConfig: fc.Arbitrary<RuntimeConfig> = fc.record(

@@ -259,11 +259,18 @@ describe('POST /mutate', () => {
 });
 
 describe('unknown routes and methods', () => {
-  it('an unknown path is 404 JSON', async () => {
-    const { app } = harness();
+  it('an unknown path is 404 JSON, logged as a refusal', async () => {
+    const { app, logs } = harness();
     const res = await app.inject({ method: 'GET', url: '/nope?x=1' });
     expect(res.statusCode).toBe(404);
     expect(res.json()).toEqual({ message: 'no route GET /nope', code: 'SI_ROUTE_NOT_FOUND' });
+    expect(logs).toEqual([
+      {
+        level: 'warn',
+        message: 'request refused',
+        fields: { path: '/nope', status: 404, code: 'SI_ROUTE_NOT_FOUND', message: 'no route GET /nope' },
+      },
+    ]);
   });
 
   it.each([
@@ -271,11 +278,14 @@ describe('unknown routes and methods', () => {
     ['PUT', '/mutate', 'POST'],
     ['POST', '/healthz', 'GET, HEAD'],
     ['DELETE', '/readyz', 'GET, HEAD'],
-  ])('%s %s is 405 JSON with Allow: %s', async (method, url, allow) => {
-    const { app } = harness();
+  ])('%s %s is 405 JSON with Allow: %s, logged as a refusal', async (method, url, allow) => {
+    const { app, logs } = harness();
     const res = await app.inject({ method: method as 'GET', url });
     expect(res.statusCode).toBe(405);
     expect(res.headers.allow).toBe(allow);
     expect(res.json<{ message: string }>().message).toContain(url);
+    expect(logs).toMatchObject([
+      { level: 'warn', message: 'request refused', fields: { path: url, status: 405, code: 'SI_METHOD_NOT_ALLOWED' } },
+    ]);
   });
 });

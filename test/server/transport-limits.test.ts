@@ -417,6 +417,8 @@ describe("the HTTP parser's refusals, in our shape", () => {
       expect(answer.headers.connection).toBe('close');
       expect(JSON.parse(answer.body)).toEqual({ message: expect.any(String) as unknown, code });
       expect(await refusals(server, 'bad_http')).toBe(1);
+      // Logged before the answer is written, so it is there once the connection has closed.
+      expect(server.logs).toMatchObject([{ level: 'warn', message: 'request refused', fields: { status, code } }]);
     });
   });
 

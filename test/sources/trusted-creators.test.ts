@@ -4,14 +4,15 @@ import { reviewAdmission } from '../../src/admission/review.js';
 import type { AdmissionRequest } from '../../src/admission/types.js';
 import { OptionsError, parseServeOptions } from '../../src/config.js';
 import type { Pod } from '../../src/injection/index.js';
-import {
-  isTrustedCreator,
-  parseTrustedCreators,
-  runtimesFromOwner,
-  type Sandbox,
-  type SandboxLookup,
-  type TrustedCreators,
-} from '../../src/sources/kube/sandbox-runtimes.js';
+import { runtimesFromOwner, type Sandbox, type SandboxLookup } from '../../src/sources/kube/sandbox-runtimes.js';
+import { isTrustedCreator, readTrustedCreators, type TrustedCreators } from '../../src/sources/trusted-creators.js';
+
+/** The list as the options read it; a test of a list they refuse fails here. */
+function parseTrustedCreators(list: string): TrustedCreators {
+  const reading = readTrustedCreators(list);
+  if (!reading.ok) throw new Error(reading.problem);
+  return reading.creators;
+}
 
 const CONTROLLER = 'system:serviceaccount:sandbox-system:sandbox-controller-manager';
 const SA_GROUPS = ['system:serviceaccounts', 'system:serviceaccounts:sandbox-system', 'system:authenticated'];
@@ -97,8 +98,27 @@ describe('the --trusted-creators syntax', () => {
     })();
     expect(problems.length === 0).toBe(accepted);
     if (!accepted) expect(problems).toEqual([expect.stringMatching(/^--trusted-creators \(SANDBOX_INJECTOR_TRUSTED_CREATORS\): /)]);
-    if (accepted) expect(() => parseTrustedCreators(value)).not.toThrow();
-    else expect(() => parseTrustedCreators(value)).toThrow(/empty entry/);
+    expect(readTrustedCreators(value).ok).toBe(accepted);
+  });
+});
+
+describe('a list the options refuse', () => {
+  it.each([
+    ['a,,b', 'entry 2 of "a,,b" is empty'],
+    ['alice,', 'entry 2 of "alice," is empty'],
+    ['group: ,alice', 'entry 1 of "group: ,alice" has "group:" and no name after it'],
+  ])('%j: the message says which entry and what to write, not the grammar', (value, what) => {
+    expect(() => parseServeOptions(['--trusted-creators', value], {})).toThrow(
+      new OptionsError([
+        `--trusted-creators (SANDBOX_INJECTOR_TRUSTED_CREATORS): ${what}: give NAME, user:NAME or group:NAME, separated by commas`,
+      ]),
+    );
+  });
+
+  it('is read once: the options carry the creators they read', () => {
+    const parsed = parseServeOptions(['--trusted-creators', 'alice,group:team-a'], {});
+    if (parsed.kind !== 'options') throw new Error('no options');
+    expect(parsed.options.trusted).toEqual({ users: new Set(['alice']), groups: new Set(['team-a']) });
   });
 });
 

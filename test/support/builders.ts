@@ -9,6 +9,7 @@ import {
 
 export const AGENT_CONFIG: RuntimeConfig = {
   mainContainer: {
+    name: '',
     env: [
       { name: 'ENVD_DIR', value: '/mnt/envd' },
       { name: 'RUNTIME', value: 'agent-runtime' },
@@ -29,6 +30,7 @@ export const AGENT_CONFIG: RuntimeConfig = {
 
 export const CSI_CONFIG: RuntimeConfig = {
   mainContainer: {
+    name: '',
     env: [
       { name: 'CSI_MOUNT_ROOT', value: '/mnt/csi' },
       { name: 'LOG_LEVEL', value: 'info' },

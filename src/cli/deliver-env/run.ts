@@ -103,7 +103,8 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
 
   const stop = await signals.first;
   logger.info({ signal: stop.signal }, 'stopping');
-  signals.remove();
+  // A second signal from here on ends the process; an echo of this one (within REPEATED_SIGNAL_MS) does not.
+  void signals.remove();
   await election.stop();
   await watches.stop();
   await Promise.race([events.drained(), new Promise((resolve) => setTimeout(resolve, EVENT_DRAIN_MS).unref())]);

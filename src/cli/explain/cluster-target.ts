@@ -1,15 +1,26 @@
 import { SANDBOX_GROUP, SANDBOX_VERSION, sandboxOwner } from '../../admission/sandbox-owner.js';
 import type { Pod } from '../../injection/index.js';
 import { DEFAULT_CONFIG_NAME, DEFAULT_CONFIG_NAMESPACE, InjectionConfigStore } from '../../sources/injection-config.js';
-import { runtimesFromOwner, type Sandbox, type SandboxLookup } from '../../sources/kube/sandbox-runtimes.js';
+import type { Sandbox } from '../../shapes/sandbox.js';
+import { runtimesFromOwner, type SandboxLookup } from '../../sources/kube/sandbox-runtimes.js';
 import { UsageError } from '../command.js';
 import { CliError, type CliIo, readInput } from '../io.js';
-import type { ExplainFlags } from '../explain.js';
 import { parsePod } from '../pod-review.js';
 import { ClusterReads } from './cluster-reads.js';
 import type { ExplainInput, WebhookCheck } from './explanation.js';
 import { podFromSandboxTemplate } from './sandbox-pod.js';
 import { evaluateWebhooks, type WebhookEntry } from './webhook-match.js';
+
+/** The flags of `explain` that choose the pod and the cluster's objects (src/cli/explain.ts parses them). */
+export interface ClusterTargetFlags {
+  sandbox?: string | undefined;
+  pod?: string | undefined;
+  filename?: string | undefined;
+  'webhook-configuration': string;
+  'config-namespace'?: string | undefined;
+  'config-name'?: string | undefined;
+  'allow-annotation-runtimes': boolean;
+}
 
 /** The label kube-apiserver puts on every namespace, so namespace selectors can name it. */
 const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
@@ -22,7 +33,7 @@ type Target = Omit<ExplainInput, 'deps'> & { deps: Pick<ExplainInput['deps'], 'c
  * a Sandbox's controller would create), its namespace, the webhook configuration, the injection ConfigMap and,
  * through the server's own runtimesFromOwner, the owning Sandbox.
  */
-export async function clusterTarget(kubeconfig: string, flags: ExplainFlags, io: CliIo): Promise<Target> {
+export async function clusterTarget(kubeconfig: string, flags: ClusterTargetFlags, io: CliIo): Promise<Target> {
   const reads = ClusterReads.fromFile(kubeconfig);
   const { pod, origin, notes } = await targetPod(reads, flags, io);
   const namespace = pod.metadata.namespace ?? reads.defaultNamespace();
@@ -58,7 +69,7 @@ export async function clusterTarget(kubeconfig: string, flags: ExplainFlags, io:
   };
 }
 
-async function targetPod(reads: ClusterReads, flags: ExplainFlags, io: CliIo): Promise<{ pod: Pod; origin: string; notes: string[] }> {
+async function targetPod(reads: ClusterReads, flags: ClusterTargetFlags, io: CliIo): Promise<{ pod: Pod; origin: string; notes: string[] }> {
   if (flags.filename !== undefined) {
     return { pod: parsePod(await readInput(flags.filename, io), flags.filename), origin: `file ${flags.filename}`, notes: [] };
   }

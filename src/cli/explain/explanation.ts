@@ -1,6 +1,7 @@
 import type { Operation } from 'fast-json-patch';
 import { stringify } from 'yaml';
 import type { ConfigSnapshot, RuntimeSelection } from '../../admission/ports.js';
+import { podName } from '../../admission/pod-name.js';
 import { reviewAdmission, type Decision, type ReviewDeps } from '../../admission/review.js';
 import type { Pod, SkipReason } from '../../injection/index.js';
 // The status annotation's one reader; injection/index.ts does not re-export it and the core is not ours to edit.
@@ -72,7 +73,7 @@ export async function explainPod(input: ExplainInput): Promise<Explanation> {
   const asked = chosen?.runtimes ?? [];
   const mutated = response?.allowed === true ? applyResponsePatch(pod, response.patch) : pod;
   const denial = summary.code === undefined ? undefined : { code: summary.code, status: response?.status?.code ?? 0, message: summary.message ?? '' };
-  const name = pod.metadata?.name ?? pod.metadata?.generateName ?? '';
+  const name = podName(pod.metadata) ?? '';
   return {
     pod: `${namespace}/${name}`,
     origin: input.origin,

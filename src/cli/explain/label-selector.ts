@@ -4,17 +4,9 @@
  * the values, NotIn holds when the label is unset or set to none of them, Exists and DoesNotExist look only at
  * the key. An unset selector selects everything (the API server defaults it to `{}`).
  */
+import type { LabelSelector, LabelSelectorRequirement } from '../../shapes/webhook-configuration.js';
 
-export interface LabelSelectorRequirement {
-  key: string;
-  operator: string;
-  values?: string[];
-}
-
-export interface LabelSelector {
-  matchLabels?: Record<string, string>;
-  matchExpressions?: LabelSelectorRequirement[];
-}
+export type { LabelSelector, LabelSelectorRequirement };
 
 /** One term that does not hold: the term as written and why it fails on these labels. */
 export interface FailedTerm {

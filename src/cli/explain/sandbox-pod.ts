@@ -1,6 +1,6 @@
 import { SANDBOX_GROUP, SANDBOX_VERSION } from '../../admission/sandbox-owner.js';
 import type { Pod, PodSpec } from '../../injection/index.js';
-import type { Sandbox } from '../../sources/kube/sandbox-runtimes.js';
+import type { Sandbox } from '../../shapes/sandbox.js';
 
 /** The label (and annotation) the OpenKruise Agents Sandbox controller puts on every pod it creates. */
 export const CREATED_BY = 'agents.kruise.io/created-by';

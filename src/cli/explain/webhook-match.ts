@@ -1,21 +1,7 @@
-import { evaluateSelector, type LabelSelector, type SelectorVerdict } from './label-selector.js';
+import type { WebhookEntry, WebhookRule } from '../../shapes/webhook-configuration.js';
+import { evaluateSelector, type SelectorVerdict } from './label-selector.js';
 
-/** The fields of a MutatingWebhookConfiguration's webhook that decide whether kube-apiserver calls it. */
-export interface WebhookEntry {
-  name: string;
-  rules?: WebhookRule[];
-  objectSelector?: LabelSelector | null;
-  namespaceSelector?: LabelSelector | null;
-  matchConditions?: { name: string; expression?: string }[];
-}
-
-export interface WebhookRule {
-  apiGroups?: string[];
-  apiVersions?: string[];
-  operations?: string[];
-  resources?: string[];
-  scope?: string;
-}
+export type { WebhookEntry, WebhookRule };
 
 export interface WebhookVerdict {
   webhook: string;

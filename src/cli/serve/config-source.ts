@@ -17,13 +17,13 @@ import type { ConfigUpdateReport, InjectionConfigStore } from '../../sources/inj
 import type { KubeClients } from '../../sources/kube/clients.js';
 import { runtimesFromAnnotations } from '../../sources/pod-annotations.js';
 import { errorCode } from '../../util/error-message.js';
+import type { ServeTarget } from './cluster.js';
 import type { Lifetime } from './lifetime.js';
 import { StartupError } from './startup-failure.js';
 
 export interface ConfigSourceDeps {
   options: Readonly<ServeOptions>;
-  /** Cluster mode's clients; undefined in local mode. */
-  kube: KubeClients | undefined;
+  target: ServeTarget;
   store: InjectionConfigStore;
   /** Watches the config file's directory in local mode. */
   watch: WatchDirectories;
@@ -34,7 +34,7 @@ export interface ConfigSourceDeps {
 
 /** Starts the sources of the mode in use; resolves once the config file has been read (local mode). */
 export async function startConfigSource(deps: ConfigSourceDeps): Promise<ReviewDeps> {
-  return deps.kube === undefined ? startLocalSources(deps) : startClusterSources(deps, deps.kube);
+  return deps.target.mode === 'local' ? startLocalSources(deps) : startClusterSources(deps, deps.target.kube);
 }
 
 async function startLocalSources({ options, store, watch, metrics, logger, lifetime }: ConfigSourceDeps): Promise<ReviewDeps> {
@@ -59,10 +59,10 @@ async function startClusterSources(
 ): Promise<ReviewDeps> {
   // Imported here: @kubernetes/client-node alone costs ~70 MiB of RSS, which a local run has no use for.
   const { watchInjectionConfigMap } = await import('../../sources/kube/configmap-watch.js');
-  const { parseTrustedCreators, runtimesFromOwner, watchSandboxes } = await import('../../sources/kube/sandbox-runtimes.js');
+  const { runtimesFromOwner, watchSandboxes } = await import('../../sources/kube/sandbox-runtimes.js');
   // Unset keeps the behaviour from before the flag existed, so a run outside the manifests (a laptop with a
   // kubeconfig) is not broken by it; the manifests set it, and the warning says what unset means.
-  const trustedCreators = options.trustedCreators === undefined ? undefined : parseTrustedCreators(options.trustedCreators);
+  const trustedCreators = options.trusted;
   if (trustedCreators === undefined) {
     logger.warn('every pod creator is trusted: any pod naming a Sandbox as its controller owner gets its runtimes (see --trusted-creators)');
   } else {

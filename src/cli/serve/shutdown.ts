@@ -25,8 +25,13 @@ export interface StopSignals {
   readonly first: Promise<Stop>;
   /** The one after it: stop waiting. */
   readonly second: Promise<Stop>;
-  /** Hands the signals back to their default action, which ends the process. */
-  remove(): void;
+  /**
+   * Once no echo of the last signal can still come (REPEATED_SIGNAL_MS after it), hands the signals back to
+   * their default action, which ends the process. Handing them back at once would let npm's late echo of a
+   * Ctrl-C kill a server that has already drained, before its last log lines are written and with the wrong
+   * exit status.
+   */
+  remove(): Promise<void>;
 }
 
 const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT'];
@@ -40,7 +45,11 @@ const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT'];
 export const REPEATED_SIGNAL_MS = 1000;
 
 /** Listens from the start, so a signal that arrives while the server is still starting is not lost. */
-export function listenForStopSignals(source: SignalSource, now: () => number = Date.now): StopSignals {
+export function listenForStopSignals(
+  source: SignalSource,
+  now: () => number = Date.now,
+  sleep: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+): StopSignals {
   const resolvers: ((stop: Stop) => void)[] = [];
   const first = new Promise<Stop>((resolve) => resolvers.push(resolve));
   const second = new Promise<Stop>((resolve) => resolvers.push(resolve));
@@ -57,7 +66,9 @@ export function listenForStopSignals(source: SignalSource, now: () => number = D
   return {
     first,
     second,
-    remove: () => {
+    remove: async () => {
+      const echoUntil = last === undefined ? 0 : last.at + REPEATED_SIGNAL_MS;
+      if (now() < echoUntil) await sleep(echoUntil - now());
       for (const signal of STOP_SIGNALS) source.off(signal, onSignal);
     },
   };
@@ -85,7 +96,7 @@ export interface ShutdownDeps {
 
 /**
  * While draining, idle connections not used since the drain began are closed this often (see Connections
- * in server/transport.ts): one whose answer was already on its way at SIGTERM lacks `Connection: close`.
+ * in server/connections.ts): one whose answer was already on its way at SIGTERM lacks `Connection: close`.
  */
 export const IDLE_SWEEP_MS = 100;
 

@@ -6,14 +6,14 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { ServeOptions } from '../../config.js';
+import { durationsMs, type ServeOptions } from '../../config.js';
 import type { ServerMetrics } from '../../server/metrics.js';
 import type { TlsFiles, TlsMaterial } from '../../server/tls/material.js';
 import type { TlsPolicy } from '../../server/tls/policy.js';
 import { startTlsReloader, type SecureContextTarget, type TlsReloadResult } from '../../server/tls/reloader.js';
 import { ensureSelfSignedCertificates } from '../../server/tls/self-signed.js';
 import type { WatchDirectories } from '../../util/directory-watch.js';
-import type { KubeClients } from '../../sources/kube/clients.js';
+import type { ServeTarget } from './cluster.js';
 import type { Lifetime } from './lifetime.js';
 
 /** A pair caught half-written is read again this many times, this far apart, before the change is dropped. */
@@ -23,7 +23,7 @@ const TLS_RELOAD_RETRY_MS = 400;
 /** The files to serve; in self-managed mode, once the first pair from the Secret is in place. */
 export async function resolveTlsFiles(
   options: Readonly<ServeOptions>,
-  kube: KubeClients | undefined,
+  target: ServeTarget,
   logger: Logger,
   lifetime: Lifetime,
 ): Promise<TlsFiles> {
@@ -31,19 +31,19 @@ export async function resolveTlsFiles(
   if (options.tlsCertFile !== undefined && options.tlsKeyFile !== undefined) {
     return { certFile: options.tlsCertFile, keyFile: options.tlsKeyFile, ...clientCa };
   }
-  if (options.certMode === 'self-managed' || (options.certMode === 'auto' && kube !== undefined)) {
-    if (kube === undefined) throw new Error('--cert-mode self-managed needs cluster mode (--kubeconfig, or running in a pod)');
+  // In local mode the options refuse self-managed (src/config.ts): auto there means a self-signed pair.
+  if (target.mode === 'cluster' && options.certMode !== 'files') {
     // Imported here: a local run has no use for the Kubernetes client it loads.
     const { startSelfManagedCertificates } = await import('../../certs/self-managed.js');
     const certificates = startSelfManagedCertificates({
-      clients: kube,
+      clients: target.kube,
       namespace: options.certNamespace,
       secretName: options.certSecretName,
       serviceName: options.serviceName,
       webhookConfigName: options.webhookConfigName,
       dir: options.certDir,
       extraSans: (options.certExtraSans ?? '').split(',').map((s) => s.trim()).filter((s) => s !== ''),
-      pollIntervalMs: options.certPollSeconds * 1000,
+      pollIntervalMs: durationsMs(options).certPollMs,
       logger,
     });
     lifetime.onClose(() => certificates.stop());

@@ -1,66 +1,25 @@
-import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesListObject } from '@kubernetes/client-node';
 import type { RuntimeSelection } from '../../admission/ports.js';
 import { SANDBOX_GROUP, SANDBOX_VERSION, sandboxOwner } from '../../admission/sandbox-owner.js';
 import type { AdmissionRequest } from '../../admission/types.js';
 import { DENIALS } from '../../errors.js';
+import type { Sandbox } from '../../shapes/sandbox.js';
 import type { Pod } from '../../injection/index.js';
 import { firstPolicy, POLICY_ANNOTATION, runtimesFromAnnotations } from '../pod-annotations.js';
+import { isTrustedCreator, type TrustedCreators } from '../trusted-creators.js';
 import type { KubeClients } from './clients.js';
 import { ResilientWatch } from './resilient-watch.js';
 import { errorMessage } from '../../util/error-message.js';
 
 const SANDBOX_PLURAL = 'sandboxes';
 
-export interface Sandbox extends KubernetesObject {
-  spec?: { runtimes?: unknown; envVarsInjectionPolicy?: unknown };
-}
+export type { Sandbox };
 
 /** Finds a Sandbox by namespace and name: the cache first, the API when the cache has not seen it yet. */
 export type SandboxLookup = (namespace: string, name: string, uid: string) => Promise<Sandbox | undefined>;
 
-/**
- * Who may create pods that name a Sandbox as their controller owner (--trusted-creators), matched exactly
- * against the review's userInfo. Without this list, anyone allowed to create pods could write that
- * ownerReference and get the Sandbox's runtimes, which can be privileged sidecars.
- */
-export interface TrustedCreators {
-  readonly users: ReadonlySet<string>;
-  readonly groups: ReadonlySet<string>;
-}
-
-const GROUP_PREFIX = 'group:';
-// Lets a user name that itself starts with "group:" be listed.
-const USER_PREFIX = 'user:';
 /** A user name in a denial is cut here: a hand-made review can send megabytes of it, and the message is logged. */
 const MAX_NAME_IN_MESSAGE = 256;
-
-/**
- * `NAME` and `user:NAME` are user names, `group:NAME` a group; entries are comma-separated and trimmed. The
- * option schema (src/config.ts) refuses empty entries before this runs; throwing here keeps other callers honest.
- */
-export function parseTrustedCreators(list: string): TrustedCreators {
-  const users = new Set<string>();
-  const groups = new Set<string>();
-  for (const raw of list.split(',')) {
-    const entry = raw.trim();
-    const [into, name] = entry.startsWith(GROUP_PREFIX)
-      ? [groups, entry.slice(GROUP_PREFIX.length).trim()]
-      : [users, entry.startsWith(USER_PREFIX) ? entry.slice(USER_PREFIX.length).trim() : entry];
-    if (name === '') throw new Error(`trusted creators: empty entry in ${JSON.stringify(list)}`);
-    into.add(name);
-  }
-  return { users, groups };
-}
-
-/**
- * userInfo is read as untyped data: the review schema does not check it. A review without a user name or
- * groups matches nothing, so a hand-made client that leaves userInfo out is not trusted.
- */
-export function isTrustedCreator(trusted: TrustedCreators, userInfo: unknown): boolean {
-  const info = typeof userInfo === 'object' && userInfo !== null ? (userInfo as Record<string, unknown>) : {};
-  if (typeof info.username === 'string' && trusted.users.has(info.username)) return true;
-  return Array.isArray(info.groups) && info.groups.some((group) => typeof group === 'string' && trusted.groups.has(group));
-}
 
 function describeCreator(userInfo: unknown): string {
   const username = typeof userInfo === 'object' && userInfo !== null ? (userInfo as { username?: unknown }).username : undefined;

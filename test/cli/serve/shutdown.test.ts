@@ -83,14 +83,36 @@ describe('listenForStopSignals', () => {
     expect(await signals.second).toEqual({ signal: 'SIGINT' });
   });
 
-  it('takes a third signal without failing, and remove() hands the signals back', () => {
+  it('takes a third signal without failing, and remove() hands the signals back once no echo can come', async () => {
     const emitter = new EventEmitter();
-    const signals = listenForStopSignals(emitter);
+    let clock = 0;
+    const slept: number[] = [];
+    const signals = listenForStopSignals(emitter, () => clock, (ms) => {
+      slept.push(ms);
+      // An echo of the last signal while remove() waits is still taken, not left to the default action.
+      expect(emitter.listenerCount('SIGTERM')).toBe(1);
+      clock += ms;
+      return Promise.resolve();
+    });
     expect(emitter.listenerCount('SIGTERM')).toBe(1);
     expect(emitter.listenerCount('SIGINT')).toBe(1);
     for (let i = 0; i < 3; i += 1) emitter.emit('SIGTERM', 'SIGTERM');
-    signals.remove();
+    clock += 200;
+    await signals.remove();
+    expect(slept).toEqual([REPEATED_SIGNAL_MS - 200]);
     expect(emitter.listenerCount('SIGTERM')).toBe(0);
+    expect(emitter.listenerCount('SIGINT')).toBe(0);
+  });
+
+  it('hands the signals back at once when none came', async () => {
+    const emitter = new EventEmitter();
+    const slept: number[] = [];
+    const signals = listenForStopSignals(emitter, () => 0, (ms) => {
+      slept.push(ms);
+      return Promise.resolve();
+    });
+    await signals.remove();
+    expect(slept).toEqual([]);
     expect(emitter.listenerCount('SIGINT')).toBe(0);
   });
 });
