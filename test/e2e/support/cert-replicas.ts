@@ -31,6 +31,8 @@ export async function compileReplica(): Promise<CompiledReplica> {
   const tsc = path.join(repoRoot, 'node_modules', 'typescript-7', 'bin', 'tsc');
   const args = [
     tsc,
+    // The file named below is the whole program: the repository's tsconfig.json is not this compile's.
+    '--ignoreConfig',
     '--outDir', outDir,
     '--rootDir', repoRoot,
     '--module', 'nodenext',
