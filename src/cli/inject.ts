@@ -14,7 +14,7 @@ import {
 } from '../sources/pod-annotations.js';
 import { columns, UsageError } from './command.js';
 import { CliError, type CliIo, readInput, writeLine } from './io.js';
-import { CONFIG_FILE_HELP, offlineDeps, POSTSTART_CONFLICT_FLAG, POSTSTART_CONFLICT_HELP, POSTSTART_CONFLICT_USAGE } from './offline-deps.js';
+import { CONFIG_FILE_HELP, FILE_COMMAND_FLAGS, offlineDeps, POSTSTART_CONFLICT_HELP, POSTSTART_CONFLICT_USAGE } from './offline-deps.js';
 import { applyResponsePatch, parsePod, podCreateReview } from './pod-review.js';
 
 export const usage = `usage: sandbox-injector inject [--config-file CONFIGMAP] [-f POD|-] [--runtimes a,b]
@@ -39,13 +39,11 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
   const { values } = parseArgs({
     args: argv,
     options: {
-      'config-file': { type: 'string' },
-      filename: { type: 'string', short: 'f', default: '-' },
+      ...FILE_COMMAND_FLAGS,
       runtimes: { type: 'string' },
       'env-vars-injection-policy': { type: 'string' },
       'wrapper-image': { type: 'string' },
       output: { type: 'string', short: 'o', default: 'yaml' },
-      ...POSTSTART_CONFLICT_FLAG,
     },
     strict: true,
     allowPositionals: false,

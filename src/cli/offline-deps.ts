@@ -8,6 +8,12 @@ import { type CliIo, readInput, writeLine } from './io.js';
 
 /** The flag review and inject share with serve, as parseArgs options. */
 export const POSTSTART_CONFLICT_FLAG = { 'poststart-conflict': { type: 'string', default: 'skip' } } as const;
+/** The flags of the commands that read one file (review, inject): its path, the config file, the postStart rule. */
+export const FILE_COMMAND_FLAGS = {
+  'config-file': { type: 'string' },
+  filename: { type: 'string', short: 'f', default: '-' },
+  ...POSTSTART_CONFLICT_FLAG,
+} as const;
 export const POSTSTART_CONFLICT_USAGE = `[--poststart-conflict ${POSTSTART_CONFLICT_MODES.join('|')}]`;
 /** The `--help` lines of the flags review, inject and explain share. */
 export const POSTSTART_CONFLICT_HELP = [

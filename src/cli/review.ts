@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { reviewAdmission } from '../admission/review.js';
 import { columns } from './command.js';
 import { CliError, type CliIo, parseJsonInput, readInput, writeLine } from './io.js';
-import { CONFIG_FILE_HELP, offlineDeps, POSTSTART_CONFLICT_FLAG, POSTSTART_CONFLICT_HELP, POSTSTART_CONFLICT_USAGE } from './offline-deps.js';
+import { CONFIG_FILE_HELP, FILE_COMMAND_FLAGS, offlineDeps, POSTSTART_CONFLICT_HELP, POSTSTART_CONFLICT_USAGE } from './offline-deps.js';
 
 export const usage = `usage: sandbox-injector review [--config-file CONFIGMAP] [-f REVIEW|-] ${POSTSTART_CONFLICT_USAGE}
 
@@ -13,16 +13,7 @@ ${columns([CONFIG_FILE_HELP, ['-f, --filename REVIEW|-', 'the AdmissionReview as
 
 /** Prints the AdmissionReview response the webhook would send. A denial is an answer, so it exits 0. */
 export async function run(argv: string[], io: CliIo): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      'config-file': { type: 'string' },
-      filename: { type: 'string', short: 'f', default: '-' },
-      ...POSTSTART_CONFLICT_FLAG,
-    },
-    strict: true,
-    allowPositionals: false,
-  });
+  const { values } = parseArgs({ args: argv, options: FILE_COMMAND_FLAGS, strict: true, allowPositionals: false });
   const deps = await offlineDeps(values['config-file'], values['poststart-conflict'], io);
   const text = await readInput(values.filename, io);
   const body = parseJsonInput(text, values.filename);

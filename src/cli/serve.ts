@@ -9,7 +9,6 @@ import { pino, type Logger } from 'pino';
 import {
   durationsMs,
   injectionSettings,
-  OptionsError,
   parseServeOptions,
   serveUsage,
   tlsPolicyOf,
@@ -22,7 +21,7 @@ import { startMetricsServer } from '../server/metrics-server.js';
 import { loadTlsMaterial, httpsServerOptions } from '../server/tls/material.js';
 import { directoryWatcher, systemTimers } from '../util/directory-watch.js';
 import { InjectionConfigStore } from '../sources/injection-config.js';
-import { UsageError } from './command.js';
+import { commandOptions } from './command.js';
 import { packageVersion } from './version.js';
 import { serveTarget } from './serve/cluster.js';
 import { startConfigSource } from './serve/config-source.js';
@@ -44,19 +43,8 @@ const LOG_FLUSH_MS = 200;
 export const usage = serveUsage;
 
 export async function run(argv: string[]): Promise<number> {
-  let options: Readonly<ServeOptions>;
-  try {
-    const parsed = parseServeOptions(argv, process.env);
-    if (parsed.kind === 'help') {
-      process.stdout.write(serveUsage());
-      return 0;
-    }
-    options = parsed.options;
-  } catch (error) {
-    // Bad flags and bad environment variables alike: exit 2 (dispatch.ts).
-    if (error instanceof OptionsError) throw new UsageError(error.message);
-    throw error;
-  }
+  const options = commandOptions(() => parseServeOptions(argv, process.env), serveUsage);
+  if (options === undefined) return 0;
 
   // Asynchronous writes keep the write syscall off the event loop, and lines are gathered up to
   // LOG_BUFFER_BYTES before a write: one write per line cost ~18 µs of the webhook's CPU per admission at a
