@@ -13,6 +13,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request as httpsRequest } from 'node:https';
 import { startEnvdDouble, type EnvdDouble } from '../../test/support/envd-double.js';
+import { wrappedSandboxPod } from '../../test/support/wrapped-sandbox-pod.js';
 import { startCluster } from '../../test/e2e/support/cluster.js';
 
 // Compiled to dist/bench-deliver/bench/deliver/run.js: the package root is four levels up.
@@ -22,7 +23,6 @@ const COUNT = Number(process.env.DELIVER_BENCH_SANDBOXES ?? 200);
 const NS = 'bench-deliver';
 /** Extra deliver-env flags, space-separated, e.g. "--concurrency 64". */
 const EXTRA_ARGS = (process.env.DELIVER_BENCH_ARGS ?? '').split(' ').filter((arg) => arg !== '');
-const STATUS = JSON.stringify({ injected: ['agent-runtime'], present: [], skipped: [], wrapped: ['main'] });
 
 function quantile(sorted: readonly number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? Number.NaN;
@@ -62,18 +62,7 @@ async function main(): Promise<void> {
     writeFileSync(listFile, JSON.stringify({
       apiVersion: 'v1',
       kind: 'List',
-      items: names.map((name) => ({
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: {
-          name: `${name}-pod`,
-          namespace: NS,
-          labels: { 'agents.kruise.io/created-by': 'sandbox' },
-          annotations: { 'agents.kruise.io/runtime-injection-status': STATUS },
-          ownerReferences: [{ apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name, uid: uidOf.get(name), controller: true }],
-        },
-        spec: { containers: [{ name: 'main', image: 'app:1', command: ['/bin/bash', '/var/sandbox/run_with_envs.sh', '--', 'app'] }] },
-      })),
+      items: names.map((name) => wrappedSandboxPod({ sandbox: name, sandboxUid: uidOf.get(name), namespace: NS })),
     }));
     await cluster.kubectlOk(['apply', '-f', listFile]);
 

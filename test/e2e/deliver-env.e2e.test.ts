@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderEnvFile } from '../../src/envfile/render-env-file.js';
 import { startEnvdDouble, type EnvdDouble } from '../support/envd-double.js';
+import { wrappedSandboxPod } from '../support/wrapped-sandbox-pod.js';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
 import { metricsText, startDeliverProcess, type DeliverProcess } from './support/deliver-process.js';
 import { serviceAccountIdentity } from './support/identities.js';
@@ -88,20 +89,8 @@ async function createSandbox(spec: SandboxSpec): Promise<{ uid: string; podUid: 
 }
 
 async function createPod(sandbox: string, sandboxUid: string, wrapped: boolean, suffix = ''): Promise<string> {
-  const status = { injected: ['agent-runtime'], present: [], skipped: [], wrapped: wrapped ? ['main'] : [] };
   const name = `${sandbox}-pod${suffix}`;
-  await cluster.applyObject({
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: {
-      name,
-      namespace: NS,
-      labels: { 'agents.kruise.io/created-by': 'sandbox' },
-      annotations: { 'agents.kruise.io/runtime-injection-status': JSON.stringify(status) },
-      ownerReferences: [{ apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name: sandbox, uid: sandboxUid, controller: true }],
-    },
-    spec: { containers: [{ name: 'main', image: 'app:1', command: ['/bin/bash', '/var/sandbox/run_with_envs.sh', '--', 'app'] }] },
-  });
+  await cluster.applyObject(wrappedSandboxPod({ sandbox, sandboxUid, namespace: NS, name, wrapped }));
   return (await cluster.kubectlOk(['-n', NS, 'get', 'pod', name, '-o', 'jsonpath={.metadata.uid}'])).trim();
 }
 

@@ -24,6 +24,7 @@ import { runContainer, startContainer, type ContainerSpec, type RunningContainer
 import { createSandbox, sandboxPod } from './support/sandbox-pods.js';
 import { freePort } from './support/webhook-process.js';
 import { startEnvdDouble } from '../support/envd-double.js';
+import { wrappedSandboxPod } from '../support/wrapped-sandbox-pod.js';
 
 const run = promisify(execFile);
 
@@ -512,7 +513,7 @@ describe('deliver-env, from the same image', () => {
       const uid = (await cluster.kubectlOk(['-n', DELIVER_NS, 'get', 'sandbox', 'sbx-image', '-o', 'jsonpath={.metadata.uid}'])).trim();
       await cluster.kubectlOk(['-n', DELIVER_NS, 'patch', 'sandbox', 'sbx-image', '--subresource=status', '--type=merge',
         '-p', JSON.stringify({ status: { podInfo: { podIP: '127.0.0.1' } } })]);
-      await cluster.applyObject(sandboxOwnedPod('sbx-image', uid));
+      await cluster.applyObject(wrappedSandboxPod({ sandbox: 'sbx-image', sandboxUid: uid, namespace: DELIVER_NS }));
       await cluster.kubectlOk(['-n', DELIVER_NS, 'annotate', '--overwrite', 'sandbox', 'sbx-image',
         `agents.kruise.io/init-runtime-request=${JSON.stringify({ envVars: VARS, accessToken: TOKEN })}`,
         `agents.kruise.io/claim-timestamp=${new Date().toISOString()}`]);
@@ -533,21 +534,4 @@ describe('deliver-env, from the same image', () => {
       await envd.close();
     }
   }, 300_000);
-
-  /** A pod of the Sandbox whose main container the webhook wrapped, as its status annotation records. */
-  function sandboxOwnedPod(sandbox: string, sandboxUid: string): Json {
-    const status = { injected: ['agent-runtime'], present: [], skipped: [], wrapped: ['main'] };
-    return {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: {
-        name: `${sandbox}-pod`,
-        namespace: DELIVER_NS,
-        labels: { 'agents.kruise.io/created-by': 'sandbox' },
-        annotations: { 'agents.kruise.io/runtime-injection-status': JSON.stringify(status) },
-        ownerReferences: [{ apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name: sandbox, uid: sandboxUid, controller: true }],
-      },
-      spec: { containers: [{ name: 'main', image: 'app:1', command: ['/bin/bash', '/var/sandbox/run_with_envs.sh', '--', 'app'] }] },
-    };
-  }
 });
