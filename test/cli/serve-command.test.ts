@@ -87,7 +87,9 @@ describe('sandbox-injector serve', () => {
     });
 
     it('an unreadable certificate names the file and the flags', async () => {
-      const { code, stderr } = await exitOf([...LOCAL, '--config-file', `${dir}/config.json`, '--tls-cert-file', `${dir}/none.crt`, '--tls-key-file', `${dir}/none.key`]);
+      // Only the certificate is missing: with both missing, which read fails first is up to the file system.
+      const { keyFile } = await servingPki(`${dir}/key-only`);
+      const { code, stderr } = await exitOf([...LOCAL, '--config-file', `${dir}/config.json`, '--tls-cert-file', `${dir}/none.crt`, '--tls-key-file', keyFile]);
       expect(code).toBe(1);
       expect(stderr).toMatch(/^sandbox-injector serve: cannot start: cannot read .*none\.crt: ENOENT.*; fix that file, or point --tls-cert-file and --tls-key-file/);
       expect(stderr.split('\n')).toHaveLength(2);
