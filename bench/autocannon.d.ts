@@ -36,7 +36,10 @@ declare module 'autocannon' {
   /** A running load: its events, and the result once it ends. */
   interface Instance extends EventEmitter, PromiseLike<Result> {
     /** responseTime in fractional milliseconds, from the request's write to the response's last byte. */
-    on(event: 'response', listener: (client: unknown, statusCode: number, bytes: number, responseTime: number) => void): this;
+    on(
+      event: 'response',
+      listener: (client: unknown, statusCode: number, bytes: number, responseTime: number) => void,
+    ): this;
   }
   function autocannon(options: Options): Instance;
   export default autocannon;

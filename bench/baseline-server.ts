@@ -27,7 +27,9 @@ const { values } = parseArgs({
   },
 });
 if (values.port === undefined || values.cert === undefined || values.key === undefined) {
-  throw new Error('usage: baseline-server --port N --cert FILE --key FILE [--ciphers LIST] [--answer FILE --uid UID [--same-work]]');
+  throw new Error(
+    'usage: baseline-server --port N --cert FILE --key FILE [--ciphers LIST] [--answer FILE --uid UID [--same-work]]',
+  );
 }
 
 interface ReviewLike {
@@ -44,7 +46,8 @@ function answerTemplate(file: string, uid: string | undefined): { head: string; 
   const text = readFileSync(file, 'utf8');
   const field = `"uid":${JSON.stringify(uid)}`;
   const at = text.indexOf(field);
-  if (at < 0 || text.indexOf(field, at + 1) >= 0) throw new Error(`${file}: ${field} is not in the answer exactly once`);
+  if (at < 0 || text.indexOf(field, at + 1) >= 0)
+    throw new Error(`${file}: ${field} is not in the answer exactly once`);
   return { head: text.slice(0, at + '"uid":'.length), tail: text.slice(at + field.length) };
 }
 
@@ -58,7 +61,8 @@ interface Answer {
 function answerParts(file: string): { envelope: Answer; operations: unknown[] } {
   const envelope = JSON.parse(readFileSync(file, 'utf8')) as Answer;
   const operations = JSON.parse(Buffer.from(envelope.response.patch, 'base64').toString('utf8')) as unknown[];
-  if (!Array.isArray(operations) || operations.length === 0) throw new Error(`${file}: the answer carries no patch operations`);
+  if (!Array.isArray(operations) || operations.length === 0)
+    throw new Error(`${file}: the answer carries no patch operations`);
   return { envelope, operations };
 }
 
@@ -69,8 +73,12 @@ const parts = sameWork && values.answer !== undefined ? answerParts(values.answe
 
 const app = Fastify({
   // --ciphers: the suite the webhook negotiated, so the bytes are encrypted the same way on both sides.
-  https: { cert: readFileSync(values.cert), key: readFileSync(values.key), minVersion: 'TLSv1.2',
-    ...(values.ciphers === undefined ? {} : { ciphers: values.ciphers }) },
+  https: {
+    cert: readFileSync(values.cert),
+    key: readFileSync(values.key),
+    minVersion: 'TLSv1.2',
+    ...(values.ciphers === undefined ? {} : { ciphers: values.ciphers }),
+  },
   logger: false,
   bodyLimit: 8 * 1024 * 1024,
 });
@@ -87,7 +95,11 @@ if (parts !== undefined) {
 } else if (template === undefined) {
   app.post('/mutate', (request) => {
     const review = request.body as ReviewLike;
-    return { apiVersion: review.apiVersion, kind: 'AdmissionReview', response: { uid: review.request?.uid, allowed: true } };
+    return {
+      apiVersion: review.apiVersion,
+      kind: 'AdmissionReview',
+      response: { uid: review.request?.uid, allowed: true },
+    };
   });
 } else {
   const { head, tail } = template;

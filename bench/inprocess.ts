@@ -59,7 +59,11 @@ export async function loadReview(distRoot: string, configFile: string): Promise<
   const { mapsOfLargeBody } = (await load('admission/pod-limits.js')) as PodLimitsModule;
   const { offlineDeps } = (await load('cli/offline-deps.js')) as OfflineDepsModule;
   // The deps `sandbox-injector review` builds: the ConfigMap from the file, runtimes from the pod's annotations.
-  const deps = await offlineDeps(configFile, 'skip', { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+  const deps = await offlineDeps(configFile, 'skip', {
+    stdin: process.stdin,
+    stdout: process.stdout,
+    stderr: process.stderr,
+  });
   return async (body, text) => {
     const third = mapsOfLargeBody === undefined || text === undefined ? text : mapsOfLargeBody(text);
     const outcome = await reviewAdmission(body, deps, third);
@@ -94,7 +98,8 @@ async function timeReviews(review: ReviewFn, text: string, budgetMs: number): Pr
  * patch: what building the answer's largest field costs, whatever the injection does before it.
  */
 function timeEncoding(encodePatch: PatchEncoder, operations: unknown[], expected: string, budgetMs: number): number {
-  if (encodePatch(operations) !== expected) throw new Error('the patch made again from its operations differs from the answer\'s');
+  if (encodePatch(operations) !== expected)
+    throw new Error("the patch made again from its operations differs from the answer's");
   const batch = 64;
   const perCall: number[] = [];
   const end = performance.now() + budgetMs;
@@ -229,7 +234,8 @@ export async function heldLoop(review: ReviewFn, keys: number, runs: number): Pr
     const parsed = performance.now();
     const outcome = await review(body, text);
     const done = performance.now();
-    if (outcome.decision !== 'injected') throw new Error(`${keys} annotations: the review decided ${outcome.decision}, not injected`);
+    if (outcome.decision !== 'injected')
+      throw new Error(`${keys} annotations: the review decided ${outcome.decision}, not injected`);
     if (i < 2) continue;
     parse.push(parsed - started);
     beyond.push(done - parsed);

@@ -167,7 +167,9 @@ class Connection {
 export async function steady(target: LoadTarget, rate: number, seconds: number): Promise<LoadResult> {
   const body = Buffer.from(target.body);
   const message = Buffer.concat([
-    Buffer.from(`POST /mutate HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`),
+    Buffer.from(
+      `POST /mutate HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`,
+    ),
     body,
   ]);
   const connections = await Promise.all(Array.from({ length: target.connections }, () => Connection.open(target)));

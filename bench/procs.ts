@@ -13,7 +13,9 @@ export function freePort(): Promise<number> {
     const server = createServer();
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
@@ -30,14 +32,25 @@ export interface Reply {
 export function send(port: number, ca: Buffer, body: string, path = '/mutate'): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: '127.0.0.1', port, path, method: body === '' ? 'GET' : 'POST', ca, servername: 'localhost', agent: false,
-        headers: body === '' ? {} : { 'content-type': 'application/json' }, timeout: 10_000 },
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: body === '' ? 'GET' : 'POST',
+        ca,
+        servername: 'localhost',
+        agent: false,
+        headers: body === '' ? {} : { 'content-type': 'application/json' },
+        timeout: 10_000,
+      },
       (res) => {
         const socket = res.socket as TLSSocket;
         const tls = `${socket.getProtocol() ?? '?'} ${socket.getCipher().name}`;
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), tls }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), tls }),
+        );
         res.on('error', reject);
       },
     );
@@ -82,7 +95,10 @@ export interface ProcSample {
 }
 
 export async function procSample(pid: number): Promise<ProcSample> {
-  const [status, stat] = await Promise.all([readFile(`/proc/${pid}/status`, 'utf8'), readFile(`/proc/${pid}/stat`, 'utf8')]);
+  const [status, stat] = await Promise.all([
+    readFile(`/proc/${pid}/status`, 'utf8'),
+    readFile(`/proc/${pid}/stat`, 'utf8'),
+  ]);
   const rss = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
   // After "pid (comm) ", utime and stime are the 12th and 13th fields; the comm may hold spaces, hence ')'.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

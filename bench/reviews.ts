@@ -74,7 +74,11 @@ function container(index: number, envVars: number): Record<string, unknown> {
   };
 }
 
-export function benchPod(containers: number, envVars: number, annotations: Record<string, string>): Record<string, unknown> {
+export function benchPod(
+  containers: number,
+  envVars: number,
+  annotations: Record<string, string>,
+): Record<string, unknown> {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -117,7 +121,13 @@ export function reviewOf(pod: Record<string, unknown>, uid: string): Record<stri
 }
 
 /** A review of `containers` containers asking for the runtimes (`inject`) or not, as JSON text. */
-export function reviewText(containers: number, envVars: number, inject: boolean, uid: string, padding?: number): string {
+export function reviewText(
+  containers: number,
+  envVars: number,
+  inject: boolean,
+  uid: string,
+  padding?: number,
+): string {
   const annotations: Record<string, string> = inject ? { ...INJECT } : {};
   if (padding !== undefined) annotations[PADDING] = 'p'.repeat(padding);
   return JSON.stringify(reviewOf(benchPod(containers, envVars, annotations), uid));
@@ -169,6 +179,7 @@ export function manyAnnotationsReview(keys: number): string {
   const annotations: Record<string, string> = { ...INJECT };
   for (let i = 0; i < keys; i++) annotations[`a${i}`] = 'v';
   const bytes = Object.entries(annotations).reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(v), 0);
-  if (bytes >= ANNOTATION_LIMIT) throw new Error(`${keys} annotations take ${bytes} B, past the ${ANNOTATION_LIMIT} B a pod may have`);
+  if (bytes >= ANNOTATION_LIMIT)
+    throw new Error(`${keys} annotations take ${bytes} B, past the ${ANNOTATION_LIMIT} B a pod may have`);
   return JSON.stringify(reviewOf(benchPod(1, 0, annotations), 'bench-many-annotations'));
 }

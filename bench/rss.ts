@@ -40,27 +40,56 @@ async function memory(pid: number): Promise<{ rss: number; hwm: number }> {
 async function run(nodeOptions: string, work: string, configFile: string): Promise<string> {
   const port = await freePort();
   const certs = join(work, `certs-${port}`);
-  const child = spawn(process.execPath, [MAIN, 'serve', '--host', '127.0.0.1', '--port', String(port), '--metrics-port', '0',
-    '--config-file', configFile, '--self-signed-dir', certs], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, NODE_OPTIONS: nodeOptions } });
+  const child = spawn(
+    process.execPath,
+    [
+      MAIN,
+      'serve',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--metrics-port',
+      '0',
+      '--config-file',
+      configFile,
+      '--self-signed-dir',
+      certs,
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, NODE_OPTIONS: nodeOptions } },
+  );
   const pid = child.pid ?? 0;
   try {
     const ca = await waitReady(port, join(certs, 'ca.crt'), child);
     const idle = await memory(pid);
     const rss: number[] = [];
-    const sampler = setInterval(() => void memory(pid).then((m) => rss.push(m.rss), () => undefined), 250);
+    const sampler = setInterval(
+      () =>
+        void memory(pid).then(
+          (m) => rss.push(m.rss),
+          () => undefined,
+        ),
+      250,
+    );
     const parts: string[] = [];
     for (const shape of SHAPES) {
       const body = shapeReviews(shape).injecting;
       await peak({ port, body, ca, connections: CONNECTIONS }, WARMUP);
       const result = await peak({ port, body, ca, connections: CONNECTIONS }, SECONDS);
-      parts.push(`${shapeName(shape)}: ${result.admissionsPerSecond.toFixed(0)}/s, p99 ${result.latency.p99.toFixed(1)} ms, ${result.errors} errors`);
+      parts.push(
+        `${shapeName(shape)}: ${result.admissionsPerSecond.toFixed(0)}/s, p99 ${result.latency.p99.toFixed(1)} ms, ${result.errors} errors`,
+      );
     }
     clearInterval(sampler);
     const end = await memory(pid);
     const sorted = rss.sort((a, b) => a - b);
     const median = sorted[Math.floor(sorted.length / 2)] ?? 0;
-    return `NODE_OPTIONS=${JSON.stringify(nodeOptions)}: idle ${idle.rss.toFixed(0)} MiB, under load median ${median.toFixed(0)} MiB, ` +
-      `peak (VmHWM) ${end.hwm.toFixed(0)} MiB; ${parts.join('; ')}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`;
+    return (
+      `NODE_OPTIONS=${JSON.stringify(nodeOptions)}: idle ${idle.rss.toFixed(0)} MiB, under load median ${median.toFixed(0)} MiB, ` +
+      `peak (VmHWM) ${end.hwm.toFixed(0)} MiB; ${parts.join('; ')}; load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`
+    );
   } finally {
     await stop(child);
   }
@@ -69,9 +98,16 @@ async function run(nodeOptions: string, work: string, configFile: string): Promi
 const work = await mkdtemp(join(tmpdir(), 'si-bench-rss-'));
 try {
   const configFile = join(work, 'config.json');
-  await writeFile(configFile, JSON.stringify((JSON.parse(await readFile(CONFIG_CASE, 'utf8')) as { configMap: unknown }).configMap));
+  await writeFile(
+    configFile,
+    JSON.stringify((JSON.parse(await readFile(CONFIG_CASE, 'utf8')) as { configMap: unknown }).configMap),
+  );
   const variants = process.argv.length > 2 ? process.argv.slice(2) : [await deploymentNodeOptions(), ''];
-  process.stdout.write(`bench rss: Node ${process.version}, ${CONNECTIONS} connections, ${WARMUP} s warm-up and ${SECONDS} s per review shape; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
+  process.stdout.write(
+    `bench rss: Node ${process.version}, ${CONNECTIONS} connections, ${WARMUP} s warm-up and ${SECONDS} s per review shape; load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}\n`,
+  );
   for (const nodeOptions of variants) process.stdout.write(`${await run(nodeOptions, work, configFile)}\n`);
 } finally {
   await rm(work, { recursive: true, force: true });

@@ -114,5 +114,7 @@ export function writeValuesTable(chartDir: string): boolean {
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
   const chartDir = process.argv[2] ?? path.join('charts', 'sandbox-injector');
   const changed = writeValuesTable(chartDir);
-  process.stdout.write(`${path.join(chartDir, 'README.md')}: ${changed ? 'values table rewritten' : 'values table already up to date'}\n`);
+  process.stdout.write(
+    `${path.join(chartDir, 'README.md')}: ${changed ? 'values table rewritten' : 'values table already up to date'}\n`,
+  );
 }

@@ -5,7 +5,8 @@
  */
 import { applyStrict, type PatchOperation } from '../test/support/strict-patch.js';
 
-export type Verdict = { ok: true; patched: boolean; versions: string[] } | { ok: false; reason: string } | { deep: true };
+export type Verdict =
+  { ok: true; patched: boolean; versions: string[] } | { ok: false; reason: string } | { deep: true };
 
 const LEAKS: [RegExp, string][] = [
   [/\bat (?:async )?[\w$.<>[\] ]+ \((?:node:|file:|\/)/, 'a stack frame'],
@@ -31,7 +32,9 @@ export function parseSent(body: Buffer | string): unknown {
 }
 
 function record(value: unknown): Record<string, unknown> | undefined {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
 }
 
 /** Image tags of the sidecars the config-flip phase versions; one answer must never hold two. */
@@ -90,7 +93,10 @@ function judge(sent: Buffer | string, answerBody: Buffer | string): Verdict {
   } catch {
     return { ok: false, reason: 'a patch that is not JSON' };
   }
-  if (!Array.isArray(operations) || !operations.every((op) => typeof record(op)?.op === 'string' && typeof record(op)?.path === 'string')) {
+  if (
+    !Array.isArray(operations) ||
+    !operations.every((op) => typeof record(op)?.op === 'string' && typeof record(op)?.path === 'string')
+  ) {
     return { ok: false, reason: 'a patch that is not a list of operations' };
   }
   try {
@@ -107,7 +113,9 @@ export function errorShape(body: Buffer): string {
   try {
     const value = record(JSON.parse(body.toString('utf8')));
     if (typeof value?.message === 'string' && typeof value.code === 'string') return '{message, code}';
-    return `{${Object.keys(value ?? {}).sort().join(', ')}}`;
+    return `{${Object.keys(value ?? {})
+      .sort()
+      .join(', ')}}`;
   } catch {
     return body.length === 0 ? 'empty' : 'not JSON';
   }

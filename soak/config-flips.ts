@@ -53,7 +53,12 @@ function versioned(manifest: JsonObject, version: number): string {
   return stringify({ ...manifest, data });
 }
 
-export async function configFlipPhase(dir: string, setup: ServeSetup, options: SoakOptions, timeoutMs: number): Promise<PhaseResult> {
+export async function configFlipPhase(
+  dir: string,
+  setup: ServeSetup,
+  options: SoakOptions,
+  timeoutMs: number,
+): Promise<PhaseResult> {
   const manifest = parse(await readFile(join(ROOT, 'manifests/injection-config.yaml'), 'utf8')) as JsonObject;
   const volume = join(dir, 'config');
   await createKubeVolume(volume, { [FILE]: versioned(manifest, 0) });
@@ -82,7 +87,8 @@ export async function configFlipPhase(dir: string, setup: ServeSetup, options: S
       await swapKubeVolume(volume, { [FILE]: make(manifest) });
       while (performance.now() - flippedAt < INVALID_WATCH_MS) {
         const seen = await probe.version();
-        if (seen !== undefined && seen !== expected) problems.add(`after an invalid file, answers showed ${seen} instead of ${expected}`);
+        if (seen !== undefined && seen !== expected)
+          problems.add(`after an invalid file, answers showed ${seen} instead of ${expected}`);
         await sleep(POLL_MS * 2);
       }
     } else {
@@ -122,7 +128,8 @@ export async function configFlipPhase(dir: string, setup: ServeSetup, options: S
     `answers mixing two configs: ${mixed} (normal admissions and probes); answers by version: ${versions.counts.size} versions seen`,
     ...describeLoad(report),
   ];
-  if (probe.failed.total + probe.lost.total > 0) notes.push(`probes: failed ${probe.failed.summary()}; lost ${probe.lost.summary()}`);
+  if (probe.failed.total + probe.lost.total > 0)
+    notes.push(`probes: failed ${probe.failed.summary()}; lost ${probe.lost.summary()}`);
   if (problems.total > 0) notes.push(`problems: ${problems.summary()}`);
   const broken: string[] = [];
   if (mixed > 0) broken.push(`config flips: ${mixed} answers mixed two configs`);
@@ -159,7 +166,12 @@ class Prober {
   async version(): Promise<string | undefined> {
     this.tried += 1;
     const body = reviewText(this.review, `probe-${this.tried}`);
-    const outcome = await exchange(this.target, this.agent, { method: 'POST', path: '/mutate', headers: { 'content-type': 'application/json' }, body }, this.timeoutMs);
+    const outcome = await exchange(
+      this.target,
+      this.agent,
+      { method: 'POST', path: '/mutate', headers: { 'content-type': 'application/json' }, body },
+      this.timeoutMs,
+    );
     if (outcome.kind === 'error') {
       this.lost.add(outcome.error);
       return undefined;

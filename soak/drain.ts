@@ -23,7 +23,13 @@ import { Tally } from './tally.js';
 const SHUTDOWN_DELAY_SECONDS = 2;
 const WARM_UP_MS = 2_000;
 
-export async function drainPhase(dir: string, setup: ServeSetup, hasDelayFlag: boolean, options: SoakOptions, timeoutMs: number): Promise<PhaseResult> {
+export async function drainPhase(
+  dir: string,
+  setup: ServeSetup,
+  hasDelayFlag: boolean,
+  options: SoakOptions,
+  timeoutMs: number,
+): Promise<PhaseResult> {
   const rounds: PhaseResult[] = [];
   const notes: string[] = [];
   const broken: string[] = [];
@@ -39,7 +45,8 @@ export async function drainPhase(dir: string, setup: ServeSetup, hasDelayFlag: b
       ...setup,
       args: [
         ...setup.args,
-        '--self-signed-dir', join(roundDir, 'certs'),
+        '--self-signed-dir',
+        join(roundDir, 'certs'),
         ...(hasDelayFlag ? ['--shutdown-delay-seconds', String(SHUTDOWN_DELAY_SECONDS)] : []),
       ],
     });
@@ -57,7 +64,12 @@ export async function drainPhase(dir: string, setup: ServeSetup, hasDelayFlag: b
         if (after) counts.after += 1;
         else counts.before += 1;
         const body = reviewText(review, `drain-${round}-${name}-${n}`);
-        const outcome = await exchange(session.target, agent, { method: 'POST', path: '/mutate', headers: { 'content-type': 'application/json' }, body }, timeoutMs);
+        const outcome = await exchange(
+          session.target,
+          agent,
+          { method: 'POST', path: '/mutate', headers: { 'content-type': 'application/json' }, body },
+          timeoutMs,
+        );
         if (outcome.kind === 'error') {
           const sinceSignal = signalledAt === undefined ? -1 : performance.now() - signalledAt;
           // Refused, or reset in the listener's backlog as it closes: either way no request byte was sent.
@@ -65,7 +77,9 @@ export async function drainPhase(dir: string, setup: ServeSetup, hasDelayFlag: b
             refused.add(`${outcome.error} on a new connection after the delay`);
             return;
           }
-          resets.add(`${outcome.error}${outcome.reused ? ' on a reused connection' : ' on a new connection'}${after ? ' after SIGTERM' : ' before SIGTERM'}`);
+          resets.add(
+            `${outcome.error}${outcome.reused ? ' on a reused connection' : ' on a new connection'}${after ? ' after SIGTERM' : ' before SIGTERM'}`,
+          );
           continue;
         }
         const verdict = outcome.status === 200 ? checkReviewAnswer(body, outcome.body) : undefined;
@@ -106,7 +120,8 @@ export async function drainPhase(dir: string, setup: ServeSetup, hasDelayFlag: b
     if (resets.total > 0) notes.push(`  resets: ${resets.summary()}`);
     if (failed.total > 0) notes.push(`  failed: ${failed.summary()}`);
     notes.push(...result.notes.map((line) => `  ${line}`));
-    if (exit.code !== 0) broken.push(`drain round ${round}: serve exited ${String(exit.code ?? exit.signal)} after SIGTERM, not 0`);
+    if (exit.code !== 0)
+      broken.push(`drain round ${round}: serve exited ${String(exit.code ?? exit.signal)} after SIGTERM, not 0`);
   }
 
   const sum = (pick: (r: PhaseResult) => number): number => rounds.reduce((total, r) => total + pick(r), 0);

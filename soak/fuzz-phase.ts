@@ -72,7 +72,8 @@ class DeepChecker {
       this.waiting.delete(id);
     });
     worker.on('error', (error: Error) => {
-      for (const resolve of this.waiting.values()) resolve({ ok: false, reason: `deep check worker failed: ${error.message}` });
+      for (const resolve of this.waiting.values())
+        resolve({ ok: false, reason: `deep check worker failed: ${error.message}` });
       this.waiting.clear();
       this.worker = undefined;
     });
@@ -89,7 +90,11 @@ export async function fuzzPhase(session: Session, options: SoakOptions, workDir:
   const notes: string[] = [];
   const probed = await probeBodyLimit(target);
   const bodyLimit = probed?.limit ?? FALLBACK_BODY_LIMIT;
-  notes.push(probed === undefined ? `body limit: none found, ${FALLBACK_BODY_LIMIT} assumed` : `body limit: ${bodyLimit} bytes (${probed.how})`);
+  notes.push(
+    probed === undefined
+      ? `body limit: none found, ${FALLBACK_BODY_LIMIT} assumed`
+      : `body limit: ${bodyLimit} bytes (${probed.how})`,
+  );
 
   const fuzzer = new Fuzzer(fuzzSeeds(), options.seed, bodyLimit);
   const deep = new DeepChecker();
@@ -117,7 +122,11 @@ export async function fuzzPhase(session: Session, options: SoakOptions, workDir:
     if (outcome.kind === 'error') {
       statuses.add('no answer');
       if (c.oversize) refused.add(`${outcome.error} on ${c.kind}`);
-      else lost.add(`${outcome.error} on a ${outcome.reused ? 'reused' : 'new'} connection, after ${previous}`, describe(c, ''));
+      else
+        lost.add(
+          `${outcome.error} on a ${outcome.reused ? 'reused' : 'new'} connection, after ${previous}`,
+          describe(c, ''),
+        );
       return;
     }
     statuses.add(String(outcome.status));
@@ -130,7 +139,8 @@ export async function fuzzPhase(session: Session, options: SoakOptions, workDir:
     const leak = leakIn(text, places);
     if (leak !== undefined) failed.add(`body shows ${leak}`, describe(c, text.slice(0, 200)));
     if (c.limit === 'above' && outcome.status !== 413) limits.add(`one byte over the limit answered ${outcome.status}`);
-    if (c.limit !== undefined && c.limit !== 'above' && outcome.status === 413) limits.add(`${c.limit} the limit answered 413`);
+    if (c.limit !== undefined && c.limit !== 'above' && outcome.status === 413)
+      limits.add(`${c.limit} the limit answered 413`);
     if (outcome.status !== 200) {
       // A HEAD answer has no body by definition; its shape says nothing.
       if (c.spec.method !== 'HEAD') shapes.add(`${outcome.status} ${errorShape(outcome.body)}`);
@@ -165,7 +175,9 @@ export async function fuzzPhase(session: Session, options: SoakOptions, workDir:
   const started = performance.now();
   const progress = setInterval(() => {
     const seconds = (performance.now() - started) / 1000;
-    process.stderr.write(`  fuzz: ${done}/${options.fuzzRequests} in ${seconds.toFixed(0)} s (${(done / seconds).toFixed(0)}/s), failed ${failed.total}, lost ${lost.total}\n`);
+    process.stderr.write(
+      `  fuzz: ${done}/${options.fuzzRequests} in ${seconds.toFixed(0)} s (${(done / seconds).toFixed(0)}/s), failed ${failed.total}, lost ${lost.total}\n`,
+    );
   }, PROGRESS_EVERY_MS);
   const agents = Array.from({ length: options.fuzzConnections }, () => keepAliveAgent(target));
   try {
@@ -190,7 +202,10 @@ export async function fuzzPhase(session: Session, options: SoakOptions, workDir:
   if (lost.total > 0) notes.push(`lost: ${lost.summary()}`, ...lost.exampleLines());
   const broken: string[] = [];
   const nonFive = failed.total - fives;
-  if (nonFive > 0) broken.push(`fuzz: ${nonFive} wrong answers (${[...failed.counts.keys()].filter((k) => !/^5\d\d/.test(k)).join('; ')})`);
+  if (nonFive > 0)
+    broken.push(
+      `fuzz: ${nonFive} wrong answers (${[...failed.counts.keys()].filter((k) => !/^5\d\d/.test(k)).join('; ')})`,
+    );
   return session.close('fuzz', {
     tried: done,
     failed: failed.total,

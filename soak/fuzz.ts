@@ -51,20 +51,64 @@ type Replacement = Json | typeof DELETE;
 
 /** Every JSON type, and absence: at each path at least one of them is the wrong one. */
 const WRONG_TYPES: readonly Replacement[] = [
-  DELETE, null, true, 0, -1, 1.5, 1e308, 2 ** 53 + 1, '', 'x', '__proto__', [], [null], {}, { '': 1 },
+  DELETE,
+  null,
+  true,
+  0,
+  -1,
+  1.5,
+  1e308,
+  2 ** 53 + 1,
+  '',
+  'x',
+  '__proto__',
+  [],
+  [null],
+  {},
+  { '': 1 },
 ];
 
 const PLACEHOLDER = '\u0001soak\u0001';
 const QUOTED_PLACEHOLDER = JSON.stringify(PLACEHOLDER);
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
-const RUNTIME_NAMES = ['agent-runtime', 'csi', 'traffic-proxy', 'no-such-runtime', '', ' csi ', 'AGENT-RUNTIME', '__proto__'];
+const RUNTIME_NAMES = [
+  'agent-runtime',
+  'csi',
+  'traffic-proxy',
+  'no-such-runtime',
+  '',
+  ' csi ',
+  'AGENT-RUNTIME',
+  '__proto__',
+];
 const POLICIES = ['Auto', 'None', 'auto', '', 'Auto ', 'Manual', '__proto__', 'constructor'];
-const WEIRD_STRINGS = ['\ud800', '\udfff', '\u0000', '\u202e', 'e\u0301', '\ufeff', 'a\u2028b', '😀'.repeat(64), '\\', '"', '~1/~0'];
+const WEIRD_STRINGS = [
+  '\ud800',
+  '\udfff',
+  '\u0000',
+  '\u202e',
+  'e\u0301',
+  '\ufeff',
+  'a\u2028b',
+  '😀'.repeat(64),
+  '\\',
+  '"',
+  '~1/~0',
+];
 const CONTENT_TYPES = [
-  'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=utf-16',
-  'application/JSON', 'application/json;;', 'application/jsonx', 'application/merge-patch+json', '*/*',
-  'application/json, text/plain', `application/${'j'.repeat(1000)}`, '',
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=x',
+  'application/json; charset=utf-16',
+  'application/JSON',
+  'application/json;;',
+  'application/jsonx',
+  'application/merge-patch+json',
+  '*/*',
+  'application/json, text/plain',
+  `application/${'j'.repeat(1000)}`,
+  '',
 ];
 
 interface PreparedSeed extends Seed {
@@ -163,24 +207,44 @@ export class Fuzzer {
         return withPod({ ...pod, metadata: { ...metadata, annotations } });
       case 2: {
         const copies = rng.pick([2, 5, 50, 200]);
-        const many = Array.from({ length: copies }, (_, i) => containers.map((c) => (rng.int(2) === 0 ? c : { ...(c as JsonObject), name: `c${i}` }))).flat();
+        const many = Array.from({ length: copies }, (_, i) =>
+          containers.map((c) => (rng.int(2) === 0 ? c : { ...(c as JsonObject), name: `c${i}` })),
+        ).flat();
         return withPod({ ...pod, spec: { ...spec, containers: many } });
       }
       case 3:
         annotations['agents.kruise.io/runtime-injection-status'] = rng.pick([
-          '{', '[]', 'null', '{"injected":"agent-runtime"}', '{"injected":["agent-runtime"],"present":[{}],"skipped":[null]}',
-          '{"wrapped":["main","main"],"skipped":[{"runtime":"csi","reason":"x","message":"y"}]}', JSON.stringify(randomJson(rng, 3)),
+          '{',
+          '[]',
+          'null',
+          '{"injected":"agent-runtime"}',
+          '{"injected":["agent-runtime"],"present":[{}],"skipped":[null]}',
+          '{"wrapped":["main","main"],"skipped":[{"runtime":"csi","reason":"x","message":"y"}]}',
+          JSON.stringify(randomJson(rng, 3)),
         ]);
         return withPod({ ...pod, metadata: { ...metadata, annotations } });
       case 4:
-        return { ...value, request: { ...request, operation: rng.pick(['UPDATE', 'DELETE', 'CONNECT', '', 'create']) } };
+        return {
+          ...value,
+          request: { ...request, operation: rng.pick(['UPDATE', 'DELETE', 'CONNECT', '', 'create']) },
+        };
       case 5:
         return { ...value, request: { ...request, uid: rng.pick(['', 'x'.repeat(10_000), '\u0000', '😀', ' uid ']) } };
       case 6:
-        return { ...value, request: { ...request, dryRun: true, kind: { group: '', version: 'v1', kind: rng.pick(['Pod', 'Deployment', '']) } } };
+        return {
+          ...value,
+          request: {
+            ...request,
+            dryRun: true,
+            kind: { group: '', version: 'v1', kind: rng.pick(['Pod', 'Deployment', '']) },
+          },
+        };
       case 7: {
         const other = rng.pick(this.seeds);
-        return { ...value, request: { ...request, object: ((other.review.request as JsonObject).object ?? null), oldObject: pod } };
+        return {
+          ...value,
+          request: { ...request, object: (other.review.request as JsonObject).object ?? null, oldObject: pod },
+        };
       }
       default: {
         const path = rng.pick(seed.paths);
@@ -231,25 +295,45 @@ export class Fuzzer {
       case 0:
         return this.plain(setAt(value, rng.pick(seed.stringPaths), rng.pick(WEIRD_STRINGS)));
       case 1:
-        return { spec: post(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify(value))])), oversize: false, heavy: false };
+        return {
+          spec: post(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify(value))])),
+          oversize: false,
+          heavy: false,
+        };
       default: {
         // Invalid UTF-8 inside a string: an overlong encoding, a lone continuation byte, a truncated sequence.
         const text = JSON.stringify(setAt(value, rng.pick(seed.stringPaths), PLACEHOLDER));
         const [before, after] = splitOnce(text, QUOTED_PLACEHOLDER);
-        const bad = Buffer.from(rng.pick([[0xc0, 0xaf], [0x80], [0xe2, 0x82], [0xf8, 0x88, 0x80, 0x80, 0x80], [0xed, 0xa0, 0x80]]));
-        return { spec: post(Buffer.concat([Buffer.from(`${before}"`), bad, Buffer.from(`"${after}`)])), oversize: false, heavy: false };
+        const bad = Buffer.from(
+          rng.pick([[0xc0, 0xaf], [0x80], [0xe2, 0x82], [0xf8, 0x88, 0x80, 0x80, 0x80], [0xed, 0xa0, 0x80]]),
+        );
+        return {
+          spec: post(Buffer.concat([Buffer.from(`${before}"`), bad, Buffer.from(`"${after}`)])),
+          oversize: false,
+          heavy: false,
+        };
       }
     }
   }
 
   private empty(rng: Rng): Omit<FuzzCase, 'n' | 'kind'> {
-    return { spec: post(rng.pick(['', ' ', '\n', 'null', '[]', '""', '{}', '0', 'true', '{"request":null}', '{"request":{}}'])), oversize: false, heavy: false };
+    return {
+      spec: post(
+        rng.pick(['', ' ', '\n', 'null', '[]', '""', '{}', '0', 'true', '{"request":null}', '{"request":{}}']),
+      ),
+      oversize: false,
+      heavy: false,
+    };
   }
 
   private contentType(rng: Rng, n: number): Omit<FuzzCase, 'n' | 'kind'> {
     const type = rng.pick(CONTENT_TYPES);
     const headers: Record<string, string> = type === '' ? {} : { 'content-type': type };
-    return { spec: { method: 'POST', path: '/mutate', headers, body: JSON.stringify(this.base(rng, n).value) }, oversize: false, heavy: false };
+    return {
+      spec: { method: 'POST', path: '/mutate', headers, body: JSON.stringify(this.base(rng, n).value) },
+      oversize: false,
+      heavy: false,
+    };
   }
 
   private chunked(rng: Rng, n: number): Omit<FuzzCase, 'n' | 'kind'> {
@@ -263,10 +347,32 @@ export class Fuzzer {
     switch (rng.int(5)) {
       case 0: {
         const method = rng.pick(['GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD']);
-        return { spec: { method, path: '/mutate', headers: JSON_HEADERS, body: method === 'HEAD' || method === 'GET' ? undefined : body }, oversize: false, heavy: false };
+        return {
+          spec: {
+            method,
+            path: '/mutate',
+            headers: JSON_HEADERS,
+            body: method === 'HEAD' || method === 'GET' ? undefined : body,
+          },
+          oversize: false,
+          heavy: false,
+        };
       }
       case 1: {
-        const path = rng.pick(['/mutate/', '/MUTATE', '/mutate?x=1&x=2', '//mutate', '/mutate%00', '/../mutate', '/healthz', '/readyz', '/metrics', '/', '/mutate#x', `/${'a'.repeat(8_000)}`]);
+        const path = rng.pick([
+          '/mutate/',
+          '/MUTATE',
+          '/mutate?x=1&x=2',
+          '//mutate',
+          '/mutate%00',
+          '/../mutate',
+          '/healthz',
+          '/readyz',
+          '/metrics',
+          '/',
+          '/mutate#x',
+          `/${'a'.repeat(8_000)}`,
+        ]);
         return { spec: { ...post(body), path }, oversize: false, heavy: false };
       }
       case 2:
@@ -278,7 +384,11 @@ export class Fuzzer {
         return { spec: { ...post(body), headers }, oversize: false, heavy: false };
       }
       default:
-        return { spec: { ...post(body), headers: { ...JSON_HEADERS, 'x-soak-big': 'h'.repeat(20_000) } }, oversize: true, heavy: false };
+        return {
+          spec: { ...post(body), headers: { ...JSON_HEADERS, 'x-soak-big': 'h'.repeat(20_000) } },
+          oversize: true,
+          heavy: false,
+        };
     }
   }
 
@@ -331,7 +441,12 @@ export class Fuzzer {
     const body = Buffer.alloc(size, 0x20);
     body.write(text, 0, 'utf8');
     const chunks = limit === 'above' && rng.int(2) === 0 ? 16 : undefined;
-    return { spec: { ...post(body), ...(chunks === undefined ? {} : { chunks }) }, oversize: limit === 'above', heavy: true, limit };
+    return {
+      spec: { ...post(body), ...(chunks === undefined ? {} : { chunks }) },
+      oversize: limit === 'above',
+      heavy: true,
+      limit,
+    };
   }
 }
 
@@ -393,7 +508,13 @@ function setAt(root: JsonObject, path: Path, replacement: Replacement): Json {
     else node[Number(last)] = replacement;
   } else if (node !== null && typeof node === 'object') {
     if (replacement === DELETE) delete node[String(last)];
-    else Object.defineProperty(node, String(last), { value: replacement, enumerable: true, writable: true, configurable: true });
+    else
+      Object.defineProperty(node, String(last), {
+        value: replacement,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
   }
   return copy;
 }
@@ -426,7 +547,8 @@ function randomJson(rng: Rng, depth: number): Json {
       return Array.from({ length: rng.int(4) }, () => randomJson(rng, depth - 1));
     default: {
       const object: JsonObject = {};
-      for (let i = rng.int(4); i > 0; i -= 1) object[rng.pick(['name', 'image', 'command', 'exec', 'x', 'env', 'value'])] = randomJson(rng, depth - 1);
+      for (let i = rng.int(4); i > 0; i -= 1)
+        object[rng.pick(['name', 'image', 'command', 'exec', 'x', 'env', 'value'])] = randomJson(rng, depth - 1);
       return object;
     }
   }

@@ -22,7 +22,15 @@ export interface RequestSpec {
 }
 
 export type Outcome =
-  | { kind: 'answer'; status: number; headers: IncomingHttpHeaders; body: Buffer; reused: boolean; ms: number; fingerprint: string }
+  | {
+      kind: 'answer';
+      status: number;
+      headers: IncomingHttpHeaders;
+      body: Buffer;
+      reused: boolean;
+      ms: number;
+      fingerprint: string;
+    }
   /** `handshaken` false: the connection failed before its TLS handshake finished, so no request byte was sent. */
   | { kind: 'error'; error: string; reused: boolean; handshaken: boolean; ms: number };
 
@@ -43,7 +51,12 @@ function contextFor(ca: string | Buffer): SecureContext {
 }
 
 export function keepAliveAgent(target: Target, sockets = 1): Agent {
-  return new Agent({ keepAlive: true, maxSockets: sockets, secureContext: contextFor(target.ca), servername: 'localhost' });
+  return new Agent({
+    keepAlive: true,
+    maxSockets: sockets,
+    secureContext: contextFor(target.ca),
+    servername: 'localhost',
+  });
 }
 
 export function exchange(target: Target, agent: Agent | false, spec: RequestSpec, timeoutMs: number): Promise<Outcome> {
@@ -71,31 +84,28 @@ export function exchange(target: Target, agent: Agent | false, spec: RequestSpec
       secureContext: contextFor(target.ca),
       servername: 'localhost',
     };
-    const req = request(
-      options,
-      (res) => {
-        const fingerprint = (res.socket as TLSSocket).getPeerCertificate().fingerprint256;
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size <= MAX_ANSWER_BYTES) chunks.push(chunk);
-        });
-        res.on('error', fail);
-        res.on('aborted', () => fail(new Error('answer aborted')));
-        res.on('end', () =>
-          finish({
-            kind: 'answer',
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            body: Buffer.concat(chunks),
-            reused,
-            ms: performance.now() - started,
-            fingerprint,
-          }),
-        );
-      },
-    );
+    const req = request(options, (res) => {
+      const fingerprint = (res.socket as TLSSocket).getPeerCertificate().fingerprint256;
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size <= MAX_ANSWER_BYTES) chunks.push(chunk);
+      });
+      res.on('error', fail);
+      res.on('aborted', () => fail(new Error('answer aborted')));
+      res.on('end', () =>
+        finish({
+          kind: 'answer',
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(chunks),
+          reused,
+          ms: performance.now() - started,
+          fingerprint,
+        }),
+      );
+    });
     const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     req.on('socket', (socket) => {
       reused = req.reusedSocket;

@@ -29,7 +29,12 @@ async function loop(name: string, fresh: boolean): Promise<void> {
     const body = reviewText(review, uid);
     tried += 1;
     const sentAt = epochMs();
-    const outcome = await exchange(target, agent, { method: 'POST', path: '/mutate', headers: { 'content-type': 'application/json' }, body }, spec.timeoutMs);
+    const outcome = await exchange(
+      target,
+      agent,
+      { method: 'POST', path: '/mutate', headers: { 'content-type': 'application/json' }, body },
+      spec.timeoutMs,
+    );
     latencies.push(outcome.ms);
     timed.push({ at: sentAt, ms: outcome.ms, fresh });
     const how = fresh ? 'fresh connection' : 'kept-alive connection';
@@ -40,7 +45,8 @@ async function loop(name: string, fresh: boolean): Promise<void> {
       failed.add(`${outcome.status} (${how})`, `${uid}: ${outcome.body.toString('utf8').slice(0, 200)}`);
     } else {
       const verdict = checkReviewAnswer(body, outcome.body);
-      const allowed = (JSON.parse(outcome.body.toString('utf8')) as { response?: { allowed?: unknown } }).response?.allowed;
+      const allowed = (JSON.parse(outcome.body.toString('utf8')) as { response?: { allowed?: unknown } }).response
+        ?.allowed;
       if ('deep' in verdict || !verdict.ok) {
         failed.add('deep' in verdict ? 'too deep to check' : verdict.reason, uid);
       } else if (allowed !== true) {

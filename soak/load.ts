@@ -56,7 +56,10 @@ export interface Tail {
 export function tailOf(report: LoadReport, from: number, to: number): Tail {
   const within = report.timed.filter((a) => a.at >= from && a.at < to);
   const p99 = (fresh: boolean): { count: number; p99: number } => {
-    const sorted = within.filter((a) => a.fresh === fresh).map((a) => a.ms).sort((a, b) => a - b);
+    const sorted = within
+      .filter((a) => a.fresh === fresh)
+      .map((a) => a.ms)
+      .sort((a, b) => a - b);
     return { count: sorted.length, p99: percentile(sorted, 99) };
   };
   return { fresh: p99(true), keptAlive: p99(false) };
@@ -101,7 +104,8 @@ export function describeLoad(report: LoadReport): string[] {
   const lost = new Tally();
   lost.merge({ counts: report.lost });
   const sorted = report.latencies;
-  const at = (p: number): string => (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0).toFixed(0);
+  const at = (p: number): string =>
+    (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0).toFixed(0);
   const lines = [
     `normal admissions: ${report.tried} sent, ${report.ok} ok, ${failed.total} failed, ${lost.total} lost; waited p50 ${at(50)} ms, p99 ${at(99)} ms, max ${(sorted[sorted.length - 1] ?? 0).toFixed(0)} ms`,
   ];

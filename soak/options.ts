@@ -59,7 +59,10 @@ export function readOptions(): SoakOptions {
     Math.round(number(name, Math.max(least, Math.round(full * scale))));
   const seconds = (name: string, full: number, least: number): number => number(name, Math.max(least, full * scale));
 
-  const wanted = (process.env.SOAK_PHASES ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const wanted = (process.env.SOAK_PHASES ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   const unknown = wanted.filter((name) => !(PHASES as readonly string[]).includes(name));
   if (unknown.length > 0) throw new Error(`SOAK_PHASES: unknown ${unknown.join(', ')} (known: ${PHASES.join(', ')})`);
   const rotations = count('SOAK_ROTATIONS', 100, 2);

@@ -91,7 +91,8 @@ export async function probeBodyLimit(target: Target): Promise<{ limit: number; h
   const named = /(\d[\d,_]*) ?-?bytes?/i.exec(top.text)?.[1]?.replace(/[,_]/g, '');
   if (named !== undefined) {
     const limit = Number(named);
-    if (!(await refused(limit)).refused && (await refused(limit + 1)).refused) return { limit, how: 'named by its 413, checked at the limit and one over' };
+    if (!(await refused(limit)).refused && (await refused(limit + 1)).refused)
+      return { limit, how: 'named by its 413, checked at the limit and one over' };
   }
   let low = 0;
   let high = ceiling;

@@ -44,7 +44,9 @@ function reviewFor(pod: Json, uid: string): JsonObject {
 
 export function fuzzSeeds(): Seed[] {
   const seeds: Seed[] = [{ name: 'examples/review.json', review: exampleReview() }];
-  for (const file of readdirSync(CONFORMANCE).filter((f) => f.endsWith('.json')).sort()) {
+  for (const file of readdirSync(CONFORMANCE)
+    .filter((f) => f.endsWith('.json'))
+    .sort()) {
     const fixture = JSON.parse(readFileSync(join(CONFORMANCE, file), 'utf8')) as { pod?: Json };
     if (fixture.pod !== undefined) seeds.push({ name: file, review: reviewFor(fixture.pod, `seed-${file}`) });
   }
@@ -57,7 +59,9 @@ export function fuzzSeeds(): Seed[] {
  */
 export function heavyReview(): JsonObject {
   const review = exampleReview();
-  const probe = (what: string, i: number): Json => ({ exec: { command: ['/bin/sh', '-c', `test -f /tmp/${what}-${i}`] } });
+  const probe = (what: string, i: number): Json => ({
+    exec: { command: ['/bin/sh', '-c', `test -f /tmp/${what}-${i}`] },
+  });
   const containers: Json[] = Array.from({ length: 16 }, (_, i) => ({
     name: i === 0 ? 'main' : `worker-${i}`,
     image: `registry.example.com/app:${i}`,

@@ -21,7 +21,12 @@ const ADOPTION_TIMEOUT_MS = 10_000;
 const BAD_PAIR_WATCH_MS = 3_000;
 const POLL_MS = 50;
 
-export async function rotationPhase(dir: string, setup: ServeSetup, options: SoakOptions, timeoutMs: number): Promise<PhaseResult> {
+export async function rotationPhase(
+  dir: string,
+  setup: ServeSetup,
+  options: SoakOptions,
+  timeoutMs: number,
+): Promise<PhaseResult> {
   process.stderr.write('  rotation: making keys\n');
   const pki = new SoakPki();
   const caFile = join(dir, 'ca.crt');

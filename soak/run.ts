@@ -14,7 +14,16 @@ import { fuzzPhase } from './fuzz-phase.js';
 import { readOptions, type PhaseName, type SoakOptions } from './options.js';
 import { readDeployment, type Deployment } from './manifests.js';
 import { rotationPhase } from './rotation.js';
-import { connectionCap, readServeHelp, ROOT, ServeProcess, shortTimeLimits, type HelpFlag, type Sample, type ServeSetup } from './server.js';
+import {
+  connectionCap,
+  readServeHelp,
+  ROOT,
+  ServeProcess,
+  shortTimeLimits,
+  type HelpFlag,
+  type Sample,
+  type ServeSetup,
+} from './server.js';
 import { Session, type PhaseResult } from './session.js';
 import { slowClientPhase } from './slow-clients.js';
 
@@ -42,7 +51,10 @@ function serveSetup(deployment: Deployment, short: Map<string, string>, options:
   return {
     args: [...[...values].flatMap(([flag, value]) => [`--${flag}`, value]), ...options.extraServeArgs],
     logLevel: options.logLevel,
-    env: { ...(nodeOptions === undefined ? {} : { NODE_OPTIONS: nodeOptions }), ...(options.loopProbe ? { SOAK_LOOP_PROBE_ACTIVE: '1' } : {}) },
+    env: {
+      ...(nodeOptions === undefined ? {} : { NODE_OPTIONS: nodeOptions }),
+      ...(options.loopProbe ? { SOAK_LOOP_PROBE_ACTIVE: '1' } : {}),
+    },
   };
 }
 
@@ -53,7 +65,10 @@ function limitsOf(deployment: Deployment, help: Map<string, HelpFlag>, options: 
     rssMiB: deployment.memoryMiB,
     rssSource: `the Deployment's memory limit, ${deployment.memory}`,
     admissionTimeoutMs: options.admissionTimeoutMs ?? deployment.webhookTimeoutSeconds * 1000,
-    timeoutSource: options.admissionTimeoutMs === undefined ? `the webhook's timeoutSeconds, ${deployment.webhookTimeoutSeconds}` : 'SOAK_ADMISSION_TIMEOUT_MS',
+    timeoutSource:
+      options.admissionTimeoutMs === undefined
+        ? `the webhook's timeoutSeconds, ${deployment.webhookTimeoutSeconds}`
+        : 'SOAK_ADMISSION_TIMEOUT_MS',
     cap: fromDeployment !== undefined ? Number(fromDeployment) : (cap?.value ?? ASSUMED_CAP),
     capSource:
       cap === undefined
@@ -77,10 +92,16 @@ function header(options: SoakOptions, setup: ServeSetup, notes: string[], limits
   const dirty = (git('status', '--porcelain', '--', 'src') ?? '').split('\n').filter((line) => line !== '');
   return [
     `soak: ${new Date().toISOString()}`,
-    `machine: nproc ${availableParallelism()}, ${cpu.length} x ${cpu[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Linux ${release()}, Node ${process.version}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+    `machine: nproc ${availableParallelism()}, ${cpu.length} x ${cpu[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Linux ${release()}, Node ${process.version}, load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
     `commit: ${git('log', '--oneline', '-1') ?? 'not a git checkout'}${dirty.length === 0 ? '' : ` + uncommitted changes in ${dirty.length} src files (${dirty.map((l) => l.slice(3)).join(', ')})`}`,
     `phases: ${options.phases.join(', ')}; seed ${options.seed}`,
-    `serve: ${setup.args.length === 0 ? 'no flags added' : setup.args.join(' ')}${Object.entries(setup.env).map(([k, v]) => `, ${k}=${v}`).join('')} (the Deployment's limits this build has, short time limits over them${notes.length === 0 ? '' : `; ${notes.join('; ')}`})`,
+    `serve: ${setup.args.length === 0 ? 'no flags added' : setup.args.join(' ')}${Object.entries(setup.env)
+      .map(([k, v]) => `, ${k}=${v}`)
+      .join(
+        '',
+      )} (the Deployment's limits this build has, short time limits over them${notes.length === 0 ? '' : `; ${notes.join('; ')}`})`,
     `limits: RSS < ${limits.rssMiB} MiB (${limits.rssSource}); normal admissions time out after ${limits.admissionTimeoutMs} ms (${limits.timeoutSource}); connection cap ${limits.cap} (${limits.capSource})`,
   ];
 }
@@ -95,7 +116,8 @@ function series(samples: readonly Sample[], pick: (s: Sample) => number, points 
 function describePhase(result: PhaseResult): string[] {
   const rss = result.samples.map((s) => s.rssMiB);
   const fds = result.samples.map((s) => s.fds);
-  const range = (values: number[]): string => (values.length === 0 ? 'min - max -' : `min ${Math.min(...values).toFixed(0)} max ${Math.max(...values).toFixed(0)}`);
+  const range = (values: number[]): string =>
+    values.length === 0 ? 'min - max -' : `min ${Math.min(...values).toFixed(0)} max ${Math.max(...values).toFixed(0)}`;
   return [
     `== ${result.name}: tried ${result.tried}, failed ${result.failed}, lost ${result.lost} (${result.seconds.toFixed(0)} s)`,
     `   RSS MiB ${range(rss)}, peak (VmHWM) ${result.hwmMiB.toFixed(0)}; over time: ${series(result.samples, (s) => s.rssMiB)}`,
@@ -121,10 +143,15 @@ function bounds(results: readonly PhaseResult[], limits: Limits): Bound[] {
     results.map((r) => test(r)).filter((line): line is string => line !== undefined);
   return [
     { name: 'no 5xx answer', broken: per((r) => (r.fives > 0 ? `${r.name}: ${r.fives} 5xx` : undefined)) },
-    { name: 'no crash', broken: per((r) => (r.crashes.length > 0 ? `${r.name}: ${r.crashes.length} crashes` : undefined)) },
+    {
+      name: 'no crash',
+      broken: per((r) => (r.crashes.length > 0 ? `${r.name}: ${r.crashes.length} crashes` : undefined)),
+    },
     {
       name: 'no lost normal admission',
-      broken: per((r) => (r.normalLost > 0 ? `${r.name}: ${r.normalLost} normal admissions lost or failed` : undefined)),
+      broken: per((r) =>
+        r.normalLost > 0 ? `${r.name}: ${r.normalLost} normal admissions lost or failed` : undefined,
+      ),
     },
     {
       name: `RSS below ${limits.rssMiB} MiB`,
@@ -134,16 +161,23 @@ function bounds(results: readonly PhaseResult[], limits: Limits): Bound[] {
       name: `open fds at most at-rest + ${limits.cap} + ${FD_SLACK}`,
       broken: per((r) => {
         const peak = Math.max(0, ...r.samples.map((s) => s.fds));
-        return peak > r.baselineFds + limits.cap + FD_SLACK ? `${r.name}: ${peak} fds (at rest ${r.baselineFds})` : undefined;
+        return peak > r.baselineFds + limits.cap + FD_SLACK
+          ? `${r.name}: ${peak} fds (at rest ${r.baselineFds})`
+          : undefined;
       }),
     },
     {
       name: `open fds back to at-rest + ${SETTLE_SLACK} once a phase's clients are gone`,
       broken: per((r) =>
-        r.settledFds !== undefined && r.settledFds > r.baselineFds + SETTLE_SLACK ? `${r.name}: ${r.settledFds} fds after (${r.baselineFds} before)` : undefined,
+        r.settledFds !== undefined && r.settledFds > r.baselineFds + SETTLE_SLACK
+          ? `${r.name}: ${r.settledFds} fds after (${r.baselineFds} before)`
+          : undefined,
       ),
     },
-    { name: 'phase checks (answers, patches, leaks, rotations, config versions, drain exit)', broken: results.flatMap((r) => r.broken) },
+    {
+      name: 'phase checks (answers, patches, leaks, rotations, config versions, drain exit)',
+      broken: results.flatMap((r) => r.broken),
+    },
     {
       name: 'every phase ran its full count within its time limit',
       broken: per((r) => (r.completed ? undefined : `${r.name}: stopped at its time limit or when the server died`)),
@@ -175,7 +209,9 @@ function failedToRun(name: string, error: unknown): PhaseResult {
 async function main(): Promise<number> {
   const options = readOptions();
   const help = await readServeHelp();
-  const time = options.shortLimits ? shortTimeLimits(help) : { values: new Map<string, string>(), notes: ['SOAK_SHORT_LIMITS=0'] };
+  const time = options.shortLimits
+    ? shortTimeLimits(help)
+    : { values: new Map<string, string>(), notes: ['SOAK_SHORT_LIMITS=0'] };
   const deployment = await readDeployment(help);
   const setup = serveSetup(deployment, time.values, options);
   const limits = limitsOf(deployment, help, options);
@@ -190,7 +226,12 @@ async function main(): Promise<number> {
   const withConfig: ServeSetup = { ...setup, args: [...setup.args, '--config-file', configFile] };
   const timeoutMs = limits.admissionTimeoutMs;
   const plainSession = (dir: string): Promise<Session> =>
-    Session.open({ dir, caFile: join(dir, 'certs/ca.crt'), ...withConfig, args: [...withConfig.args, '--self-signed-dir', join(dir, 'certs')] });
+    Session.open({
+      dir,
+      caFile: join(dir, 'certs/ca.crt'),
+      ...withConfig,
+      args: [...withConfig.args, '--self-signed-dir', join(dir, 'certs')],
+    });
 
   const run: Record<PhaseName, (dir: string) => Promise<PhaseResult>> = {
     fuzz: async (dir) => fuzzPhase(await plainSession(dir), options, work),
@@ -237,9 +278,14 @@ async function main(): Promise<number> {
   out([
     ...table,
     '',
-    ...checked.map((b) => `${b.broken.length === 0 ? 'held  ' : 'BROKEN'} ${b.name}${b.broken.length === 0 ? '' : `: ${b.broken.join('; ')}`}`),
+    ...checked.map(
+      (b) =>
+        `${b.broken.length === 0 ? 'held  ' : 'BROKEN'} ${b.name}${b.broken.length === 0 ? '' : `: ${b.broken.join('; ')}`}`,
+    ),
     '',
-    `took ${((performance.now() - started) / 60_000).toFixed(1)} min; load average at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+    `took ${((performance.now() - started) / 60_000).toFixed(1)} min; load average at the end ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
     broken.length === 0
       ? 'soak: all bounds held'
       : `soak: ${broken.length} bounds broken: ${broken.map((b) => b.name).join('; ')}`,

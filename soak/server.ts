@@ -77,7 +77,9 @@ export function freePort(): Promise<number> {
     server.on('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
@@ -146,7 +148,19 @@ export class ServeProcess {
     const out = openSync(logFile, 'w');
     const child = spawn(
       process.execPath,
-      [MAIN, 'serve', '--host', '127.0.0.1', '--port', String(port), '--metrics-port', '0', '--log-level', spec.logLevel, ...spec.args],
+      [
+        MAIN,
+        'serve',
+        '--host',
+        '127.0.0.1',
+        '--port',
+        String(port),
+        '--metrics-port',
+        '0',
+        '--log-level',
+        spec.logLevel,
+        ...spec.args,
+      ],
       { cwd: spec.dir, env: { ...process.env, ...spec.env }, stdio: ['ignore', out, 'pipe'] },
     );
     closeSync(out);
@@ -159,7 +173,8 @@ export class ServeProcess {
   private async waitReady(caFile: string): Promise<Target> {
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline) {
-      if (!this.alive) throw new Error(`serve exited (${JSON.stringify(this.exitInfo)}) before ready: ${this.stderrTail}`);
+      if (!this.alive)
+        throw new Error(`serve exited (${JSON.stringify(this.exitInfo)}) before ready: ${this.stderrTail}`);
       const ca = await readFile(caFile).catch(() => undefined);
       if (ca !== undefined) {
         const target = { port: this.port, ca };
@@ -213,7 +228,10 @@ export class Sampler {
 
   async sample(): Promise<Sample | undefined> {
     try {
-      const [status, fds] = await Promise.all([readFile(`/proc/${this.pid}/status`, 'utf8'), readdir(`/proc/${this.pid}/fd`)]);
+      const [status, fds] = await Promise.all([
+        readFile(`/proc/${this.pid}/status`, 'utf8'),
+        readdir(`/proc/${this.pid}/fd`),
+      ]);
       const kib = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
       // An exiting process has no memory lines left: its sample would read as zero.
       if (!status.includes('VmRSS:')) return undefined;

@@ -71,7 +71,10 @@ export class Session {
   /** Settles, stops the server (unless a phase already did) and gathers what every phase reports. */
   async close(
     name: string,
-    counts: Pick<PhaseResult, 'tried' | 'failed' | 'lost' | 'fives' | 'normalLost' | 'completed' | 'notes' | 'broken' | 'tail'>,
+    counts: Pick<
+      PhaseResult,
+      'tried' | 'failed' | 'lost' | 'fives' | 'normalLost' | 'completed' | 'notes' | 'broken' | 'tail'
+    >,
   ): Promise<PhaseResult> {
     const settledFds = this.server.alive ? await this.settle() : undefined;
     await this.sampler.sample();
@@ -81,9 +84,13 @@ export class Session {
     const crashes: string[] = [];
     const crash = this.server.crash;
     if (crash !== undefined) {
-      crashes.push(`serve exited on its own (code ${String(crash.code)}, signal ${String(crash.signal)}): ${crash.stderr.trim().slice(-400)}`);
+      crashes.push(
+        `serve exited on its own (code ${String(crash.code)}, signal ${String(crash.signal)}): ${crash.stderr.trim().slice(-400)}`,
+      );
     } else if (exit.code !== 0) {
-      notes.push(`serve exited with ${String(exit.code ?? exit.signal)} when stopped (1 = the drain had to cut connections)`);
+      notes.push(
+        `serve exited with ${String(exit.code ?? exit.signal)} when stopped (1 = the drain had to cut connections)`,
+      );
     }
     const problems = await logProblems(this.server.logFile);
     if (problems.counts.size > 0) {

@@ -36,7 +36,12 @@ const WARM_UP_MS = 8_000;
 const QUIET_SKIP_MS = 2_000;
 const RECOVERY_MS = 3_000;
 
-export async function slowClientPhase(mode: SlowMode, session: Session, options: SoakOptions, timeoutMs: number): Promise<PhaseResult> {
+export async function slowClientPhase(
+  mode: SlowMode,
+  session: Session,
+  options: SoakOptions,
+  timeoutMs: number,
+): Promise<PhaseResult> {
   const count = {
     'never-read': options.neverReadConnections,
     'stalled-body': options.stalledConnections,
@@ -136,7 +141,9 @@ export async function slowClientPhase(mode: SlowMode, session: Session, options:
     if (c.error !== undefined) errors.add(c.error);
   }
   const notes = [
-    ...(mode === 'stalled-body' ? [`declared bodies: ${[...new Set(declared)].join(' and ')} bytes (body limit ${bodyLimit ?? 'not found'})`] : []),
+    ...(mode === 'stalled-body'
+      ? [`declared bodies: ${[...new Set(declared)].join(' and ')} bytes (body limit ${bodyLimit ?? 'not found'})`]
+      : []),
     `${mode}: ${connections.length}/${count} connected in ${connectedAt.toFixed(1)} s${refusedConnects.total > 0 ? `, ${refusedConnects.total} refused (${refusedConnects.summary(4)})` : ''}; held ${heldFor.toFixed(0)} s`,
     mode === 'never-read'
       ? `closed by the server: ${closed.length} (seen only when they finally read, ${heldFor.toFixed(0)} s in), still open ${openAtEnd}`
@@ -162,12 +169,16 @@ export async function slowClientPhase(mode: SlowMode, session: Session, options:
   });
   const stretches = await longestStretches(dirname(session.server.logFile), [quietFrom, attackFrom, attackTo]);
   if (stretches !== undefined) {
-    result.notes.push(`longest main-thread CPU stretch between two loop turns (loop probe): ${stretches.map((ms) => `${ms.toFixed(0)} ms`).join(' before the attack, ')} during it`);
+    result.notes.push(
+      `longest main-thread CPU stretch between two loop turns (loop probe): ${stretches.map((ms) => `${ms.toFixed(0)} ms`).join(' before the attack, ')} during it`,
+    );
   }
   if (mode === 'never-read') {
     // Read once the server has stopped, so its log is complete.
     const reviewed = await admissionsLogged(session.server.logFile, 'never-read');
-    result.notes.push(`reviews the server answered for the never-reading clients: ${reviewed} (${(reviewed / Math.max(1, connections.length)).toFixed(1)} a connection)`);
+    result.notes.push(
+      `reviews the server answered for the never-reading clients: ${reviewed} (${(reviewed / Math.max(1, connections.length)).toFixed(1)} a connection)`,
+    );
   }
   return result;
 }
@@ -176,7 +187,10 @@ export async function slowClientPhase(mode: SlowMode, session: Session, options:
 async function longestStretches(dir: string, bounds: number[]): Promise<number[] | undefined> {
   const text = await readFile(join(dir, LOOP_PROBE_FILE), 'utf8').catch(() => undefined);
   if (text === undefined) return undefined;
-  const entries = text.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as { at: number; longestCpuMs: number });
+  const entries = text
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as { at: number; longestCpuMs: number });
   return bounds.slice(1).map((to, i) => {
     const from = bounds[i] ?? 0;
     // An entry covers the 250 ms up to its time: one that straddles the attack's start counts for the attack.
@@ -194,7 +208,8 @@ async function admissionsLogged(logFile: string, uid: string): Promise<number> {
 /** A body declared and sent but for its last byte, respecting backpressure, then silence. */
 async function stallMidBody(connection: RawConnection, declared: number): Promise<void> {
   const { socket } = connection;
-  const prefix = '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"stalled","object":{"metadata":{"annotations":{"a":"';
+  const prefix =
+    '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"stalled","object":{"metadata":{"annotations":{"a":"';
   socket.write(requestHead(declared) + prefix);
   const chunk = Buffer.alloc(64 * 1024, 0x61);
   let sent = Buffer.byteLength(prefix);

@@ -8,7 +8,15 @@
  */
 import { existsSync } from 'node:fs';
 import type { PostStartConflict, WrapperInstaller } from './injection/index.js';
-import { commandUsage, compileRows, describeSchemaError, OptionsError, readRows, rowLabel, type OptionValuesOf } from './options/read-rows.js';
+import {
+  commandUsage,
+  compileRows,
+  describeSchemaError,
+  OptionsError,
+  readRows,
+  rowLabel,
+  type OptionValuesOf,
+} from './options/read-rows.js';
 import { OPTION_ROWS } from './options/rows.js';
 import type { TransportLimits } from './server/transport.js';
 import { cipherSuiteProblems, splitCipherSuites, tlsPolicy, type TlsPolicy } from './server/tls/policy.js';
@@ -57,7 +65,10 @@ export function parseServeOptions(
     problems.push(`${label('certMode')} self-managed needs cluster mode: give ${label('kubeconfig')}, or run in a pod`);
   }
   if (problems.length > 0) throw new OptionsError(problems);
-  return { kind: 'options', options: Object.freeze({ ...raw, mode, trusted: trusted?.ok === true ? trusted.creators : undefined }) };
+  return {
+    kind: 'options',
+    options: Object.freeze({ ...raw, mode, trusted: trusted?.ok === true ? trusted.creators : undefined }),
+  };
 }
 
 const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
@@ -67,7 +78,11 @@ const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/tok
  * sets KUBERNETES_SERVICE_HOST in every container, but mounts the token only when the pod automounts it. The
  * variable is checked first so a local run never looks at the filesystem.
  */
-function serveMode(kubeconfig: string | undefined, env: NodeJS.ProcessEnv, fileExists: (path: string) => boolean): ServeMode {
+function serveMode(
+  kubeconfig: string | undefined,
+  env: NodeJS.ProcessEnv,
+  fileExists: (path: string) => boolean,
+): ServeMode {
   if (kubeconfig !== undefined) return 'cluster';
   return env.KUBERNETES_SERVICE_HOST !== undefined && fileExists(SERVICE_ACCOUNT_TOKEN) ? 'cluster' : 'local';
 }

@@ -76,13 +76,30 @@ describe('parseServeOptions', () => {
 
   it('parses the cluster-mode flags and checks the certificate mode against the files given', () => {
     expect(
-      options(['--kubeconfig', '/k', '--allow-annotation-runtimes', '--cert-mode', 'self-managed', '--cert-extra-sans', '127.0.0.1']),
-    ).toMatchObject({ kubeconfig: '/k', allowAnnotationRuntimes: true, certMode: 'self-managed', certExtraSans: '127.0.0.1' });
-    expect(() => options(['--cert-mode', 'files'])).toThrow(/--cert-mode \(SANDBOX_INJECTOR_CERT_MODE\) files needs --tls-cert-file/);
+      options([
+        '--kubeconfig',
+        '/k',
+        '--allow-annotation-runtimes',
+        '--cert-mode',
+        'self-managed',
+        '--cert-extra-sans',
+        '127.0.0.1',
+      ]),
+    ).toMatchObject({
+      kubeconfig: '/k',
+      allowAnnotationRuntimes: true,
+      certMode: 'self-managed',
+      certExtraSans: '127.0.0.1',
+    });
+    expect(() => options(['--cert-mode', 'files'])).toThrow(
+      /--cert-mode \(SANDBOX_INJECTOR_CERT_MODE\) files needs --tls-cert-file/,
+    );
     expect(() => options(['--cert-mode', 'self-managed'])).toThrow(
       /--cert-mode \(SANDBOX_INJECTOR_CERT_MODE\) self-managed needs cluster mode: give --kubeconfig/,
     );
-    expect(() => options(['--cert-mode', 'magic'])).toThrow(/--cert-mode .*must be equal to one of the allowed values \(auto, files, self-managed\)/);
+    expect(() => options(['--cert-mode', 'magic'])).toThrow(
+      /--cert-mode .*must be equal to one of the allowed values \(auto, files, self-managed\)/,
+    );
     expect(() => options(['--config-namespace', 'Bad_NS'])).toThrow(/--config-namespace/);
   });
 
@@ -110,15 +127,27 @@ describe('parseServeOptions', () => {
       postStartConflict: 'merge',
       wrapper: { image: 'inj:1', command: IMAGE_INSTALL_COMMAND },
     });
-    expect(injectionSettings(options(['--wrapper-image', 'inj:1', '--agent-runtime-has-wrapper']))).toEqual({ postStartConflict: 'skip' });
-    expect(() => options(['--poststart-conflict', 'chain'])).toThrow(/--poststart-conflict .*allowed values \(skip, merge\)/);
+    expect(injectionSettings(options(['--wrapper-image', 'inj:1', '--agent-runtime-has-wrapper']))).toEqual({
+      postStartConflict: 'skip',
+    });
+    expect(() => options(['--poststart-conflict', 'chain'])).toThrow(
+      /--poststart-conflict .*allowed values \(skip, merge\)/,
+    );
   });
 
   it('turns the limit flags into the transport limits, in milliseconds and bytes', () => {
     const parsed = options(
       [
-        '--request-timeout-seconds', '12', '--idle-timeout-seconds', '95', '--max-connections', '64', '--max-unread-bytes', '0',
-        '--slow-client-grace-milliseconds', '250',
+        '--request-timeout-seconds',
+        '12',
+        '--idle-timeout-seconds',
+        '95',
+        '--max-connections',
+        '64',
+        '--max-unread-bytes',
+        '0',
+        '--slow-client-grace-milliseconds',
+        '250',
       ],
       { SANDBOX_INJECTOR_MAX_BODY_BYTES: '2097152', SANDBOX_INJECTOR_MAX_INFLIGHT_BYTES: '8388608' },
     );
@@ -145,7 +174,12 @@ describe('parseServeOptions', () => {
         'ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:' +
         'TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256',
     });
-    const narrow = options(['--tls-min-version', 'VersionTLS13', '--tls-cipher-suites', 'TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305, TLS_AES_128_GCM_SHA256,']);
+    const narrow = options([
+      '--tls-min-version',
+      'VersionTLS13',
+      '--tls-cipher-suites',
+      'TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305, TLS_AES_128_GCM_SHA256,',
+    ]);
     expect(tlsPolicyOf(narrow)).toMatchObject({
       minVersion: 'TLSv1.3',
       ciphers: 'ECDHE-RSA-CHACHA20-POLY1305:TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256',
@@ -153,16 +187,32 @@ describe('parseServeOptions', () => {
   });
 
   it.each([
-    [['--tls-cipher-suites', 'TLS_RSA_WITH_AES_128_GCM_SHA256'], 'cipher suite TLS_RSA_WITH_AES_128_GCM_SHA256 is refused: static RSA key exchange (no forward secrecy)'],
-    [['--tls-cipher-suites', 'TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA'], 'cipher suite TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA is refused: not an AEAD cipher'],
-    [['--tls-cipher-suites', 'TLS_RSA_WITH_AES_128_CBC_SHA'], 'static RSA key exchange (no forward secrecy), not an AEAD cipher'],
-    [['--tls-cipher-suites', 'ECDHE-RSA-AES128-GCM-SHA256'], 'unknown cipher suite ECDHE-RSA-AES128-GCM-SHA256; allowed: TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256'],
+    [
+      ['--tls-cipher-suites', 'TLS_RSA_WITH_AES_128_GCM_SHA256'],
+      'cipher suite TLS_RSA_WITH_AES_128_GCM_SHA256 is refused: static RSA key exchange (no forward secrecy)',
+    ],
+    [
+      ['--tls-cipher-suites', 'TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA'],
+      'cipher suite TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA is refused: not an AEAD cipher',
+    ],
+    [
+      ['--tls-cipher-suites', 'TLS_RSA_WITH_AES_128_CBC_SHA'],
+      'static RSA key exchange (no forward secrecy), not an AEAD cipher',
+    ],
+    [
+      ['--tls-cipher-suites', 'ECDHE-RSA-AES128-GCM-SHA256'],
+      'unknown cipher suite ECDHE-RSA-AES128-GCM-SHA256; allowed: TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256',
+    ],
     [['--tls-cipher-suites', 'TLS_AES_128_GCM_SHA256'], 'no TLS 1.2 cipher suite left'],
-    [['--tls-min-version', 'VersionTLS11'], '--tls-min-version (SANDBOX_INJECTOR_TLS_MIN_VERSION): must be equal to one of the allowed values (VersionTLS12, VersionTLS13)'],
+    [
+      ['--tls-min-version', 'VersionTLS11'],
+      '--tls-min-version (SANDBOX_INJECTOR_TLS_MIN_VERSION): must be equal to one of the allowed values (VersionTLS12, VersionTLS13)',
+    ],
   ])('refuses TLS options %j, saying why', (argv, expected) => {
     const problems = problemsOf(argv).join('\n');
     expect(problems).toContain(expected);
-    if (argv[0] === '--tls-cipher-suites') expect(problems).toContain('--tls-cipher-suites (SANDBOX_INJECTOR_TLS_CIPHER_SUITES): ');
+    if (argv[0] === '--tls-cipher-suites')
+      expect(problems).toContain('--tls-cipher-suites (SANDBOX_INJECTOR_TLS_CIPHER_SUITES): ');
   });
 
   it('returns a frozen object', () => {

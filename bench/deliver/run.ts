@@ -29,7 +29,11 @@ function quantile(sorted: readonly number[], q: number): number {
 }
 
 async function main(): Promise<void> {
-  const binDir = execFileSync('bash', [path.join(ROOT, 'test/e2e/cluster/build.sh'), 'kube'], { encoding: 'utf8' }).trim().split('\n').pop() ?? '';
+  const binDir =
+    execFileSync('bash', [path.join(ROOT, 'test/e2e/cluster/build.sh'), 'kube'], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .pop() ?? '';
   const cluster = await startCluster({ binDir });
   const dirs: string[] = [];
   const doubles: EnvdDouble[] = [];
@@ -46,44 +50,93 @@ async function main(): Promise<void> {
     }
     const names = doubles.map((_, i) => `sbx-${i}`);
     const listFile = path.join(cluster.dir, 'bench-sandboxes.json');
-    writeFileSync(listFile, JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'List',
-      items: names.map((name, i) => ({
-        apiVersion: 'agents.kruise.io/v1alpha1',
-        kind: 'Sandbox',
-        metadata: { name, namespace: NS, annotations: { 'agents.kruise.io/runtime-url': doubles[i]?.url ?? '' } },
-        spec: { runtimes: [{ name: 'agent-runtime' }], template: { spec: { containers: [{ name: 'main', image: 'app:1' }] } } },
-      })),
-    }));
+    writeFileSync(
+      listFile,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'List',
+        items: names.map((name, i) => ({
+          apiVersion: 'agents.kruise.io/v1alpha1',
+          kind: 'Sandbox',
+          metadata: { name, namespace: NS, annotations: { 'agents.kruise.io/runtime-url': doubles[i]?.url ?? '' } },
+          spec: {
+            runtimes: [{ name: 'agent-runtime' }],
+            template: { spec: { containers: [{ name: 'main', image: 'app:1' }] } },
+          },
+        })),
+      }),
+    );
     await cluster.kubectlOk(['apply', '-f', listFile]);
-    const uids = JSON.parse(await cluster.kubectlOk(['-n', NS, 'get', 'sandboxes', '-o', 'json'])) as { items: { metadata: { name: string; uid: string } }[] };
+    const uids = JSON.parse(await cluster.kubectlOk(['-n', NS, 'get', 'sandboxes', '-o', 'json'])) as {
+      items: { metadata: { name: string; uid: string } }[];
+    };
     const uidOf = new Map(uids.items.map((s) => [s.metadata.name, s.metadata.uid]));
-    writeFileSync(listFile, JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'List',
-      items: names.map((name) => wrappedSandboxPod({ sandbox: name, sandboxUid: uidOf.get(name), namespace: NS })),
-    }));
+    writeFileSync(
+      listFile,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'List',
+        items: names.map((name) => wrappedSandboxPod({ sandbox: name, sandboxUid: uidOf.get(name), namespace: NS })),
+      }),
+    );
     await cluster.kubectlOk(['apply', '-f', listFile]);
 
-    controller = spawn(process.execPath, [CLI, 'deliver-env', '--kubeconfig', cluster.kubeconfigPath, '--host', '127.0.0.1', '--metrics-port', '0', '--log-level', 'warn', '--identity', 'bench', ...EXTRA_ARGS], { stdio: ['ignore', 'pipe', 'inherit'] });
+    controller = spawn(
+      process.execPath,
+      [
+        CLI,
+        'deliver-env',
+        '--kubeconfig',
+        cluster.kubeconfigPath,
+        '--host',
+        '127.0.0.1',
+        '--metrics-port',
+        '0',
+        '--log-level',
+        'warn',
+        '--identity',
+        'bench',
+        ...EXTRA_ARGS,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     let out = '';
     controller.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
     // The claims go over kept-alive connections: client-node makes a TLS handshake per call, which would
     // measure this harness more than the controller.
-    agent = new Agent({ keepAlive: true, maxSockets: 32, ca: cluster.caPem, cert: cluster.admin.certPem, key: cluster.admin.keyPem });
+    agent = new Agent({
+      keepAlive: true,
+      maxSockets: 32,
+      ca: cluster.caPem,
+      cert: cluster.admin.certPem,
+      key: cluster.admin.keyPem,
+    });
     const patch = (name: string, body: unknown): Promise<void> =>
       new Promise((resolve, reject) => {
         const url = new URL(`${cluster.server}/apis/agents.kruise.io/v1alpha1/namespaces/${NS}/sandboxes/${name}`);
-        const req = httpsRequest(url, { method: 'PATCH', agent: agent, headers: { 'content-type': 'application/merge-patch+json' } }, (res) => {
-          res.resume();
-          res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`PATCH ${name}: HTTP ${res.statusCode}`))));
-        });
+        const req = httpsRequest(
+          url,
+          { method: 'PATCH', agent: agent, headers: { 'content-type': 'application/merge-patch+json' } },
+          (res) => {
+            res.resume();
+            res.on('end', () =>
+              res.statusCode === 200 ? resolve() : reject(new Error(`PATCH ${name}: HTTP ${res.statusCode}`)),
+            );
+          },
+        );
         req.on('error', reject);
         req.end(JSON.stringify(body));
       });
     for (let tries = 0; ; tries += 1) {
-      const lease = await cluster.kubectl(['-n', 'sandbox-system', 'get', 'lease', 'sandbox-injector-deliver-env', '-o', 'jsonpath={.spec.holderIdentity}']);
+      const lease = await cluster.kubectl([
+        '-n',
+        'sandbox-system',
+        'get',
+        'lease',
+        'sandbox-injector-deliver-env',
+        '-o',
+        'jsonpath={.spec.holderIdentity}',
+      ]);
       if (lease.stdout.trim() === 'bench') break;
       if (tries > 600) throw new Error(`deliver-env did not take the Lease: ${out}`);
       await sleep(100);
@@ -94,23 +147,42 @@ async function main(): Promise<void> {
     const patchedAt = new Map<string, number>();
     await Promise.all(
       names.map(async (name, i) => {
-        const request = JSON.stringify({ envVars: { API_KEY: `sk-bench-${i}`, GREETING: "hello 'world' $HOME", N: String(i) }, accessToken: 'bench-token' });
+        const request = JSON.stringify({
+          envVars: { API_KEY: `sk-bench-${i}`, GREETING: "hello 'world' $HOME", N: String(i) },
+          accessToken: 'bench-token',
+        });
         sentAt.set(name, Date.now());
-        await patch(name, { metadata: { annotations: { 'agents.kruise.io/init-runtime-request': request, 'agents.kruise.io/claim-timestamp': new Date().toISOString() } } });
+        await patch(name, {
+          metadata: {
+            annotations: {
+              'agents.kruise.io/init-runtime-request': request,
+              'agents.kruise.io/claim-timestamp': new Date().toISOString(),
+            },
+          },
+        });
         patchedAt.set(name, Date.now());
       }),
     );
     const deadline = Date.now() + 120_000;
-    const readyAt = (double: EnvdDouble) => double.requests.find((r) => r.operation === 'upload' && r.path === '/var/sandbox/.env_ready' && r.status === 200)?.at;
+    const readyAt = (double: EnvdDouble) =>
+      double.requests.find((r) => r.operation === 'upload' && r.path === '/var/sandbox/.env_ready' && r.status === 200)
+        ?.at;
     while (doubles.some((d) => readyAt(d) === undefined)) {
-      if (Date.now() > deadline) throw new Error(`only ${doubles.filter((d) => readyAt(d) !== undefined).length} of ${COUNT} delivered in 120 s`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `only ${doubles.filter((d) => readyAt(d) !== undefined).length} of ${COUNT} delivered in 120 s`,
+        );
       await sleep(20);
     }
-    const latencies = names.map((name, i) => (readyAt(doubles[i] as EnvdDouble) ?? 0) - (sentAt.get(name) ?? 0)).sort((a, b) => a - b);
+    const latencies = names
+      .map((name, i) => (readyAt(doubles[i] as EnvdDouble) ?? 0) - (sentAt.get(name) ?? 0))
+      .sort((a, b) => a - b);
     const requests = doubles.reduce((sum, d) => sum + d.requests.length, 0);
     // Apart: how long kube-apiserver took to take the claims, and the rest, from each claim's answer.
     const patching = names.map((name) => (patchedAt.get(name) ?? 0) - (sentAt.get(name) ?? 0)).sort((a, b) => a - b);
-    const afterPatch = names.map((name, i) => (readyAt(doubles[i] as EnvdDouble) ?? 0) - (patchedAt.get(name) ?? 0)).sort((a, b) => a - b);
+    const afterPatch = names
+      .map((name, i) => (readyAt(doubles[i] as EnvdDouble) ?? 0) - (patchedAt.get(name) ?? 0))
+      .sort((a, b) => a - b);
     const result = {
       sandboxes: COUNT,
       p50Ms: quantile(latencies, 0.5),
@@ -124,9 +196,15 @@ async function main(): Promise<void> {
       targetMet: quantile(latencies, 0.99) < 1000 && requests / COUNT === 3,
     };
     process.stdout.write(`deliver-env: ${COUNT} Sandboxes claimed at once, claim sent -> .env_ready written\n`);
-    process.stdout.write(`  p50 ${result.p50Ms} ms   p99 ${result.p99Ms} ms   max ${result.maxMs} ms   ${result.requestsPerDelivery} envd requests per delivery\n`);
-    process.stdout.write(`  of which kube-apiserver taking the claim: p50 ${result.claimAcceptedP50Ms} ms, p99 ${result.claimAcceptedP99Ms} ms; claim taken -> .env_ready: p50 ${result.acceptedToReadyP50Ms} ms, p99 ${result.acceptedToReadyP99Ms} ms\n`);
-    process.stdout.write(`  target (p99 < 1000 ms, 3 requests per delivery): ${result.targetMet ? 'met' : 'NOT met'}\n`);
+    process.stdout.write(
+      `  p50 ${result.p50Ms} ms   p99 ${result.p99Ms} ms   max ${result.maxMs} ms   ${result.requestsPerDelivery} envd requests per delivery\n`,
+    );
+    process.stdout.write(
+      `  of which kube-apiserver taking the claim: p50 ${result.claimAcceptedP50Ms} ms, p99 ${result.claimAcceptedP99Ms} ms; claim taken -> .env_ready: p50 ${result.acceptedToReadyP50Ms} ms, p99 ${result.acceptedToReadyP99Ms} ms\n`,
+    );
+    process.stdout.write(
+      `  target (p99 < 1000 ms, 3 requests per delivery): ${result.targetMet ? 'met' : 'NOT met'}\n`,
+    );
     process.stdout.write(`${JSON.stringify(result)}\n`);
   } finally {
     controller?.kill('SIGTERM');

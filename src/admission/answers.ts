@@ -28,8 +28,7 @@ export interface AdmissionSummary {
 }
 
 export type ReviewOutcome =
-  | { kind: 'response'; review: AdmissionReview; summary: AdmissionSummary }
-  | { kind: 'bad-request'; message: string };
+  { kind: 'response'; review: AdmissionReview; summary: AdmissionSummary } | { kind: 'bad-request'; message: string };
 
 /** What the review has learnt by the time it answers; each step adds to it. */
 export interface ReviewFacts {

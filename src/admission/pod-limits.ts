@@ -38,7 +38,8 @@ const SCAN_BODIES_FROM = 256 * 1024;
  * several values that are not strings, a large body and a small one may name different keys.
  */
 export function podOverLimits(pod: unknown, text?: string): PodProblem | undefined {
-  const scanned = text !== undefined && text.length > SCAN_BODIES_FROM ? scanPodMaps(text, MAX_ANNOTATIONS_BYTES) : undefined;
+  const scanned =
+    text !== undefined && text.length > SCAN_BODIES_FROM ? scanPodMaps(text, MAX_ANNOTATIONS_BYTES) : undefined;
   const facts = scanned ?? walkPodMaps(pod);
   return problemOf(facts.annotations, 'annotations', MAX_ANNOTATIONS_BYTES) ?? problemOf(facts.labels, 'labels');
 }

@@ -22,8 +22,6 @@ export interface MapFacts {
   nonString?: { key: string; bytesBefore: number };
 }
 
-
-
 /** The facts of each map the pod has as an object at request.object.metadata. */
 export type PodMapScan = Partial<Record<MetadataMap, MapFacts>>;
 
@@ -160,7 +158,8 @@ function scan(text: string, annotationsLimit: number): PodMapScan {
         facts.bytes += utf8Bytes(stringValue(text, i, end));
         top.key = undefined;
         // Past the limit with every value a string so far, the answer is known: the rest is not read.
-        if (facts === result.annotations && facts.nonString === undefined && facts.bytes > annotationsLimit) return result;
+        if (facts === result.annotations && facts.nonString === undefined && facts.bytes > annotationsLimit)
+          return result;
       } else {
         valueStarts(top, 'scalar');
       }

@@ -26,4 +26,9 @@ export interface ConfigEntry {
 
 export type ConfigSnapshot =
   | { present: false; name: string }
-  | { present: true; name: string; entries: ReadonlyMap<string, ConfigEntry>; valid: ReadonlyMap<string, RuntimeConfig> };
+  | {
+      present: true;
+      name: string;
+      entries: ReadonlyMap<string, ConfigEntry>;
+      valid: ReadonlyMap<string, RuntimeConfig>;
+    };

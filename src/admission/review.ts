@@ -89,9 +89,7 @@ function isPodCreate(request: AdmissionRequest): boolean {
   );
 }
 
-type Resolution =
-  | { ok: true; runtimes: RequestedRuntime[]; warnings: string[] }
-  | { ok: false; denial: Failure };
+type Resolution = { ok: true; runtimes: RequestedRuntime[]; warnings: string[] } | { ok: false; denial: Failure };
 
 /** Every asked runtime must have a usable key; one that falls back to its last valid version says so. */
 function resolveRuntimes(names: readonly string[], config: ConfigSnapshot & { present: true }): Resolution {
@@ -103,7 +101,9 @@ function resolveRuntimes(names: readonly string[], config: ConfigSnapshot & { pr
     if (entry === undefined) {
       problems.push(`runtime "${name}" has no key in ConfigMap ${config.name}`);
     } else if (entry.config === undefined) {
-      problems.push(`runtime "${name}": ConfigMap ${config.name} key "${name}" is invalid: ${entry.error ?? 'unknown'}`);
+      problems.push(
+        `runtime "${name}": ConfigMap ${config.name} key "${name}" is invalid: ${entry.error ?? 'unknown'}`,
+      );
     } else {
       if (entry.error !== undefined) {
         warnings.push(`runtime "${name}": key "${name}" is invalid, using its last valid version: ${entry.error}`);

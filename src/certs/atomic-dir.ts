@@ -25,9 +25,14 @@ export interface AtomicFile {
 export type AtomicWriteResult = 'written' | 'unchanged';
 
 /** The contents as a reader would see them now; undefined when any file is missing or unreadable. */
-export async function readAtomicDir(dir: string, names: readonly string[]): Promise<Record<string, string> | undefined> {
+export async function readAtomicDir(
+  dir: string,
+  names: readonly string[],
+): Promise<Record<string, string> | undefined> {
   try {
-    const entries = await Promise.all(names.map(async (name) => [name, await readFile(join(dir, name), 'utf8')] as const));
+    const entries = await Promise.all(
+      names.map(async (name) => [name, await readFile(join(dir, name), 'utf8')] as const),
+    );
     return Object.fromEntries(entries);
   } catch {
     // Missing (first start) or half-removed by hand: either way the next write replaces everything.

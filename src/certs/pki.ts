@@ -46,8 +46,17 @@ export interface SubjectNames {
  * The four names a client inside the cluster may use for `<service>` in `<namespace>`, then the extra ones
  * (an IP literal becomes an IP SAN, anything else a DNS SAN). Duplicates are dropped, order is kept.
  */
-export function serviceSubjectNames(service: string, namespace: string, extraSans: readonly string[] = []): SubjectNames {
-  const dns = [service, `${service}.${namespace}`, `${service}.${namespace}.svc`, `${service}.${namespace}.svc.cluster.local`];
+export function serviceSubjectNames(
+  service: string,
+  namespace: string,
+  extraSans: readonly string[] = [],
+): SubjectNames {
+  const dns = [
+    service,
+    `${service}.${namespace}`,
+    `${service}.${namespace}.svc`,
+    `${service}.${namespace}.svc.cluster.local`,
+  ];
   const ips: string[] = [];
   for (const raw of extraSans) {
     const san = raw.trim();
@@ -106,7 +115,12 @@ export async function createCa(now: Date, validityDays: number): Promise<Certifi
   // A distinct subject per CA: while the old and the new CA are trusted side by side, a verifier that looks
   // issuers up by name finds exactly one candidate. forge encodes the name as a PrintableString, whose
   // alphabet has no '@' or '_': Go's x509 (kube-apiserver) refuses a certificate that breaks it.
-  const name = [{ name: 'commonName', value: `sandbox-injector-ca-${Math.floor(now.getTime() / 1000)}-${randomBytes(3).toString('hex')}` }];
+  const name = [
+    {
+      name: 'commonName',
+      value: `sandbox-injector-ca-${Math.floor(now.getTime() / 1000)}-${randomBytes(3).toString('hex')}`,
+    },
+  ];
   cert.setSubject(name);
   cert.setIssuer(name);
   cert.setExtensions([
@@ -119,7 +133,12 @@ export async function createCa(now: Date, validityDays: number): Promise<Certifi
 }
 
 /** A serving certificate for `names`, never outliving the CA that signs it. */
-export async function issueServing(ca: CertifiedKey, names: SubjectNames, now: Date, validityDays: number): Promise<CertifiedKey> {
+export async function issueServing(
+  ca: CertifiedKey,
+  names: SubjectNames,
+  now: Date,
+  validityDays: number,
+): Promise<CertifiedKey> {
   const forge = await loadForge();
   const { publicKeyPem, privateKeyPem } = await newRsaKey();
   const caCert = forge.pki.certificateFromPem(ca.certPem);

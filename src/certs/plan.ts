@@ -34,10 +34,7 @@ export interface RenewalRequest {
 }
 
 export type CaStep =
-  | { kind: 'keep' }
-  | { kind: 'create'; reason: string }
-  | { kind: 'stage'; reason: string }
-  | { kind: 'promote' };
+  { kind: 'keep' } | { kind: 'create'; reason: string } | { kind: 'stage'; reason: string } | { kind: 'promote' };
 
 export interface RenewalPlan {
   ca: CaStep;
@@ -82,10 +79,14 @@ export function checkPolicy(policy: RenewalPolicy): void {
   }
 }
 
-export function planRenewal(state: CertState, now: Date, policy: RenewalPolicy, request: RenewalRequest = {}): RenewalPlan {
+export function planRenewal(
+  state: CertState,
+  now: Date,
+  policy: RenewalPolicy,
+  request: RenewalRequest = {},
+): RenewalPlan {
   const ca = planCa(state, now, policy, request);
-  const previousExpired =
-    state.previousCaPem !== undefined && previousCaExpired(state.previousCaPem, now);
+  const previousExpired = state.previousCaPem !== undefined && previousCaExpired(state.previousCaPem, now);
   return { ca, issueServing: servingReason(state, ca, now, policy, request), dropPrevious: previousExpired };
 }
 
@@ -130,7 +131,12 @@ function previousCaExpired(pem: string, now: Date): boolean {
 }
 
 /** Makes the keys and certificates the plan asks for; the result is the Secret's next content. */
-export async function applyPlan(state: CertState, plan: RenewalPlan, now: Date, policy: RenewalPolicy): Promise<CertState> {
+export async function applyPlan(
+  state: CertState,
+  plan: RenewalPlan,
+  now: Date,
+  policy: RenewalPolicy,
+): Promise<CertState> {
   let { ca, next, previousCaPem } = state;
   if (plan.dropPrevious) previousCaPem = undefined;
   switch (plan.ca.kind) {
@@ -153,6 +159,8 @@ export async function applyPlan(state: CertState, plan: RenewalPlan, now: Date, 
   }
   if (ca === undefined) throw new Error('internal error: no CA after applying a renewal plan');
   const serving =
-    plan.issueServing === undefined ? state.serving : await issueServing(ca, policy.names, now, policy.servingValidityDays);
+    plan.issueServing === undefined
+      ? state.serving
+      : await issueServing(ca, policy.names, now, policy.servingValidityDays);
   return { ca, serving, next, previousCaPem, generation: state.generation + 1 };
 }

@@ -82,7 +82,11 @@ export function stateFromSecret(secret: V1Secret): CertState {
   };
 }
 
-function servingPair(certPem: string | undefined, keyPem: string | undefined, ca: CertifiedKey | undefined): CertifiedKey | undefined {
+function servingPair(
+  certPem: string | undefined,
+  keyPem: string | undefined,
+  ca: CertifiedKey | undefined,
+): CertifiedKey | undefined {
   if (certPem === undefined || keyPem === undefined || ca === undefined) return undefined;
   const serving = certifiedKey(certPem, keyPem);
   return serving !== undefined && !serving.cert.ca && issuedBy(serving.cert, ca.cert) ? serving : undefined;

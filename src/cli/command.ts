@@ -15,7 +15,8 @@ export const EXIT = {
   usage: 2,
 } as const;
 
-export const EXIT_STATUS_HELP = 'exit status: 0 done, 1 failed (the message says why), 2 usage error (a wrong command line)';
+export const EXIT_STATUS_HELP =
+  'exit status: 0 done, 1 failed (the message says why), 2 usage error (a wrong command line)';
 
 /** A wrong command line: exits 2, with a pointer to the command's `--help`. */
 export class UsageError extends CliError {
@@ -42,7 +43,12 @@ export function asksForHelp(argv: readonly string[]): boolean {
 
 /** The errors `node:util` parseArgs throws for an unknown flag, a missing value or a stray argument. */
 export function isParseArgsError(error: unknown): error is Error {
-  return error instanceof Error && 'code' in error && typeof error.code === 'string' && error.code.startsWith('ERR_PARSE_ARGS_');
+  return (
+    error instanceof Error &&
+    'code' in error &&
+    typeof error.code === 'string' &&
+    error.code.startsWith('ERR_PARSE_ARGS_')
+  );
 }
 
 /** Two columns, the first padded to its longest entry: the flag and command lists of every `--help`. */

@@ -1,4 +1,12 @@
-import { asksForHelp, columns, type CommandModule, EXIT, EXIT_STATUS_HELP, isParseArgsError, UsageError } from './command.js';
+import {
+  asksForHelp,
+  columns,
+  type CommandModule,
+  EXIT,
+  EXIT_STATUS_HELP,
+  isParseArgsError,
+  UsageError,
+} from './command.js';
 import { CliError, type CliIo, writeLine } from './io.js';
 import { packageVersion } from './version.js';
 
@@ -12,11 +20,20 @@ interface CommandRow {
 /** Every command: a new one is a module exporting `usage` and `run`, and a row here. */
 const COMMANDS: Record<string, CommandRow> = {
   serve: { summary: 'run the HTTPS admission webhook', load: () => import('./serve.js') },
-  review: { summary: 'answer an AdmissionReview from a file or stdin, as the webhook would', load: () => import('./review.js') },
+  review: {
+    summary: 'answer an AdmissionReview from a file or stdin, as the webhook would',
+    load: () => import('./review.js'),
+  },
   inject: { summary: 'print a pod as the webhook would admit it', load: () => import('./inject.js') },
   explain: { summary: 'why a pod did or did not get its runtimes', load: () => import('./explain.js') },
-  'deliver-env': { summary: "controller: write each claim's environment into its pod through envd", load: () => import('./deliver-env.js') },
-  'env-file': { summary: 'write the per-claim environment file for run_with_envs.sh', load: () => import('./env-file.js') },
+  'deliver-env': {
+    summary: "controller: write each claim's environment into its pod through envd",
+    load: () => import('./deliver-env.js'),
+  },
+  'env-file': {
+    summary: 'write the per-claim environment file for run_with_envs.sh',
+    load: () => import('./env-file.js'),
+  },
   'install-wrapper': { summary: 'copy run_with_envs.sh into a directory', load: () => import('./install-wrapper.js') },
 };
 

@@ -74,4 +74,3 @@ async function readJsonVars(file: string): Promise<[string, string][]> {
   }
   return parseEnvJson(text, file);
 }
-

@@ -25,7 +25,10 @@ ${columns([
   ['--pod NS/NAME', 'a stored pod (needs --kubeconfig)'],
   ['-f, --filename POD', 'a Pod manifest, YAML or JSON (- for standard input)'],
   [`${CONFIG_FILE_HELP[0]}...`, `offline: ${CONFIG_FILE_HELP[1]}; several are successive versions, oldest first`],
-  ['--webhook-configuration NAME', `the MutatingWebhookConfiguration to judge (default ${DEFAULT_WEBHOOK_CONFIGURATION})`],
+  [
+    '--webhook-configuration NAME',
+    `the MutatingWebhookConfiguration to judge (default ${DEFAULT_WEBHOOK_CONFIGURATION})`,
+  ],
   ['--config-namespace NS', 'namespace of the injection ConfigMap (cluster; default as serve)'],
   ['--config-name NAME', 'name of the injection ConfigMap (cluster; default as serve)'],
   ['--allow-annotation-runtimes', 'as serve: honour runtime annotations on pods without a Sandbox owner'],
@@ -61,18 +64,22 @@ function parseFlags(argv: string[]) {
  */
 export async function run(argv: string[], io: CliIo): Promise<number> {
   const flags = parseFlags(argv);
-  if (flags.output !== 'text' && flags.output !== 'json') throw new UsageError(`--output: "${flags.output}" is not one of text, json`);
+  if (flags.output !== 'text' && flags.output !== 'json')
+    throw new UsageError(`--output: "${flags.output}" is not one of text, json`);
   const targets = [flags.sandbox, flags.pod, flags.filename].filter((target) => target !== undefined);
   if (targets.length !== 1) throw new UsageError('give exactly one of --sandbox, --pod, -f');
-  const explanation = flags.kubeconfig === undefined ? await explainOffline(flags, io) : await explainInCluster(flags.kubeconfig, flags, io);
+  const explanation =
+    flags.kubeconfig === undefined
+      ? await explainOffline(flags, io)
+      : await explainInCluster(flags.kubeconfig, flags, io);
   writeLine(io.stdout, flags.output === 'json' ? JSON.stringify(explanation, null, 2) : renderText(explanation));
   return 0;
 }
 
 async function explainOffline(flags: ExplainFlags, io: CliIo): Promise<Explanation> {
-  const clusterOnly = (['sandbox', 'pod', 'config-namespace', 'config-name', 'allow-annotation-runtimes'] as const).filter(
-    (flag) => flags[flag] !== undefined && flags[flag] !== false,
-  );
+  const clusterOnly = (
+    ['sandbox', 'pod', 'config-namespace', 'config-name', 'allow-annotation-runtimes'] as const
+  ).filter((flag) => flags[flag] !== undefined && flags[flag] !== false);
   if (clusterOnly.length > 0) {
     const needs = clusterOnly.length === 1 ? 'needs' : 'need';
     throw new UsageError(`--${clusterOnly.join(', --')} ${needs} --kubeconfig; offline, explain reads -f POD`);
@@ -91,7 +98,8 @@ async function explainOffline(flags: ExplainFlags, io: CliIo): Promise<Explanati
 }
 
 async function explainInCluster(kubeconfig: string, flags: ExplainFlags, io: CliIo): Promise<Explanation> {
-  if (flags['config-file'] !== undefined) throw new UsageError('--config-file is for offline use; with --kubeconfig the ConfigMap is read from the cluster');
+  if (flags['config-file'] !== undefined)
+    throw new UsageError('--config-file is for offline use; with --kubeconfig the ConfigMap is read from the cluster');
   // Imported here so offline runs never load @kubernetes/client-node.
   const { clusterTarget } = await import('./explain/cluster-target.js');
   const target = await clusterTarget(kubeconfig, flags, io);

@@ -14,7 +14,13 @@ import {
 } from '../sources/pod-annotations.js';
 import { columns, UsageError } from './command.js';
 import { CliError, type CliIo, readInput, writeLine } from './io.js';
-import { CONFIG_FILE_HELP, FILE_COMMAND_FLAGS, offlineDeps, POSTSTART_CONFLICT_HELP, POSTSTART_CONFLICT_USAGE } from './offline-deps.js';
+import {
+  CONFIG_FILE_HELP,
+  FILE_COMMAND_FLAGS,
+  offlineDeps,
+  POSTSTART_CONFLICT_HELP,
+  POSTSTART_CONFLICT_USAGE,
+} from './offline-deps.js';
 import { applyResponsePatch, parsePod, podCreateReview } from './pod-review.js';
 
 export const usage = `usage: sandbox-injector inject [--config-file CONFIGMAP] [-f POD|-] [--runtimes a,b]

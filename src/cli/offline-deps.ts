@@ -37,7 +37,9 @@ export async function offlineDeps(
   io: CliIo,
 ): Promise<ReviewDeps> {
   if (!isPostStartConflict(postStartConflict)) {
-    throw new UsageError(`--poststart-conflict: "${postStartConflict}" is not one of ${POSTSTART_CONFLICT_MODES.join(', ')}`);
+    throw new UsageError(
+      `--poststart-conflict: "${postStartConflict}" is not one of ${POSTSTART_CONFLICT_MODES.join(', ')}`,
+    );
   }
   const store = new InjectionConfigStore();
   for (const configFile of typeof configFiles === 'string' ? [configFiles] : (configFiles ?? [])) {

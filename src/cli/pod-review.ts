@@ -15,7 +15,11 @@ export function parsePod(text: string, origin: string): Pod {
 }
 
 /** The review kube-apiserver would send for creating `pod` in `namespace`. */
-export function podCreateReview(pod: Pod, namespace = pod.metadata?.namespace ?? 'default', uid = 'sandbox-injector-cli'): AdmissionReviewRequest {
+export function podCreateReview(
+  pod: Pod,
+  namespace = pod.metadata?.namespace ?? 'default',
+  uid = 'sandbox-injector-cli',
+): AdmissionReviewRequest {
   return {
     apiVersion: 'admission.k8s.io/v1',
     kind: 'AdmissionReview',

@@ -2,7 +2,13 @@ import { parseArgs } from 'node:util';
 import { reviewAdmission } from '../admission/review.js';
 import { columns } from './command.js';
 import { CliError, type CliIo, parseJsonInput, readInput, writeLine } from './io.js';
-import { CONFIG_FILE_HELP, FILE_COMMAND_FLAGS, offlineDeps, POSTSTART_CONFLICT_HELP, POSTSTART_CONFLICT_USAGE } from './offline-deps.js';
+import {
+  CONFIG_FILE_HELP,
+  FILE_COMMAND_FLAGS,
+  offlineDeps,
+  POSTSTART_CONFLICT_HELP,
+  POSTSTART_CONFLICT_USAGE,
+} from './offline-deps.js';
 
 export const usage = `usage: sandbox-injector review [--config-file CONFIGMAP] [-f REVIEW|-] ${POSTSTART_CONFLICT_USAGE}
 

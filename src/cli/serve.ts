@@ -102,7 +102,16 @@ async function serveUntilStopped(options: Readonly<ServeOptions>, logger: Logger
     const closeApp = lifetime.onClose(() => app.close());
     await app.listen({ host: options.host, port: options.port });
 
-    followTlsFiles({ files: tlsFiles, initial: material, target: app.server, watch, policy: tlsPolicy, metrics, logger, lifetime });
+    followTlsFiles({
+      files: tlsFiles,
+      initial: material,
+      target: app.server,
+      watch,
+      policy: tlsPolicy,
+      metrics,
+      logger,
+      lifetime,
+    });
 
     if (options.metricsPort !== 0) {
       const onError = (error: unknown): void => logger.error({ err: error }, 'metrics request failed');

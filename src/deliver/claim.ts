@@ -64,7 +64,8 @@ export function claimDecision(sandbox: DeliverySandbox, pod: Pod | undefined, se
   if (pod === undefined || typeof pod.metadata?.uid !== 'string') return { kind: 'skip', reason: 'no-pod' };
   if (recordedStatus(pod).wrapped.length === 0) return { kind: 'skip', reason: 'not-wrapped' };
 
-  if (request.length > MAX_REQUEST_CHARS) return refused(`${INIT_RUNTIME_REQUEST} is longer than ${MAX_REQUEST_CHARS} characters`);
+  if (request.length > MAX_REQUEST_CHARS)
+    return refused(`${INIT_RUNTIME_REQUEST} is longer than ${MAX_REQUEST_CHARS} characters`);
   let content: string;
   let variableCount: number;
   try {
@@ -105,7 +106,10 @@ export function markerOf(content: string): string {
 const MAX_REASON_CHARS = 300;
 
 function refused(reason: string): ClaimDecision {
-  return { kind: 'refused', reason: reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS)}...` : reason };
+  return {
+    kind: 'refused',
+    reason: reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS)}...` : reason,
+  };
 }
 
 type UrlResult = { kind: 'ok'; value: string } | { kind: 'refused'; reason: string };
@@ -117,7 +121,8 @@ function runtimeUrl(annotations: Record<string, string>, sandbox: DeliverySandbo
     if (typeof value === 'string' && value !== '') return checkedUrl(value, `annotation ${key}`);
   }
   const ip = sandbox.status?.podInfo?.podIP;
-  if (typeof ip !== 'string' || ip === '') return { kind: 'refused', reason: 'no runtime URL: no annotation and no status.podInfo.podIP' };
+  if (typeof ip !== 'string' || ip === '')
+    return { kind: 'refused', reason: 'no runtime URL: no annotation and no status.podInfo.podIP' };
   const host = ip.includes(':') ? `[${ip}]` : ip;
   return checkedUrl(`http://${host}:${settings.runtimePort}`, 'status.podInfo.podIP');
 }
@@ -129,9 +134,12 @@ function checkedUrl(raw: string, source: string): UrlResult {
   } catch {
     return { kind: 'refused', reason: `${source} is not a URL` };
   }
-  if (url.protocol !== 'http:') return { kind: 'refused', reason: `${source}: only http runtime URLs are supported, got ${url.protocol}` };
-  if (url.username !== '' || url.password !== '') return { kind: 'refused', reason: `${source} must not carry credentials` };
-  if (url.search !== '' || url.hash !== '') return { kind: 'refused', reason: `${source} must not carry a query or fragment` };
+  if (url.protocol !== 'http:')
+    return { kind: 'refused', reason: `${source}: only http runtime URLs are supported, got ${url.protocol}` };
+  if (url.username !== '' || url.password !== '')
+    return { kind: 'refused', reason: `${source} must not carry credentials` };
+  if (url.search !== '' || url.hash !== '')
+    return { kind: 'refused', reason: `${source} must not carry a query or fragment` };
   return { kind: 'ok', value: `${url.origin}${url.pathname.replace(/\/+$/, '')}` };
 }
 

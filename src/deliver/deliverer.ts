@@ -7,39 +7,15 @@
  * What is remembered is only a shortcut: a (pod UID, content) delivered by this process is not looked at again.
  * The truth is in the pod (.env_ready's marker), which is what a restarted or newly elected process reads.
  */
-import { createHash } from 'node:crypto';
 import type { Pod } from '../injection/index.js';
 import { backoffDelay, type BackoffSettings } from './backoff.js';
-import { claimDecision, INIT_RUNTIME_REQUEST, LEGACY_ENVD_URL, RUNTIME_ACCESS_TOKEN, RUNTIME_URL, type DeliverySandbox } from './claim.js';
-import { EnvdError, type EnvdEndpoint, type EnvdErrorKind, type EnvdFiles } from './envd-files.js';
+import { claimDecision, type DeliverySandbox } from './claim.js';
+import { fingerprintOf } from './fingerprint.js';
+import type { DeliveryOutcome, FailureReason } from './outcome.js';
+import { EnvdError, type EnvdEndpoint, type EnvdFiles } from './envd-files.js';
 import { deliverySteps, envPaths, type EnvPaths } from './plan.js';
 
-export type FailureReason = EnvdErrorKind | 'refused';
-
-export type DeliveryOutcome =
-  | {
-      kind: 'delivered';
-      key: string;
-      podUid: string;
-      variables: number;
-      requests: number;
-      /** From the Sandbox's claim timestamp to .env_ready written, when the Sandbox says when it was claimed. */
-      claimToReadyMs: number | undefined;
-      rewrite: boolean;
-    }
-  | { kind: 'unchanged'; key: string; podUid: string; requests: number }
-  | {
-      kind: 'failed';
-      key: string;
-      podUid: string | undefined;
-      reason: FailureReason;
-      /** Names what failed, never a value or a token. */
-      message: string;
-      /** When it is retried; undefined: not until the Sandbox or its pod changes. */
-      retryInMs: number | undefined;
-      /** The first failure since the last success: Events are made for these only. */
-      firstOfStreak: boolean;
-    };
+export type { DeliveryOutcome, FailureReason } from './outcome.js';
 
 export interface SandboxCache {
   get(key: string): DeliverySandbox | undefined;
@@ -167,7 +143,11 @@ export class Deliverer {
     const deliveredAs = `${target.podUid} ${target.marker}`;
     if (this.delivered.get(key) === deliveredAs) return;
 
-    const endpoint: EnvdEndpoint = { runtimeUrl: target.runtimeUrl, accessToken: target.accessToken, user: this.deps.settings.user };
+    const endpoint: EnvdEndpoint = {
+      runtimeUrl: target.runtimeUrl,
+      accessToken: target.accessToken,
+      user: this.deps.settings.user,
+    };
     let requests = 0;
     // After a failure, the content may be there already: a write the client gave up on can still land.
     const retrying = (this.failures.get(key) ?? 0) > 0;
@@ -203,13 +183,25 @@ export class Deliverer {
     }
   }
 
-  private block(key: string, fingerprint: string, podUid: string | undefined, reason: FailureReason, message: string): void {
+  private block(
+    key: string,
+    fingerprint: string,
+    podUid: string | undefined,
+    reason: FailureReason,
+    message: string,
+  ): void {
     this.blocked.set(key, fingerprint);
     this.failures.delete(key);
     this.deps.report({ kind: 'failed', key, podUid, reason, message, retryInMs: undefined, firstOfStreak: true });
   }
 
-  private retryLater(key: string, podUid: string | undefined, reason: FailureReason, message: string, bug: boolean): void {
+  private retryLater(
+    key: string,
+    podUid: string | undefined,
+    reason: FailureReason,
+    message: string,
+    bug: boolean,
+  ): void {
     const failures = (this.failures.get(key) ?? 0) + 1;
     this.failures.set(key, failures);
     const wait = backoffDelay(failures, this.deps.settings.backoff, this.deps.random);
@@ -221,7 +213,16 @@ export class Deliverer {
         this.enqueue(key);
       }, wait),
     );
-    if (!bug) this.deps.report({ kind: 'failed', key, podUid, reason, message, retryInMs: wait, firstOfStreak: failures === 1 });
+    if (!bug)
+      this.deps.report({
+        kind: 'failed',
+        key,
+        podUid,
+        reason,
+        message,
+        retryInMs: wait,
+        firstOfStreak: failures === 1,
+      });
   }
 
   private forget(key: string): void {
@@ -231,17 +232,4 @@ export class Deliverer {
     this.timers.get(key)?.();
     this.timers.delete(key);
   }
-}
-
-/**
- * What a refusal waits on: the Sandbox's request, token and runtime address, and the pod. A status update of
- * the Sandbox that changes none of them does not retry a refused request.
- */
-function fingerprintOf(sandbox: DeliverySandbox, podUid: string | undefined): string {
-  const annotations = sandbox.metadata?.annotations ?? {};
-  const parts = [INIT_RUNTIME_REQUEST, RUNTIME_URL, LEGACY_ENVD_URL, RUNTIME_ACCESS_TOKEN].map((name) => annotations[name] ?? null);
-  const ip = sandbox.status?.podInfo?.podIP;
-  return createHash('sha256')
-    .update(JSON.stringify([...parts, typeof ip === 'string' ? ip : null, podUid ?? null]))
-    .digest('hex');
 }

@@ -74,7 +74,11 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
     try {
       body = await readBounded(response, deps.maxBodyBytes);
     } catch (error) {
-      throw new EnvdError('unavailable', `${what}: answer HTTP ${response.status} unreadable: ${transportProblem(error, signal)}`, response.status);
+      throw new EnvdError(
+        'unavailable',
+        `${what}: answer HTTP ${response.status} unreadable: ${transportProblem(error, signal)}`,
+        response.status,
+      );
     }
     return { status: response.status, body };
   };
@@ -82,7 +86,10 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
   return {
     async readReady(endpoint, path) {
       const what = `GET ${path}`;
-      const { status, body } = await call('get', what, filesUrl(endpoint, path), { method: 'GET', headers: headers(endpoint) });
+      const { status, body } = await call('get', what, filesUrl(endpoint, path), {
+        method: 'GET',
+        headers: headers(endpoint),
+      });
       if (status === 404) return { found: false };
       if (status === 200) return { found: true, body };
       throw statusError(what, status);
@@ -128,9 +135,12 @@ function headers(endpoint: EnvdEndpoint): Record<string, string> {
 }
 
 function statusError(what: string, status: number): EnvdError {
-  if (status === 401 || status === 403) return new EnvdError('unauthorized', `${what}: HTTP ${status} (token refused)`, status);
-  if (status >= 500 || status === 408 || status === 429) return new EnvdError('unavailable', `${what}: HTTP ${status}`, status);
-  if (status >= 300 && status < 400) return new EnvdError('rejected', `${what}: HTTP ${status} (redirects are not followed)`, status);
+  if (status === 401 || status === 403)
+    return new EnvdError('unauthorized', `${what}: HTTP ${status} (token refused)`, status);
+  if (status >= 500 || status === 408 || status === 429)
+    return new EnvdError('unavailable', `${what}: HTTP ${status}`, status);
+  if (status >= 300 && status < 400)
+    return new EnvdError('rejected', `${what}: HTTP ${status} (redirects are not followed)`, status);
   return new EnvdError('rejected', `${what}: HTTP ${status}`, status);
 }
 

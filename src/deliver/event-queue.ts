@@ -9,7 +9,12 @@ export interface EventQueue {
   drained(): Promise<void>;
 }
 
-export function eventQueue(options: { concurrency: number; limit: number; onDropped: () => void; onError: (error: unknown) => void }): EventQueue {
+export function eventQueue(options: {
+  concurrency: number;
+  limit: number;
+  onDropped: () => void;
+  onError: (error: unknown) => void;
+}): EventQueue {
   const waiting: (() => Promise<void>)[] = [];
   let active = 0;
   let drainWaiters: (() => void)[] = [];

@@ -18,7 +18,11 @@ export interface SandboxEvent {
 export function eventFor(outcome: DeliveryOutcome): SandboxEvent | undefined {
   if (outcome.kind === 'delivered') {
     const what = `${outcome.variables} variable${outcome.variables === 1 ? '' : 's'}`;
-    return { reason: 'EnvDelivered', type: 'Normal', message: `${outcome.rewrite ? 'rewrote' : 'wrote'} env.sh (${what}) and .env_ready in pod ${outcome.podUid}` };
+    return {
+      reason: 'EnvDelivered',
+      type: 'Normal',
+      message: `${outcome.rewrite ? 'rewrote' : 'wrote'} env.sh (${what}) and .env_ready in pod ${outcome.podUid}`,
+    };
   }
   if (outcome.kind === 'failed' && outcome.firstOfStreak) {
     const retry = outcome.retryInMs === undefined ? 'not retried until the Sandbox changes' : 'retrying with backoff';
@@ -28,13 +32,24 @@ export function eventFor(outcome: DeliveryOutcome): SandboxEvent | undefined {
 }
 
 /** The core/v1 Event object for `event` about `sandbox`, as kubectl describe shows them. */
-export function eventObject(sandbox: DeliverySandbox, event: SandboxEvent, nowMs: number, instance: string): CoreV1Event {
+export function eventObject(
+  sandbox: DeliverySandbox,
+  event: SandboxEvent,
+  nowMs: number,
+  instance: string,
+): CoreV1Event {
   const name = sandbox.metadata?.name ?? '';
   const namespace = sandbox.metadata?.namespace ?? 'default';
   const now = new Date(nowMs);
   return {
     metadata: { generateName: `${name}.`, namespace },
-    involvedObject: { apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name, namespace, uid: sandbox.metadata?.uid },
+    involvedObject: {
+      apiVersion: 'agents.kruise.io/v1alpha1',
+      kind: 'Sandbox',
+      name,
+      namespace,
+      uid: sandbox.metadata?.uid,
+    },
     reason: event.reason,
     type: event.type,
     // Event messages are capped at 1 KiB by kube-apiserver.

@@ -81,7 +81,13 @@ export class LeaderElection {
     try {
       const current = await this.deps.api.read();
       if (current === undefined) {
-        await this.deps.api.create(this.withHolder({ metadata: { name: this.deps.name, namespace: this.deps.namespace } }, this.deps.identity, true));
+        await this.deps.api.create(
+          this.withHolder(
+            { metadata: { name: this.deps.name, namespace: this.deps.namespace } },
+            this.deps.identity,
+            true,
+          ),
+        );
         this.acquired(now);
         return;
       }
@@ -125,7 +131,8 @@ export class LeaderElection {
         leaseDurationSeconds: this.deps.durationSeconds,
         renewTime: now,
         // A time read back is a plain Date, which would be written with milliseconds: MicroTime needs six digits.
-        acquireTime: transition || spec.acquireTime === undefined ? now : new V1MicroTime(new Date(spec.acquireTime).getTime()),
+        acquireTime:
+          transition || spec.acquireTime === undefined ? now : new V1MicroTime(new Date(spec.acquireTime).getTime()),
         ...(transition ? { leaseTransitions: (spec.leaseTransitions ?? -1) + 1 } : {}),
       },
     };

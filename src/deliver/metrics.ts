@@ -6,7 +6,14 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { DeliveryOutcome } from './deliverer.js';
 import type { EnvdOperation } from './envd-files.js';
 
-export const DELIVERY_OUTCOMES = ['delivered', 'unchanged', 'refused', 'unauthorized', 'rejected', 'unavailable'] as const;
+export const DELIVERY_OUTCOMES = [
+  'delivered',
+  'unchanged',
+  'refused',
+  'unauthorized',
+  'rejected',
+  'unavailable',
+] as const;
 export type DeliveryOutcomeLabel = (typeof DELIVERY_OUTCOMES)[number];
 
 export interface DeliveryMetrics {
@@ -49,7 +56,8 @@ export function createDeliveryMetrics(options: { defaultMetrics: boolean }): Del
     outcome(outcome) {
       const label: DeliveryOutcomeLabel = outcome.kind === 'failed' ? outcome.reason : outcome.kind;
       deliveries.inc({ outcome: label });
-      if (outcome.kind === 'delivered' && outcome.claimToReadyMs !== undefined) claimToReady.observe(outcome.claimToReadyMs / 1000);
+      if (outcome.kind === 'delivered' && outcome.claimToReadyMs !== undefined)
+        claimToReady.observe(outcome.claimToReadyMs / 1000);
     },
     envdRequest(operation, outcome) {
       requests.inc({ operation, status: outcome === 'error' ? 'error' : `${Math.floor(outcome / 100)}xx` });

@@ -12,14 +12,44 @@ const USER_NAME = { pattern: '^[a-z_][a-z0-9_.-]{0,31}$' } as const;
 
 export const DELIVER_OPTION_ROWS = {
   kubeconfig: option('kubeconfig', 'string', 'kubeconfig to use (in a pod: the service account)', NON_EMPTY),
-  envDir: option('env-dir', 'string', 'the env folder inside the pod, where run_with_envs.sh waits', ABSOLUTE_PATH, '/var/sandbox'),
+  envDir: option(
+    'env-dir',
+    'string',
+    'the env folder inside the pod, where run_with_envs.sh waits',
+    ABSOLUTE_PATH,
+    '/var/sandbox',
+  ),
   fileUser: option('file-user', 'string', 'user envd writes env.sh and .env_ready as (their owner)', USER_NAME, 'root'),
-  runtimePort: option('runtime-port', 'integer', "envd's port when only the Sandbox's pod IP is known", { minimum: 1, maximum: 65535 }, 49983),
+  runtimePort: option(
+    'runtime-port',
+    'integer',
+    "envd's port when only the Sandbox's pod IP is known",
+    { minimum: 1, maximum: 65535 },
+    49983,
+  ),
   host: option('host', 'string', 'address of the /metrics, /healthz, /readyz listener', NON_EMPTY, '0.0.0.0'),
-  metricsPort: option('metrics-port', 'integer', 'plain-HTTP /metrics, /healthz, /readyz port (0 = pick a free port)', PORT, 9090),
-  leaseName: option('lease-name', 'string', 'Lease that elects the one replica that delivers', DNS_SUBDOMAIN, 'sandbox-injector-deliver-env'),
+  metricsPort: option(
+    'metrics-port',
+    'integer',
+    'plain-HTTP /metrics, /healthz, /readyz port (0 = pick a free port)',
+    PORT,
+    9090,
+  ),
+  leaseName: option(
+    'lease-name',
+    'string',
+    'Lease that elects the one replica that delivers',
+    DNS_SUBDOMAIN,
+    'sandbox-injector-deliver-env',
+  ),
   leaseNamespace: option('lease-namespace', 'string', 'namespace of that Lease', DNS_LABEL, 'sandbox-system'),
-  leaseDurationSeconds: option('lease-duration-seconds', 'integer', 'how long a Lease not renewed stays held', { minimum: 2, maximum: 300 }, 15),
+  leaseDurationSeconds: option(
+    'lease-duration-seconds',
+    'integer',
+    'how long a Lease not renewed stays held',
+    { minimum: 2, maximum: 300 },
+    15,
+  ),
   leaseRenewDeadlineSeconds: option(
     'lease-renew-deadline-seconds',
     'integer',
@@ -27,13 +57,43 @@ export const DELIVER_OPTION_ROWS = {
     { minimum: 1, maximum: 300 },
     10,
   ),
-  leaseRetrySeconds: option('lease-retry-seconds', 'integer', 'how often the Lease is read and renewed', { minimum: 1, maximum: 60 }, 2),
+  leaseRetrySeconds: option(
+    'lease-retry-seconds',
+    'integer',
+    'how often the Lease is read and renewed',
+    { minimum: 1, maximum: 60 },
+    2,
+  ),
   identity: option('identity', 'string', "this replica's name in the Lease [default: hostname_random]", NON_EMPTY),
-  requestTimeoutMs: option('request-timeout-ms', 'integer', 'one envd request, answer included, must end within this', { minimum: 100, maximum: 600_000 }, 5000),
-  maxAnswerBytes: option('max-answer-bytes', 'integer', 'the most of an envd answer that is read', { minimum: 1024, maximum: 16 * 1024 * 1024 }, 65_536),
+  requestTimeoutMs: option(
+    'request-timeout-ms',
+    'integer',
+    'one envd request, answer included, must end within this',
+    { minimum: 100, maximum: 600_000 },
+    5000,
+  ),
+  maxAnswerBytes: option(
+    'max-answer-bytes',
+    'integer',
+    'the most of an envd answer that is read',
+    { minimum: 1024, maximum: 16 * 1024 * 1024 },
+    65_536,
+  ),
   concurrency: option('concurrency', 'integer', 'Sandboxes delivered to at once', { minimum: 1, maximum: 1024 }, 32),
-  backoffMinMs: option('backoff-min-ms', 'integer', 'first retry after a transport error or 5xx (doubling, jittered)', { minimum: 10, maximum: 600_000 }, 500),
-  backoffMaxMs: option('backoff-max-ms', 'integer', 'longest wait between retries', { minimum: 10, maximum: 3_600_000 }, 60_000),
+  backoffMinMs: option(
+    'backoff-min-ms',
+    'integer',
+    'first retry after a transport error or 5xx (doubling, jittered)',
+    { minimum: 10, maximum: 600_000 },
+    500,
+  ),
+  backoffMaxMs: option(
+    'backoff-max-ms',
+    'integer',
+    'longest wait between retries',
+    { minimum: 10, maximum: 3_600_000 },
+    60_000,
+  ),
   logLevel: option('log-level', 'string', LOG_LEVELS.join('|'), { enum: LOG_LEVELS }, 'info'),
 };
 
@@ -52,13 +112,19 @@ export function deliverOptionProblems(options: Readonly<DeliverOptions>): string
   const problems: string[] = [];
   const label = (row: { flag: string; env: string }) => `--${row.flag} (${row.env})`;
   if (options.backoffMinMs > options.backoffMaxMs) {
-    problems.push(`${label(DELIVER_OPTION_ROWS.backoffMinMs)} must not exceed ${label(DELIVER_OPTION_ROWS.backoffMaxMs)}`);
+    problems.push(
+      `${label(DELIVER_OPTION_ROWS.backoffMinMs)} must not exceed ${label(DELIVER_OPTION_ROWS.backoffMaxMs)}`,
+    );
   }
   if (options.leaseRenewDeadlineSeconds >= options.leaseDurationSeconds) {
-    problems.push(`${label(DELIVER_OPTION_ROWS.leaseRenewDeadlineSeconds)} must be below ${label(DELIVER_OPTION_ROWS.leaseDurationSeconds)}`);
+    problems.push(
+      `${label(DELIVER_OPTION_ROWS.leaseRenewDeadlineSeconds)} must be below ${label(DELIVER_OPTION_ROWS.leaseDurationSeconds)}`,
+    );
   }
   if (options.leaseRetrySeconds >= options.leaseRenewDeadlineSeconds) {
-    problems.push(`${label(DELIVER_OPTION_ROWS.leaseRetrySeconds)} must be below ${label(DELIVER_OPTION_ROWS.leaseRenewDeadlineSeconds)}`);
+    problems.push(
+      `${label(DELIVER_OPTION_ROWS.leaseRetrySeconds)} must be below ${label(DELIVER_OPTION_ROWS.leaseRenewDeadlineSeconds)}`,
+    );
   }
   return problems;
 }

@@ -12,8 +12,7 @@ import { posix } from 'node:path';
 import { ENV_FILE_NAME, READY_FILE_NAME } from '../envfile/write-env-file.js';
 
 export type DeliveryStep =
-  | { op: 'upload'; path: string; body: string }
-  | { op: 'move'; source: string; destination: string };
+  { op: 'upload'; path: string; body: string } | { op: 'move'; source: string; destination: string };
 
 /** What GET .env_ready found: no file, or its content (bounded by the client). */
 export type ReadyState = { found: false } | { found: true; body: string };

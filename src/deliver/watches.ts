@@ -94,7 +94,9 @@ export function deliveryWatches(
       for (const item of sandboxes.list()) yield sandboxKey(item.metadata?.namespace, item.metadata?.name);
     },
     podOf(sandbox) {
-      const candidates = [...(pods.get(sandboxKey(sandbox.metadata?.namespace, sandbox.metadata?.name))?.values() ?? [])];
+      const candidates = [
+        ...(pods.get(sandboxKey(sandbox.metadata?.namespace, sandbox.metadata?.name))?.values() ?? []),
+      ];
       // The pod being deleted is the old one of a recreate; among the rest, the newest.
       const live = candidates
         .filter((pod) => pod.metadata?.deletionTimestamp === undefined)

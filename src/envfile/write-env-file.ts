@@ -112,4 +112,3 @@ async function syncDirectory(dir: string): Promise<void> {
 function isErrnoException(error: unknown): error is NodeJS.ErrnoException {
   return error instanceof Error && 'code' in error;
 }
-

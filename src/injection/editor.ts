@@ -1,5 +1,13 @@
 import { unescapePointer } from '../util/json-pointer.js';
-import { EditCursor, FinalPlace, pointerOf, token, type EditOperation, type Node, type Segment } from './edit-cursor.js';
+import {
+  EditCursor,
+  FinalPlace,
+  pointerOf,
+  token,
+  type EditOperation,
+  type Node,
+  type Segment,
+} from './edit-cursor.js';
 import type { MetadataMap, Pod } from './types.js';
 
 export { relativePath, type EditOperation, type RelativePath, type Segment } from './edit-cursor.js';

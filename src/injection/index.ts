@@ -132,7 +132,8 @@ function templateContainerNames(runtimes: readonly RequestedRuntime[], inPod: Re
  * is left alone when it already says the same, which keeps a reinvocation's patch empty.
  */
 function recordStatus(editor: PodEditor, status: string): void {
-  if (editor.entry('annotations', STATUS_ANNOTATION) !== status) editor.setEntry('annotations', STATUS_ANNOTATION, status);
+  if (editor.entry('annotations', STATUS_ANNOTATION) !== status)
+    editor.setEntry('annotations', STATUS_ANNOTATION, status);
 }
 
 export type { EditOperation } from './editor.js';

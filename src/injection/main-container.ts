@@ -7,7 +7,11 @@ import type { Container, EnvVar, LifecycleHandler, VolumeMount } from './types.j
 const MAIN = 0;
 
 /** The pod's main container, or undefined after recording the runtime's skip. */
-export function mainContainerOrSkip(editor: PodEditor, runtime: string, report: InjectionReport): Container | undefined {
+export function mainContainerOrSkip(
+  editor: PodEditor,
+  runtime: string,
+  report: InjectionReport,
+): Container | undefined {
   const main = editor.pod.spec.containers[MAIN];
   if (main === undefined) skip(report, runtime, 'no-main-container', 'the pod has no containers');
   return main;
@@ -30,6 +34,8 @@ export function appendMainMounts(
   report: InjectionReport,
 ): void {
   for (const mount of appendMounts(editor, 'containers', MAIN, mounts)) {
-    report.warnings.push(`${runtime}: mount "${mount.name}" left out, "${main.name}" already mounts ${mount.mountPath}`);
+    report.warnings.push(
+      `${runtime}: mount "${mount.name}" left out, "${main.name}" already mounts ${mount.mountPath}`,
+    );
   }
 }

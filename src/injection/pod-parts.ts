@@ -16,4 +16,3 @@ export function volumeNames(pod: Pod): Set<string> {
 export function firstTaken(wanted: readonly { name: string }[], taken: ReadonlySet<string>): string | undefined {
   return wanted.find((item) => taken.has(item.name))?.name;
 }
-

@@ -1,5 +1,6 @@
 /** Why a runtime (or part of one) was left out. The codes are stable: metrics and the status annotation use them. */
-export type SkipReason = 'container-name-conflict' | 'poststart-conflict' | 'volume-name-conflict' | 'no-main-container';
+export type SkipReason =
+  'container-name-conflict' | 'poststart-conflict' | 'volume-name-conflict' | 'no-main-container';
 
 export interface RuntimeSkip {
   runtime: string;

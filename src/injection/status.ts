@@ -65,7 +65,11 @@ export function statusAfter(before: RecordedStatus, report: InjectionReport): st
   const status: InjectionStatus = {
     injected: union(before.injected, report.injected),
     present: union(before.present, report.present),
-    skipped: [...before.skipped, ...report.skipped].map(({ runtime, reason, message }) => ({ runtime, reason, message })),
+    skipped: [...before.skipped, ...report.skipped].map(({ runtime, reason, message }) => ({
+      runtime,
+      reason,
+      message,
+    })),
     wrapped: union(before.wrapped, report.wrapped),
   };
   return JSON.stringify(status);

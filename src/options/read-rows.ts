@@ -57,7 +57,11 @@ function propertySchema(row: OptionRow): SchemaObject {
 }
 
 /** The values the flags and env give, before validation; 'help' for `--help` or `-h`. */
-export function readRows(rows: OptionRows, argv: readonly string[], env: NodeJS.ProcessEnv): Record<string, unknown> | 'help' {
+export function readRows(
+  rows: OptionRows,
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+): Record<string, unknown> | 'help' {
   const flags = readFlags(rows, argv);
   if (flags.help === true) return 'help';
   const raw: Record<string, unknown> = {};
@@ -72,7 +76,9 @@ export function readRows(rows: OptionRows, argv: readonly string[], env: NodeJS.
 }
 
 function readFlags(rows: OptionRows, argv: readonly string[]): Record<string, string | boolean | undefined> {
-  const parseOptions: Record<string, { type: 'string' | 'boolean'; short?: string }> = { help: { type: 'boolean', short: 'h' } };
+  const parseOptions: Record<string, { type: 'string' | 'boolean'; short?: string }> = {
+    help: { type: 'boolean', short: 'h' },
+  };
   for (const { flag, kind } of Object.values(rows)) {
     parseOptions[flag] = { type: kind === 'boolean' ? 'boolean' : 'string' };
   }
@@ -119,7 +125,8 @@ export function commandUsage(command: string, rows: OptionRows): string {
   const all = Object.values(rows);
   const width = Math.max(...all.map((row) => row.flag.length)) + 4;
   const lines = all.map(({ flag, env, help, default: fallback }) => {
-    const shown = fallback === undefined ? '' : ` [default: ${typeof fallback === 'string' ? fallback : JSON.stringify(fallback)}]`;
+    const shown =
+      fallback === undefined ? '' : ` [default: ${typeof fallback === 'string' ? fallback : JSON.stringify(fallback)}]`;
     return `  ${`--${flag}`.padEnd(width)}${help}${shown}\n  ${' '.repeat(width)}env ${env}`;
   });
   return `usage: sandbox-injector ${command} [flags]\n\n${lines.join('\n')}\n  ${'-h, --help'.padEnd(width)}this text\n`;

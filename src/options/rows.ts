@@ -32,12 +32,30 @@ const MIB = 1024 * 1024;
 export const OPTION_ROWS = {
   host: option('host', 'string', 'address to bind both listeners to', NON_EMPTY, '0.0.0.0'),
   port: option('port', 'integer', 'HTTPS webhook port (0 = pick a free port)', PORT, 8443),
-  metricsPort: option('metrics-port', 'integer', 'plain-HTTP /metrics, /healthz, /readyz port (0 = disabled)', PORT, 9090),
-  configFile: option('config-file', 'string', 'injection ConfigMap manifest (YAML or JSON), watched', NON_EMPTY, DEFAULT_CONFIG_FILE),
+  metricsPort: option(
+    'metrics-port',
+    'integer',
+    'plain-HTTP /metrics, /healthz, /readyz port (0 = disabled)',
+    PORT,
+    9090,
+  ),
+  configFile: option(
+    'config-file',
+    'string',
+    'injection ConfigMap manifest (YAML or JSON), watched',
+    NON_EMPTY,
+    DEFAULT_CONFIG_FILE,
+  ),
   tlsCertFile: option('tls-cert-file', 'string', 'serving certificate (PEM, may hold a chain), watched', NON_EMPTY),
   tlsKeyFile: option('tls-key-file', 'string', 'serving private key (PEM), watched', NON_EMPTY),
   tlsClientCaFile: option('tls-client-ca-file', 'string', 'require client certificates issued by this CA', NON_EMPTY),
-  selfSignedDir: option('self-signed-dir', 'string', 'where a self-signed CA and cert are made when no cert is given', NON_EMPTY, 'certs'),
+  selfSignedDir: option(
+    'self-signed-dir',
+    'string',
+    'where a self-signed CA and cert are made when no cert is given',
+    NON_EMPTY,
+    'certs',
+  ),
   logLevel: option('log-level', 'string', LOG_LEVELS.join('|'), { enum: LOG_LEVELS }, 'info'),
   shutdownDelaySeconds: option(
     'shutdown-delay-seconds',
@@ -102,7 +120,13 @@ export const OPTION_ROWS = {
     { minimum: 0, maximum: 1024 * MIB },
     DEFAULT_TRANSPORT_LIMITS.maxUnreadBytes,
   ),
-  tlsMinVersion: option('tls-min-version', 'string', TLS_MIN_VERSIONS.join('|'), { enum: TLS_MIN_VERSIONS }, 'VersionTLS12'),
+  tlsMinVersion: option(
+    'tls-min-version',
+    'string',
+    TLS_MIN_VERSIONS.join('|'),
+    { enum: TLS_MIN_VERSIONS },
+    'VersionTLS12',
+  ),
   tlsCipherSuites: option(
     'tls-cipher-suites',
     'string',
@@ -110,7 +134,12 @@ export const OPTION_ROWS = {
     NON_EMPTY,
     DEFAULT_TLS_CIPHER_SUITES.join(','),
   ),
-  kubeconfig: option('kubeconfig', 'string', 'cluster mode with this kubeconfig (in a pod: the service account)', NON_EMPTY),
+  kubeconfig: option(
+    'kubeconfig',
+    'string',
+    'cluster mode with this kubeconfig (in a pod: the service account)',
+    NON_EMPTY,
+  ),
   configNamespace: option(
     'config-namespace',
     'string',
@@ -118,7 +147,13 @@ export const OPTION_ROWS = {
     DNS_LABEL,
     DEFAULT_CONFIG_NAMESPACE,
   ),
-  configName: option('config-name', 'string', 'name of the injection ConfigMap (cluster mode)', DNS_SUBDOMAIN, DEFAULT_CONFIG_NAME),
+  configName: option(
+    'config-name',
+    'string',
+    'name of the injection ConfigMap (cluster mode)',
+    DNS_SUBDOMAIN,
+    DEFAULT_CONFIG_NAME,
+  ),
   allowAnnotationRuntimes: option(
     'allow-annotation-runtimes',
     'boolean',
@@ -169,7 +204,13 @@ export const OPTION_ROWS = {
     DNS_SUBDOMAIN,
     'sandbox-injector-tls',
   ),
-  serviceName: option('service-name', 'string', 'Service in front of the webhook (named by the certificate)', DNS_LABEL, 'sandbox-injector'),
+  serviceName: option(
+    'service-name',
+    'string',
+    'Service in front of the webhook (named by the certificate)',
+    DNS_LABEL,
+    'sandbox-injector',
+  ),
   webhookConfigName: option(
     'webhook-config-name',
     'string',
@@ -177,7 +218,13 @@ export const OPTION_ROWS = {
     DNS_SUBDOMAIN,
     'sandbox-injector',
   ),
-  certDir: option('cert-dir', 'string', 'where self-managed mode writes the serving pair', NON_EMPTY, 'certs/self-managed'),
+  certDir: option(
+    'cert-dir',
+    'string',
+    'where self-managed mode writes the serving pair',
+    NON_EMPTY,
+    'certs/self-managed',
+  ),
   certExtraSans: option(
     'cert-extra-sans',
     'string',

@@ -30,7 +30,11 @@ export interface AdmissionRouteOptions {
   metrics: ServerMetrics;
 }
 
-export function admissionRoute(app: FastifyInstance, options: AdmissionRouteOptions, done: (error?: Error) => void): void {
+export function admissionRoute(
+  app: FastifyInstance,
+  options: AdmissionRouteOptions,
+  done: (error?: Error) => void,
+): void {
   app.decorateRequest('reviewText', undefined);
   // Fastify's own JSON parser (its errors, its prototype-poisoning refusals), keeping the text beside the body.
   const parseJson = app.getDefaultJsonParser('error', 'error');
@@ -42,7 +46,12 @@ export function admissionRoute(app: FastifyInstance, options: AdmissionRouteOpti
   });
   const refused = (path: string, failure: HttpFailure): void => logRefusal(options.logger, path, failure);
   app.setErrorHandler(
-    errorAnswer({ bodyLimit: options.bodyLimit, metrics: options.metrics, refused, failed: countFailure(options.metrics) }),
+    errorAnswer({
+      bodyLimit: options.bodyLimit,
+      metrics: options.metrics,
+      refused,
+      failed: countFailure(options.metrics),
+    }),
   );
   app.post(MUTATE_PATH, admissionHandler(options));
   done();
@@ -63,7 +72,10 @@ export function admissionHandler(
       if (outcome.kind === 'bad-request') {
         metrics.admissionFailed('bad_request', ms / 1000);
         const { status, body } = httpFailure(HTTP_ERRORS.reviewMalformed(outcome.message));
-        logger.warn({ durationMs: roundMs(ms), code: body.code, message: cutMessage(body.message) }, 'admission refused');
+        logger.warn(
+          { durationMs: roundMs(ms), code: body.code, message: cutMessage(body.message) },
+          'admission refused',
+        );
         void reply.code(status);
         return body;
       }

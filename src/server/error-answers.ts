@@ -28,7 +28,10 @@ export function errorAnswer(
       options.metrics.refused('busy');
       options.refused(path, error.failure);
       // The body was being read when the budget ran out and the rest is left unread: end the connection.
-      void reply.code(error.failure.status).header('retry-after', String(RETRY_AFTER_SECONDS)).header('connection', 'close');
+      void reply
+        .code(error.failure.status)
+        .header('retry-after', String(RETRY_AFTER_SECONDS))
+        .header('connection', 'close');
       return error.failure.body;
     }
     const failure = failureFor(error, { contentType: request.headers['content-type'], bodyLimit: options.bodyLimit });

@@ -33,7 +33,8 @@ export function httpFailure({ code, status, message }: Failure): HttpFailure {
  */
 export function failureFor(error: unknown, request?: RequestFacts): HttpFailure {
   const status = numberField(error, 'statusCode');
-  if (status === undefined || status < 400 || status >= 500) return httpFailure(HTTP_ERRORS.internal(errorMessage(error)));
+  if (status === undefined || status < 400 || status >= 500)
+    return httpFailure(HTTP_ERRORS.internal(errorMessage(error)));
   const known = request === undefined ? undefined : fastifyFailure(stringField(error, 'code'), request);
   return httpFailure(known ?? { ...HTTP_ERRORS.badRequest(errorMessage(error)), status });
 }

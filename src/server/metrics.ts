@@ -17,7 +17,8 @@ const RELOAD_RESULTS: readonly ReloadResult[] = ['success', 'failure'];
  * (evicted: arriving past the slow-client grace, or idle longest, at the cap or the budget), a request not received in time
  * (408), answers left unread, and requests the HTTP parser could not read (400, 413, 431).
  */
-export type RefusalReason = 'busy' | 'connection_limit' | 'evicted' | 'request_timeout' | 'unread_response' | 'bad_http';
+export type RefusalReason =
+  'busy' | 'connection_limit' | 'evicted' | 'request_timeout' | 'unread_response' | 'bad_http';
 const REFUSAL_REASONS: readonly RefusalReason[] = [
   'busy',
   'connection_limit',
@@ -71,11 +72,10 @@ export function createMetrics(options: MetricsOptions): ServerMetrics {
     'Admission reviews answered, by outcome (injected, unchanged, denied, error, bad_request)',
     ['outcome'],
   );
-  const skips = counter(
-    'runtime_skips_total',
-    'Runtimes skipped inside admitted pods, by runtime and reason code',
-    ['runtime', 'reason'],
-  );
+  const skips = counter('runtime_skips_total', 'Runtimes skipped inside admitted pods, by runtime and reason code', [
+    'runtime',
+    'reason',
+  ]);
   const duration = new Histogram({
     name: `${PREFIX}admission_duration_seconds`,
     help: 'Time from request received to response ready, by outcome',

@@ -40,7 +40,11 @@ function readValue(value: unknown, shape: Shape, path: string, unknown: string[]
       if (!isObject(value)) return value;
       const result: Record<string, unknown> = {};
       for (const [key, item] of Object.entries(value)) {
-        setOwn(result, key, item === null ? zeroOf(shape.of) : readValue(item, shape.of, `${path}/${escapePointer(key)}`, unknown));
+        setOwn(
+          result,
+          key,
+          item === null ? zeroOf(shape.of) : readValue(item, shape.of, `${path}/${escapePointer(key)}`, unknown),
+        );
       }
       return result;
     }

@@ -30,8 +30,11 @@ const stringMap = { type: 'map', of: string } as const;
 const struct = <F extends Readonly<Record<string, Shape>>, A extends keyof F & string = never>(
   fields: F,
   always?: readonly A[],
-): { readonly type: 'struct'; readonly fields: F; readonly always: readonly NoInfer<A>[] } =>
-  ({ type: 'struct', fields, always: always ?? [] });
+): { readonly type: 'struct'; readonly fields: F; readonly always: readonly NoInfer<A>[] } => ({
+  type: 'struct',
+  fields,
+  always: always ?? [],
+});
 /** Field names whose contents the rules never read. */
 const untyped = <N extends string>(...names: N[]): Record<N, typeof any> =>
   Object.fromEntries(names.map((name) => [name, any])) as Record<N, typeof any>;
@@ -155,10 +158,12 @@ export const runtimeConfig = struct({
   containers: list(container),
 });
 
-const ownerReference = struct(
-  { apiVersion: string, kind: string, name: string, uid: string, controller: boolean },
-  ['apiVersion', 'kind', 'name', 'uid'],
-);
+const ownerReference = struct({ apiVersion: string, kind: string, name: string, uid: string, controller: boolean }, [
+  'apiVersion',
+  'kind',
+  'name',
+  'uid',
+]);
 
 /** The parts of a pod the injection reads or writes; a pod that breaks these would be broken by a patch. */
 export const pod = struct(

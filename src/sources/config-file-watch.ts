@@ -100,7 +100,10 @@ function logResult({ file, logger }: ConfigFileWatchDeps, result: ConfigLoadResu
   }
   if (result.kind === 'unchanged') return;
   if (result.absent) {
-    logger.warn({ file }, 'injection config file does not exist: serving as if the ConfigMap is absent (nothing injected)');
+    logger.warn(
+      { file },
+      'injection config file does not exist: serving as if the ConfigMap is absent (nothing injected)',
+    );
   } else {
     logger.info({ file, invalidKeys: result.invalidKeys.length }, 'injection config loaded');
   }
@@ -129,4 +132,3 @@ export function logConfigProblems(
 function isNotFound(error: unknown): boolean {
   return error instanceof Error && 'code' in error && error.code === 'ENOENT';
 }
-

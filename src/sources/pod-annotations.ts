@@ -7,15 +7,15 @@ export const POLICY_ANNOTATION = 'agents.kruise.io/env-vars-injection-policy';
 
 /** "a, b,,a" -> ["a", "b"]: spaces, empty entries and duplicates are ignored. */
 export function parseRuntimeList(value: string): string[] {
-  const names = value.split(',').map((name) => name.trim()).filter((name) => name !== '');
+  const names = value
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '');
   return [...new Set(names)];
 }
 
 /** `None` when unset or empty; any other value than the allowed ones is refused, naming `field`. */
-export function parsePolicy(
-  value: unknown,
-  field: string,
-): PolicyResult {
+export function parsePolicy(value: unknown, field: string): PolicyResult {
   if (value === undefined || value === null || value === '') return { ok: true, policy: 'None' };
   const allowed: readonly unknown[] = ENV_VARS_INJECTION_POLICIES;
   if (allowed.includes(value)) return { ok: true, policy: value as EnvVarsInjectionPolicy };
@@ -51,5 +51,11 @@ export function runtimesFromAnnotations(pod: Pod): RuntimeSelection {
   const policy = firstPolicy([[annotations[POLICY_ANNOTATION], `annotation ${POLICY_ANNOTATION}`]]);
   if (!policy.ok) return policy;
   const runtimes = parseRuntimeList(annotations[RUNTIMES_ANNOTATION] ?? '');
-  return { ok: true, runtimes, policy: policy.policy, source: `annotation ${RUNTIMES_ANNOTATION}`, policySource: policy.field };
+  return {
+    ok: true,
+    runtimes,
+    policy: policy.policy,
+    source: `annotation ${RUNTIMES_ANNOTATION}`,
+    policySource: policy.field,
+  };
 }

@@ -46,5 +46,7 @@ function emptyEntry(list: string, position: number, prefix: string): string {
 export function isTrustedCreator(trusted: TrustedCreators, userInfo: unknown): boolean {
   const info = typeof userInfo === 'object' && userInfo !== null ? (userInfo as Record<string, unknown>) : {};
   if (typeof info.username === 'string' && trusted.users.has(info.username)) return true;
-  return Array.isArray(info.groups) && info.groups.some((group) => typeof group === 'string' && trusted.groups.has(group));
+  return (
+    Array.isArray(info.groups) && info.groups.some((group) => typeof group === 'string' && trusted.groups.has(group))
+  );
 }

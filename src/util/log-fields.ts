@@ -27,7 +27,11 @@ export function cutList<T>(items: readonly T[], cutItem: (item: T) => T, more: (
 
 /** A list of names, cut as above. */
 export function cutNames(names: readonly string[]): string[] {
-  return cutList(names, (name) => cutString(name, LOG_NAME_MAX), (count) => `...(${count} more)`);
+  return cutList(
+    names,
+    (name) => cutString(name, LOG_NAME_MAX),
+    (count) => `...(${count} more)`,
+  );
 }
 
 export function cutName(value: string | undefined): string | undefined {

@@ -4,7 +4,7 @@ import type { EditOperation } from '../../src/injection/index.js';
 
 describe('encodePatch', () => {
   it.each(['plain', 'a "quoted" word', 'back\\slash', 'tab\tnew\nline\u0001', 'é ü 日本', '😀 pair', ''])(
-    'is base64 of the operations\' JSON, UTF-8 encoded (%j)',
+    "is base64 of the operations' JSON, UTF-8 encoded (%j)",
     (text) => {
       const operations: EditOperation[] = [
         { op: 'replace', path: '/spec/containers/0/args', value: ['run', text] },

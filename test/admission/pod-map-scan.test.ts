@@ -6,7 +6,8 @@ import { propertyRuns, propertyTimeout } from '../support/property-runs.js';
 
 /** What the scan must find, read from the parsed review: the maps' members in insertion order. */
 function expectedFacts(review: unknown): PodMapScan {
-  const metadata = (review as { request?: { object?: { metadata?: Record<string, unknown> } } }).request?.object?.metadata;
+  const metadata = (review as { request?: { object?: { metadata?: Record<string, unknown> } } }).request?.object
+    ?.metadata;
   const result: PodMapScan = {};
   for (const field of ['labels', 'annotations'] as const) {
     const map = metadata?.[field];
@@ -27,10 +28,22 @@ function expectedFacts(review: unknown): PodMapScan {
 
 // Keys that are not integer-like, so that JavaScript's enumeration order is the text's order.
 const mapKey = fc.string({ unit: 'binary', maxLength: 12 }).map((s) => `k${s}`);
-const notString = fc.oneof(fc.integer(), fc.constant(null), fc.boolean(), fc.constant({ labels: { a: 1 } }), fc.constant(['x']));
-const mapValue = fc.oneof({ weight: 9, arbitrary: fc.string({ unit: 'binary', maxLength: 20 }) }, { weight: 1, arbitrary: notString });
+const notString = fc.oneof(
+  fc.integer(),
+  fc.constant(null),
+  fc.boolean(),
+  fc.constant({ labels: { a: 1 } }),
+  fc.constant(['x']),
+);
+const mapValue = fc.oneof(
+  { weight: 9, arbitrary: fc.string({ unit: 'binary', maxLength: 20 }) },
+  { weight: 1, arbitrary: notString },
+);
 const stringMap = fc.dictionary(mapKey, mapValue, { maxKeys: 12 });
-const mapOrNot = fc.oneof({ weight: 4, arbitrary: stringMap }, { weight: 1, arbitrary: fc.oneof(fc.constant(null), fc.constant(['a']), fc.constant('s')) });
+const mapOrNot = fc.oneof(
+  { weight: 4, arbitrary: stringMap },
+  { weight: 1, arbitrary: fc.oneof(fc.constant(null), fc.constant(['a']), fc.constant('s')) },
+);
 // Objects with the same keys off the path: they must not count.
 const decoy = fc.record({ metadata: fc.record({ labels: stringMap, annotations: stringMap }) });
 
@@ -45,7 +58,10 @@ const review = fc.record(
         object: fc.record(
           {
             spec: fc.record({ template: decoy, containers: fc.array(decoy, { maxLength: 2 }) }),
-            metadata: fc.record({ name: fc.string(), labels: mapOrNot, annotations: mapOrNot }, { requiredKeys: ['name'] }),
+            metadata: fc.record(
+              { name: fc.string(), labels: mapOrNot, annotations: mapOrNot },
+              { requiredKeys: ['name'] },
+            ),
           },
           { requiredKeys: [] },
         ),
@@ -59,34 +75,45 @@ const review = fc.record(
 describe('scanPodMaps', () => {
   const runs = propertyRuns(2000);
 
-  it('finds in the text what the parsed review holds: bytes, and the first value that is not a string', { timeout: propertyTimeout(runs) }, () => {
-    fc.assert(
-      fc.property(review, fc.constantFrom(undefined, 0, 2, '\t'), (value, indent) => {
-        const text = JSON.stringify(value, null, indent);
-        expect(scanPodMaps(text)).toEqual(expectedFacts(JSON.parse(text)));
-      }),
-      { numRuns: runs },
-    );
-  });
+  it(
+    'finds in the text what the parsed review holds: bytes, and the first value that is not a string',
+    { timeout: propertyTimeout(runs) },
+    () => {
+      fc.assert(
+        fc.property(review, fc.constantFrom(undefined, 0, 2, '\t'), (value, indent) => {
+          const text = JSON.stringify(value, null, indent);
+          expect(scanPodMaps(text)).toEqual(expectedFacts(JSON.parse(text)));
+        }),
+        { numRuns: runs },
+      );
+    },
+  );
 
-  it('gives a large body the answer a walk of the parsed pod gives, around the annotations limit', { timeout: propertyTimeout(runs) }, () => {
-    const big = fc.string({ unit: 'grapheme', minLength: 1, maxLength: 4 }).map((s) => s.repeat(30_000));
-    const entries = fc.array(fc.tuple(mapKey, fc.oneof({ weight: 8, arbitrary: big }, { weight: 1, arbitrary: notString })), {
-      maxLength: 8,
-    });
-    fc.assert(
-      fc.property(entries, fc.dictionary(mapKey, mapValue, { maxKeys: 3 }), (members, labels) => {
-        const annotations = Object.fromEntries(members);
-        const text = JSON.stringify({ request: { object: { metadata: { labels, annotations } } } });
-        const pod = (JSON.parse(text) as { request: { object: unknown } }).request.object;
-        // Trailing blanks make the body large enough to be measured in its text, whatever the maps hold.
-        const large = text + ' '.repeat(256 * 1024);
-        expect(scanPodMaps(large, MAX_ANNOTATIONS_BYTES)).toBeDefined();
-        expect(podOverLimits(pod, large)).toEqual(podOverLimits(pod));
-      }),
-      { numRuns: Math.ceil(runs / 10) },
-    );
-  });
+  it(
+    'gives a large body the answer a walk of the parsed pod gives, around the annotations limit',
+    { timeout: propertyTimeout(runs) },
+    () => {
+      const big = fc.string({ unit: 'grapheme', minLength: 1, maxLength: 4 }).map((s) => s.repeat(30_000));
+      const entries = fc.array(
+        fc.tuple(mapKey, fc.oneof({ weight: 8, arbitrary: big }, { weight: 1, arbitrary: notString })),
+        {
+          maxLength: 8,
+        },
+      );
+      fc.assert(
+        fc.property(entries, fc.dictionary(mapKey, mapValue, { maxKeys: 3 }), (members, labels) => {
+          const annotations = Object.fromEntries(members);
+          const text = JSON.stringify({ request: { object: { metadata: { labels, annotations } } } });
+          const pod = (JSON.parse(text) as { request: { object: unknown } }).request.object;
+          // Trailing blanks make the body large enough to be measured in its text, whatever the maps hold.
+          const large = text + ' '.repeat(256 * 1024);
+          expect(scanPodMaps(large, MAX_ANNOTATIONS_BYTES)).toBeDefined();
+          expect(podOverLimits(pod, large)).toEqual(podOverLimits(pod));
+        }),
+        { numRuns: Math.ceil(runs / 10) },
+      );
+    },
+  );
 
   it('stops reading once the annotations pass the limit', () => {
     const annotations: Record<string, string> = {};

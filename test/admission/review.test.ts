@@ -9,14 +9,24 @@ import { admittedPod, decodePatch, reviewFor } from '../support/conformance.js';
 import { AGENT_CONFIG, CSI_CONFIG } from '../support/builders.js';
 import { watchedMap } from '../support/watched-map.js';
 
-function deps(data: Record<string, string> | null = { 'agent-runtime': JSON.stringify(AGENT_CONFIG), csi: JSON.stringify(CSI_CONFIG) }): ReviewDeps & { store: InjectionConfigStore } {
+function deps(
+  data: Record<string, string> | null = {
+    'agent-runtime': JSON.stringify(AGENT_CONFIG),
+    csi: JSON.stringify(CSI_CONFIG),
+  },
+): ReviewDeps & { store: InjectionConfigStore } {
   const store = new InjectionConfigStore();
   if (data !== null) store.update(data); // null: the ConfigMap does not exist
   return { store, config: (): ConfigSnapshot => store.snapshot(), selectRuntimes: runtimesFromAnnotations };
 }
 
 function sandboxPod(annotations: Record<string, string>, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { apiVersion: 'v1', kind: 'Pod', metadata: { generateName: 'sbx-', annotations }, spec: { containers: [{ name: 'main', image: 'x', ...extra }] } };
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { generateName: 'sbx-', annotations },
+    spec: { containers: [{ name: 'main', image: 'x', ...extra }] },
+  };
 }
 
 function response(outcome: ReviewOutcome) {
@@ -30,7 +40,15 @@ describe('reviewAdmission: the envelope', () => {
   it.each([
     ['not an object', 'hello', /body must be an AdmissionReview object/],
     ['no request', { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' }, /request is required/],
-    ['no uid', { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { kind: { group: '', version: 'v1', kind: 'Pod' }, operation: 'CREATE' } }, /request\.uid is required/],
+    [
+      'no uid',
+      {
+        apiVersion: 'admission.k8s.io/v1',
+        kind: 'AdmissionReview',
+        request: { kind: { group: '', version: 'v1', kind: 'Pod' }, operation: 'CREATE' },
+      },
+      /request\.uid is required/,
+    ],
     ['wrong kind', { ...reviewFor({}), kind: 'Pod' }, /field kind must be one of "AdmissionReview"/],
     ['unknown apiVersion', { ...reviewFor({}), apiVersion: 'v1' }, /apiVersion must be one of/],
   ])('a malformed review (%s) is a bad request with a message', async (_name, body, message) => {
@@ -39,7 +57,7 @@ describe('reviewAdmission: the envelope', () => {
     expect(outcome.kind === 'bad-request' ? outcome.message : '').toMatch(message);
   });
 
-  it('answers with the request\'s apiVersion, kind and uid', async () => {
+  it("answers with the request's apiVersion, kind and uid", async () => {
     const body = { ...reviewFor(sandboxPod({}), 'u-1'), apiVersion: 'admission.k8s.io/v1beta1' };
     const outcome = await reviewAdmission(body, deps());
     expect(outcome.kind === 'response' && outcome.review).toMatchObject({
@@ -68,14 +86,27 @@ describe('reviewAdmission: decisions', () => {
     const r = response(outcome);
     expect(r.patchType).toBe('JSONPatch');
     expect(admittedPod(pod, r).status).toContain('"injected":["agent-runtime"]');
-    expect(outcome.kind === 'response' && outcome.summary).toMatchObject({ decision: 'injected', runtimes: ['agent-runtime'], pod: 'sbx-' });
+    expect(outcome.kind === 'response' && outcome.summary).toMatchObject({
+      decision: 'injected',
+      runtimes: ['agent-runtime'],
+      pod: 'sbx-',
+    });
   });
 
   it('denies a bad policy value, naming the field and the allowed values', async () => {
-    const r = response(await reviewAdmission(reviewFor(sandboxPod({ 'agents.kruise.io/runtimes': 'csi', 'agents.kruise.io/env-vars-injection-policy': 'auto' })), deps()));
+    const r = response(
+      await reviewAdmission(
+        reviewFor(
+          sandboxPod({ 'agents.kruise.io/runtimes': 'csi', 'agents.kruise.io/env-vars-injection-policy': 'auto' }),
+        ),
+        deps(),
+      ),
+    );
     expect(r.allowed).toBe(false);
     expect(r.status?.code).toBe(400);
-    expect(r.status?.message).toMatch(/env-vars-injection-policy: "auto" is not a valid EnvVarsInjectionPolicy \(allowed: None, Auto\)/);
+    expect(r.status?.message).toMatch(
+      /env-vars-injection-policy: "auto" is not a valid EnvVarsInjectionPolicy \(allowed: None, Auto\)/,
+    );
   });
 
   it('denies a runtime without a key, naming the runtime and the ConfigMap', async () => {
@@ -85,12 +116,19 @@ describe('reviewAdmission: decisions', () => {
   });
 
   it('denies a runtime whose key is empty', async () => {
-    const r = response(await reviewAdmission(reviewFor(sandboxPod({ 'agents.kruise.io/runtimes': 'csi' })), deps({ csi: '  ' })));
+    const r = response(
+      await reviewAdmission(reviewFor(sandboxPod({ 'agents.kruise.io/runtimes': 'csi' })), deps({ csi: '  ' })),
+    );
     expect(r.status?.message).toMatch(/runtime "csi" has no key/);
   });
 
   it('denies a bad key never seen valid, saying what is wrong and where', async () => {
-    const r = response(await reviewAdmission(reviewFor(sandboxPod({ 'agents.kruise.io/runtimes': 'csi' })), deps({ csi: '{"csiSidecar": [{"name": 3}]}' })));
+    const r = response(
+      await reviewAdmission(
+        reviewFor(sandboxPod({ 'agents.kruise.io/runtimes': 'csi' })),
+        deps({ csi: '{"csiSidecar": [{"name": 3}]}' }),
+      ),
+    );
     expect(r.allowed).toBe(false);
     expect(r.status?.message).toMatch(/key "csi" is invalid: field \/csiSidecar\/0\/name must be string/);
   });
@@ -102,13 +140,21 @@ describe('reviewAdmission: decisions', () => {
     const r = response(await reviewAdmission(reviewFor(pod), d));
     expect(r.allowed).toBe(true);
     expect(admittedPod(pod, r).pod).toMatchObject({ spec: { initContainers: [{ name: 'agent-runtime' }] } });
-    expect(r.warnings?.[0]).toMatch(/runtime "agent-runtime": key "agent-runtime" is invalid, using its last valid version/);
+    expect(r.warnings?.[0]).toMatch(
+      /runtime "agent-runtime": key "agent-runtime" is invalid, using its last valid version/,
+    );
   });
 
   it('admits unchanged without a ConfigMap, and a pod without runtimes', async () => {
     const pod = sandboxPod({ 'agents.kruise.io/runtimes': 'agent-runtime' });
-    expect(response(await reviewAdmission(reviewFor(pod), deps(null)))).toEqual({ uid: 'conformance-uid', allowed: true });
-    expect(response(await reviewAdmission(reviewFor(sandboxPod({})), deps()))).toEqual({ uid: 'conformance-uid', allowed: true });
+    expect(response(await reviewAdmission(reviewFor(pod), deps(null)))).toEqual({
+      uid: 'conformance-uid',
+      allowed: true,
+    });
+    expect(response(await reviewAdmission(reviewFor(sandboxPod({})), deps()))).toEqual({
+      uid: 'conformance-uid',
+      allowed: true,
+    });
   });
 
   it('denies a pod whose fields are of the wrong type instead of patching it', async () => {
@@ -150,8 +196,11 @@ describe('warnings', () => {
 describe('reviewAdmission: saying why', () => {
   const owner = { apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name: 'box-7', uid: 'u', controller: true };
 
-  it('names the pod\'s Sandbox in every warning', async () => {
-    const pod = sandboxPod({ 'agents.kruise.io/runtimes': 'csi', 'agents.kruise.io/env-vars-injection-policy': 'Auto' });
+  it("names the pod's Sandbox in every warning", async () => {
+    const pod = sandboxPod({
+      'agents.kruise.io/runtimes': 'csi',
+      'agents.kruise.io/env-vars-injection-policy': 'Auto',
+    });
     (pod.metadata as Record<string, unknown>).ownerReferences = [owner];
     const review = reviewFor(pod);
     (review.request as Record<string, unknown>).namespace = 'team-a';
@@ -161,15 +210,21 @@ describe('reviewAdmission: saying why', () => {
   });
 
   it('names the pod itself when it has no Sandbox owner', async () => {
-    const pod = sandboxPod({ 'agents.kruise.io/runtimes': 'csi', 'agents.kruise.io/env-vars-injection-policy': 'Auto' });
+    const pod = sandboxPod({
+      'agents.kruise.io/runtimes': 'csi',
+      'agents.kruise.io/env-vars-injection-policy': 'Auto',
+    });
     const warnings = response(await reviewAdmission(reviewFor(pod), deps())).warnings ?? [];
     expect(warnings[0]).toMatch(/^pod default\/sbx-: EnvVarsInjectionPolicy Auto: commands not wrapped/);
   });
 
-  it('carries a denial\'s message in the summary the log line is made of', async () => {
+  it("carries a denial's message in the summary the log line is made of", async () => {
     const outcome = await reviewAdmission(reviewFor(sandboxPod({ 'agents.kruise.io/runtimes': 'gpu' })), deps());
     if (outcome.kind !== 'response') throw new Error('expected a response');
-    expect(outcome.summary).toMatchObject({ decision: 'denied', message: expect.stringMatching(/runtime "gpu" has no key/) as unknown });
+    expect(outcome.summary).toMatchObject({
+      decision: 'denied',
+      message: expect.stringMatching(/runtime "gpu" has no key/) as unknown,
+    });
   });
 
   it('records runtimes found present without calling the admission an injection', async () => {
@@ -180,14 +235,24 @@ describe('reviewAdmission: saying why', () => {
     if (outcome.kind !== 'response') throw new Error('expected a response');
     expect(outcome.summary).toMatchObject({ decision: 'unchanged', present: ['agent-runtime'], warnings: 0 });
     const admitted = admittedPod(pod, outcome.review.response ?? { uid: '', allowed: false });
-    expect(JSON.parse(admitted.status ?? 'null')).toEqual({ injected: [], present: ['agent-runtime'], skipped: [], wrapped: [] });
+    expect(JSON.parse(admitted.status ?? 'null')).toEqual({
+      injected: [],
+      present: ['agent-runtime'],
+      skipped: [],
+      wrapped: [],
+    });
   });
 
   it('chains postStart hooks when asked to merge', async () => {
-    const pod = sandboxPod({ 'agents.kruise.io/runtimes': 'agent-runtime' }, { lifecycle: { postStart: { exec: { command: ['mine'] } } } });
+    const pod = sandboxPod(
+      { 'agents.kruise.io/runtimes': 'agent-runtime' },
+      { lifecycle: { postStart: { exec: { command: ['mine'] } } } },
+    );
     const merged = response(await reviewAdmission(reviewFor(pod), { ...deps(), postStartConflict: 'merge' }));
     const out = admittedPod(pod, merged).pod as { spec: { containers: { lifecycle?: unknown }[] } };
-    expect(out.spec.containers[0]?.lifecycle).toEqual({ postStart: { exec: { command: ['bash', '/mnt/envd/envd-run.sh', '--', 'mine'] } } });
+    expect(out.spec.containers[0]?.lifecycle).toEqual({
+      postStart: { exec: { command: ['bash', '/mnt/envd/envd-run.sh', '--', 'mine'] } },
+    });
     const skipped = response(await reviewAdmission(reviewFor(pod), deps()));
     expect(skipped.warnings?.join()).toMatch(/agent-runtime: skipped, postStart conflict/);
   });
@@ -208,7 +273,9 @@ describe('reviewAdmission: pods kube-apiserver would refuse for their size', () 
   });
 
   it('admits annotations of exactly 256 KiB', async () => {
-    expect(response(await reviewAdmission(reviewFor(withAnnotationBytes(MAX_ANNOTATIONS_BYTES)), deps())).allowed).toBe(true);
+    expect(response(await reviewAdmission(reviewFor(withAnnotationBytes(MAX_ANNOTATIONS_BYTES)), deps())).allowed).toBe(
+      true,
+    );
   });
 
   it('counts bytes, not characters', async () => {
@@ -218,9 +285,11 @@ describe('reviewAdmission: pods kube-apiserver would refuse for their size', () 
 });
 
 describe('reviewAdmission: a pod with a huge annotation map', () => {
-
   it('walks the annotations once (their size and types), and neither the schema nor the injection walks them again', async () => {
-    const entries: Record<string, string> = { 'agents.kruise.io/runtimes': 'agent-runtime,csi', 'agents.kruise.io/env-vars-injection-policy': 'Auto' };
+    const entries: Record<string, string> = {
+      'agents.kruise.io/runtimes': 'agent-runtime,csi',
+      'agents.kruise.io/env-vars-injection-policy': 'Auto',
+    };
     for (let i = 0; i < 30_000; i++) entries[`k${i}`] = 'v';
     const { map, enumerations } = watchedMap(entries);
     const r = response(await reviewAdmission(reviewFor(sandboxPod(map, { command: ['run'] })), deps()));

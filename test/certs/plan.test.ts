@@ -1,6 +1,13 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DAY_MS, createCa, issueServing, serviceSubjectNames, type CertifiedKey } from '../../src/certs/pki.js';
-import { PolicyError, applyPlan, checkPolicy, planIsEmpty, planRenewal, type RenewalPolicy } from '../../src/certs/plan.js';
+import {
+  PolicyError,
+  applyPlan,
+  checkPolicy,
+  planIsEmpty,
+  planRenewal,
+  type RenewalPolicy,
+} from '../../src/certs/plan.js';
 import { EMPTY_STATE, trustBundle, type CertState } from '../../src/certs/state.js';
 
 const T0 = new Date('2030-01-01T00:00:00Z');
@@ -29,7 +36,11 @@ beforeAll(async () => {
 describe('planRenewal', () => {
   it('creates a CA and a serving certificate for an empty Secret', () => {
     const plan = planRenewal(EMPTY_STATE, T0, policy);
-    expect(plan).toEqual({ ca: { kind: 'create', reason: 'no valid CA in the Secret' }, issueServing: 'new CA', dropPrevious: false });
+    expect(plan).toEqual({
+      ca: { kind: 'create', reason: 'no valid CA in the Secret' },
+      issueServing: 'new CA',
+      dropPrevious: false,
+    });
   });
 
   it('leaves a fresh Secret alone', () => {
@@ -39,11 +50,19 @@ describe('planRenewal', () => {
   const servingCases: [string, () => [CertState, Date, { renewServing?: boolean }], string][] = [
     ['renews the serving certificate inside the renewal margin', () => [fresh, at(336), {}], 'expires soon'],
     ['renews on request', () => [fresh, at(1), { renewServing: true }], 'requested'],
-    ['re-issues a missing serving certificate', () => [{ ...fresh, serving: undefined }, at(1), {}], 'no valid serving certificate signed by the CA'],
+    [
+      're-issues a missing serving certificate',
+      () => [{ ...fresh, serving: undefined }, at(1), {}],
+      'no valid serving certificate signed by the CA',
+    ],
   ];
   it.each(servingCases)('%s', (_name, make, reason) => {
     const [state, now, request] = make();
-    expect(planRenewal(state, now, policy, request)).toEqual({ ca: { kind: 'keep' }, issueServing: reason, dropPrevious: false });
+    expect(planRenewal(state, now, policy, request)).toEqual({
+      ca: { kind: 'keep' },
+      issueServing: reason,
+      dropPrevious: false,
+    });
   });
 
   it('keeps the serving certificate one day before the margin', () => {
@@ -51,7 +70,10 @@ describe('planRenewal', () => {
   });
 
   it('re-issues when the service names are no longer covered', () => {
-    const wider = { ...policy, names: serviceSubjectNames('sandbox-injector', 'sandbox-system', ['127.0.0.1', '10.0.0.7']) };
+    const wider = {
+      ...policy,
+      names: serviceSubjectNames('sandbox-injector', 'sandbox-system', ['127.0.0.1', '10.0.0.7']),
+    };
     expect(planRenewal(fresh, at(1), wider).issueServing).toBe('service names changed');
     // Fewer names than the certificate has is not a reason: a replica still running with the old flags
     // must not fight one with the new flags.
@@ -126,15 +148,25 @@ describe('applyPlan: a CA rotation keeps every signing CA trusted', () => {
   it('never issues a serving certificate that outlives its CA', async () => {
     const late = at(3650 - 100);
     const state = await applyPlan(fresh, planRenewal(fresh, late, policy, { renewServing: true }), late, policy);
-    expect(new Date(state.serving?.cert.validTo ?? 0).getTime()).toBeLessThanOrEqual(new Date(ca.cert.validTo).getTime());
+    expect(new Date(state.serving?.cert.validTo ?? 0).getTime()).toBeLessThanOrEqual(
+      new Date(ca.cert.validTo).getTime(),
+    );
   });
 });
 
 describe('checkPolicy', () => {
   const bad: [string, Partial<RenewalPolicy>, RegExp][] = [
-    ['a renewal margin as long as the validity', { servingRenewBeforeDays: 365 }, /renewBeforeDays \(365\) must be at least 0 and less than validityDays/],
+    [
+      'a renewal margin as long as the validity',
+      { servingRenewBeforeDays: 365 },
+      /renewBeforeDays \(365\) must be at least 0 and less than validityDays/,
+    ],
     ['a zero validity', { servingValidityDays: 0 }, /validityDays must be greater than 0/],
-    ['a CA margin as long as the CA', { caRenewBeforeDays: 3650 }, /caRenewBeforeDays \(3650\) must be less than caValidityDays/],
+    [
+      'a CA margin as long as the CA',
+      { caRenewBeforeDays: 3650 },
+      /caRenewBeforeDays \(3650\) must be less than caValidityDays/,
+    ],
     ['a CA margin inside the serving margin', { caRenewBeforeDays: 20 }, /must exceed renewBeforeDays \(30\)/],
     ['a negative overlap', { caOverlapMs: -1 }, /caOverlapMs must be at least 0/],
   ];

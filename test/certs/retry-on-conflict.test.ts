@@ -29,7 +29,9 @@ describe('retryOnConflict', () => {
       return Promise.reject(conflict());
     });
     await expect(failed).rejects.toBeInstanceOf(CertificateConflictError);
-    await expect(failed).rejects.toThrow('MutatingWebhookConfiguration hooks kept changing under 5 read-modify-write attempts');
+    await expect(failed).rejects.toThrow(
+      'MutatingWebhookConfiguration hooks kept changing under 5 read-modify-write attempts',
+    );
     expect(attempts).toBe(5);
   });
 

@@ -2,10 +2,22 @@ import { X509Certificate } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { coversNames, createCa, issueServing, serviceSubjectNames, type CertifiedKey } from '../../src/certs/pki.js';
-import { ANNOTATIONS, SECRET_KEYS, secretFromState, stateFromSecret, trustBundle, type CertState } from '../../src/certs/state.js';
+import {
+  ANNOTATIONS,
+  SECRET_KEYS,
+  secretFromState,
+  stateFromSecret,
+  trustBundle,
+  type CertState,
+} from '../../src/certs/state.js';
 
 const NOW = new Date('2030-01-01T00:00:00Z');
-const names = serviceSubjectNames('sandbox-injector', 'sandbox-system', ['127.0.0.1', '::1', 'injector.example.test', ' ']);
+const names = serviceSubjectNames('sandbox-injector', 'sandbox-system', [
+  '127.0.0.1',
+  '::1',
+  'injector.example.test',
+  ' ',
+]);
 
 let ca: CertifiedKey;
 let nextCa: CertifiedKey;
@@ -91,17 +103,23 @@ describe('the Secret', () => {
     // Without its CA the serving pair cannot be checked, so it goes too.
     expect(damaged.serving).toBeUndefined();
 
-    const foreignServing = stateFromSecret({ data: { ...data, [SECRET_KEYS.ca]: b64(strangerCa.certPem), [SECRET_KEYS.caKey]: b64(strangerCa.keyPem) } });
+    const foreignServing = stateFromSecret({
+      data: { ...data, [SECRET_KEYS.ca]: b64(strangerCa.certPem), [SECRET_KEYS.caKey]: b64(strangerCa.keyPem) },
+    });
     expect(foreignServing.ca?.certPem).toBe(strangerCa.certPem);
     expect(foreignServing.serving).toBeUndefined();
 
-    const junk = stateFromSecret({ data: { ...data, [SECRET_KEYS.previousCa]: b64('not a certificate'), [SECRET_KEYS.nextCaKey]: b64('') } });
+    const junk = stateFromSecret({
+      data: { ...data, [SECRET_KEYS.previousCa]: b64('not a certificate'), [SECRET_KEYS.nextCaKey]: b64('') },
+    });
     expect(junk.previousCaPem).toBeUndefined();
     expect(junk.next).toBeUndefined();
     expect(junk.serving).toBeDefined();
 
     // A serving certificate is not accepted as a CA.
-    const leafAsCa = stateFromSecret({ data: { [SECRET_KEYS.ca]: b64(serving.certPem), [SECRET_KEYS.caKey]: b64(serving.keyPem) } });
+    const leafAsCa = stateFromSecret({
+      data: { [SECRET_KEYS.ca]: b64(serving.certPem), [SECRET_KEYS.caKey]: b64(serving.keyPem) },
+    });
     expect(leafAsCa.ca).toBeUndefined();
     expect(stateFromSecret({}).generation).toBe(0);
   });
@@ -116,7 +134,9 @@ describe('the Secret', () => {
 describe('trustBundle', () => {
   it('lists previous, current and next CA, oldest first, without duplicates', () => {
     expect(trustBundle(full)).toEqual([strangerCa.certPem, ca.certPem, nextCa.certPem]);
-    expect(trustBundle({ ...full, previousCaPem: ca.certPem.replace(/\n/g, '\r\n'), next: undefined })).toEqual([ca.certPem]);
+    expect(trustBundle({ ...full, previousCaPem: ca.certPem.replace(/\n/g, '\r\n'), next: undefined })).toEqual([
+      ca.certPem,
+    ]);
     for (const pem of trustBundle(full)) expect(new X509Certificate(pem).ca).toBe(true);
   });
 });

@@ -50,7 +50,11 @@ describe('startSyncSchedule', () => {
   it('passes at once, then once per poll interval; ready once files are in place', async () => {
     const delays = handDelays();
     const passes = scriptedPasses([{ retrySoon: false }]);
-    const schedule = startSyncSchedule(passes, { pollIntervalMs: POLL_MS, retryMinMs: RETRY_MIN_MS, delay: delays.delay }, recordingLogger());
+    const schedule = startSyncSchedule(
+      passes,
+      { pollIntervalMs: POLL_MS, retryMinMs: RETRY_MIN_MS, delay: delays.delay },
+      recordingLogger(),
+    );
     await schedule.ready;
     const first = await delays.next();
     expect(first.ms).toBe(POLL_MS);
@@ -63,9 +67,22 @@ describe('startSyncSchedule', () => {
   it('backs off after failures, doubling up to the poll interval, and logs each', async () => {
     const delays = handDelays();
     const failure = new Error('API unreachable');
-    const passes = scriptedPasses([failure, failure, failure, failure, failure, failure, failure, { retrySoon: false }]);
+    const passes = scriptedPasses([
+      failure,
+      failure,
+      failure,
+      failure,
+      failure,
+      failure,
+      failure,
+      { retrySoon: false },
+    ]);
     const logger = recordingLogger();
-    const schedule = startSyncSchedule(passes, { pollIntervalMs: 20_000, retryMinMs: RETRY_MIN_MS, delay: delays.delay }, logger);
+    const schedule = startSyncSchedule(
+      passes,
+      { pollIntervalMs: 20_000, retryMinMs: RETRY_MIN_MS, delay: delays.delay },
+      logger,
+    );
     const waits: number[] = [];
     for (let i = 0; i < 8; i += 1) {
       const wait = await delays.next();
@@ -91,7 +108,11 @@ describe('startSyncSchedule', () => {
   it('runs renewNow() after the pass in progress, with the renewal asked for', async () => {
     const delays = handDelays();
     const passes = scriptedPasses([{ retrySoon: false }]);
-    const schedule = startSyncSchedule(passes, { pollIntervalMs: POLL_MS, retryMinMs: RETRY_MIN_MS, delay: delays.delay }, recordingLogger());
+    const schedule = startSyncSchedule(
+      passes,
+      { pollIntervalMs: POLL_MS, retryMinMs: RETRY_MIN_MS, delay: delays.delay },
+      recordingLogger(),
+    );
     await schedule.renewNow({ renewServing: true, rotateCa: true });
     expect(passes.requests).toEqual([{}, { renewServing: true, rotateCa: true }]);
     await schedule.stop();

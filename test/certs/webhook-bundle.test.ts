@@ -44,14 +44,19 @@ describe('decideBundle', () => {
     expect(decision.body.metadata?.managedFields).toBeUndefined();
     expect(decision.body.metadata?.annotations).toEqual({ keep: 'me', [ANNOTATIONS.bundleSource]: 'u1/3' });
     for (const webhook of decision.body.webhooks ?? []) {
-      expect(splitPem(Buffer.from(webhook.clientConfig.caBundle ?? '', 'base64').toString('utf8'))).toEqual([oldCa.certPem, newCa.certPem]);
+      expect(splitPem(Buffer.from(webhook.clientConfig.caBundle ?? '', 'base64').toString('utf8'))).toEqual([
+        oldCa.certPem,
+        newCa.certPem,
+      ]);
     }
     expect(bundleTrusts(decision.body, newCa.certPem)).toBe(true);
   });
 
   it('leaves an equal bundle alone', () => {
     const bundle = encodeBundle([oldCa.certPem]);
-    expect(decideBundle(config([bundle, bundle]), [oldCa.certPem], { secretUid: 'u1', generation: 1 })).toEqual({ kind: 'in-sync' });
+    expect(decideBundle(config([bundle, bundle]), [oldCa.certPem], { secretUid: 'u1', generation: 1 })).toEqual({
+      kind: 'in-sync',
+    });
   });
 
   it('does not replace a bundle written from a later generation of the same Secret', () => {
@@ -67,7 +72,12 @@ describe('decideBundle', () => {
 
 describe('bundleTrusts', () => {
   it('requires the CA in every entry', () => {
-    expect(bundleTrusts(config([encodeBundle([oldCa.certPem, newCa.certPem]), encodeBundle([oldCa.certPem])]), newCa.certPem)).toBe(false);
+    expect(
+      bundleTrusts(
+        config([encodeBundle([oldCa.certPem, newCa.certPem]), encodeBundle([oldCa.certPem])]),
+        newCa.certPem,
+      ),
+    ).toBe(false);
     expect(bundleTrusts(config([encodeBundle([newCa.certPem])]), newCa.certPem.replace(/\n/g, '\r\n'))).toBe(true);
     expect(bundleTrusts(config([undefined]), oldCa.certPem)).toBe(false);
   });

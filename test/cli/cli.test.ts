@@ -33,23 +33,46 @@ describe('sandbox-injector review', () => {
     denied.metadata.annotations['agents.kruise.io/runtimes'] = 'gpu';
     const run = await cli(['review', '--config-file', CONFIG], JSON.stringify(reviewFor(denied, 'u-9')));
     expect(run.code).toBe(0);
-    const review = JSON.parse(run.stdout) as { response: { uid: string; allowed: boolean; status: { message: string } } };
+    const review = JSON.parse(run.stdout) as {
+      response: { uid: string; allowed: boolean; status: { message: string } };
+    };
     expect(review.response).toMatchObject({ uid: 'u-9', allowed: false });
     expect(review.response.status.message).toContain('"gpu"');
   });
 
   it('without --config-file behaves as if the ConfigMap does not exist', async () => {
     const run = await cli(['review', '-f', file('r.json', reviewFor(pod, 'u-1'))]);
-    expect(JSON.parse(run.stdout)).toEqual({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: 'u-1', allowed: true } });
+    expect(JSON.parse(run.stdout)).toEqual({
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      response: { uid: 'u-1', allowed: true },
+    });
   });
 
   it.each([
     ['a file that is not JSON', () => ['-f', file('bad.json', '{"apiVersion": ')], /bad\.json: not valid JSON/],
-    ['a review without request', () => ['-f', file('noreq.json', { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' })], /noreq\.json: malformed AdmissionReview: field request is required/],
+    [
+      'a review without request',
+      () => ['-f', file('noreq.json', { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' })],
+      /noreq\.json: malformed AdmissionReview: field request is required/,
+    ],
     ['a missing file', () => ['-f', join(work, 'absent.json')], /cannot read .*absent\.json: ENOENT/],
-    ['a ConfigMap that is not a ConfigMap', () => ['--config-file', file('secret.yaml', 'apiVersion: v1\nkind: Secret\n'), '-f', file('ok.json', reviewFor(pod))], /secret\.yaml: not a ConfigMap/],
+    [
+      'a ConfigMap that is not a ConfigMap',
+      () => [
+        '--config-file',
+        file('secret.yaml', 'apiVersion: v1\nkind: Secret\n'),
+        '-f',
+        file('ok.json', reviewFor(pod)),
+      ],
+      /secret\.yaml: not a ConfigMap/,
+    ],
     ['an unknown flag', () => ['--nope'], /Unknown option '--nope'/],
-    ['a --poststart-conflict that is neither skip nor merge', () => ['--poststart-conflict', 'chain', '-f', file('ok.json', reviewFor(pod))], /--poststart-conflict: "chain" is not one of skip, merge/],
+    [
+      'a --poststart-conflict that is neither skip nor merge',
+      () => ['--poststart-conflict', 'chain', '-f', file('ok.json', reviewFor(pod))],
+      /--poststart-conflict: "chain" is not one of skip, merge/,
+    ],
   ])('refuses %s with a message on stderr and a non-zero exit', async (_name, args, message) => {
     const run = await cli(['review', ...args()]);
     expect(run.code).not.toBe(0);
@@ -68,7 +91,10 @@ describe('sandbox-injector inject', () => {
   });
 
   it('takes runtimes and policy from flags, as JSON, warnings on stderr', async () => {
-    const run = await cli(['inject', '--config-file', CONFIG, '--runtimes', 'csi', '--env-vars-injection-policy', 'Auto', '-o', 'json'], JSON.stringify(pod));
+    const run = await cli(
+      ['inject', '--config-file', CONFIG, '--runtimes', 'csi', '--env-vars-injection-policy', 'Auto', '-o', 'json'],
+      JSON.stringify(pod),
+    );
     expect(run.code).toBe(0);
     const out = JSON.parse(run.stdout) as typeof pod & { spec: { initContainers: { name: string }[] } };
     expect(out.spec.initContainers.map((c) => c.name)).toEqual(['csi-sidecar']);
@@ -77,30 +103,55 @@ describe('sandbox-injector inject', () => {
   });
 
   it('--wrapper-image adds the init container that installs run_with_envs.sh when commands are wrapped', async () => {
-    const run = await cli(['inject', '--config-file', CONFIG, '--env-vars-injection-policy', 'Auto', '--wrapper-image', 'injector:9', '-o', 'json'], JSON.stringify(pod));
+    const run = await cli(
+      [
+        'inject',
+        '--config-file',
+        CONFIG,
+        '--env-vars-injection-policy',
+        'Auto',
+        '--wrapper-image',
+        'injector:9',
+        '-o',
+        'json',
+      ],
+      JSON.stringify(pod),
+    );
     expect(run.code).toBe(0);
-    const out = JSON.parse(run.stdout) as { spec: { initContainers: { name: string; image?: string; command?: string[] }[] } };
+    const out = JSON.parse(run.stdout) as {
+      spec: { initContainers: { name: string; image?: string; command?: string[] }[] };
+    };
     expect(out.spec.initContainers.map((c) => c.name)).toEqual(['agent-runtime', 'sandbox-env-wrapper']);
-    expect(out.spec.initContainers[1]).toMatchObject({ image: 'injector:9', command: ['node', '/app/dist/cli/main.js', 'install-wrapper', '--dir', '/var/sandbox'] });
+    expect(out.spec.initContainers[1]).toMatchObject({
+      image: 'injector:9',
+      command: ['node', '/app/dist/cli/main.js', 'install-wrapper', '--dir', '/var/sandbox'],
+    });
   });
 
-  it('--poststart-conflict merge chains the main container\'s postStart after the config\'s', async () => {
+  it("--poststart-conflict merge chains the main container's postStart after the config's", async () => {
     const hooked = structuredClone(pod) as typeof pod & { spec: { containers: Record<string, unknown>[] } };
     const main = hooked.spec.containers[0];
     if (main === undefined) throw new Error('no container');
     main.lifecycle = { postStart: { exec: { command: ['mine'] } } };
     const skipped = await cli(['inject', '--config-file', CONFIG, '-o', 'json'], JSON.stringify(hooked));
     expect(skipped.stderr).toMatch(/agent-runtime: skipped, postStart conflict/);
-    const merged = await cli(['inject', '--config-file', CONFIG, '--poststart-conflict', 'merge', '-o', 'json'], JSON.stringify(hooked));
+    const merged = await cli(
+      ['inject', '--config-file', CONFIG, '--poststart-conflict', 'merge', '-o', 'json'],
+      JSON.stringify(hooked),
+    );
     expect(merged.code).toBe(0);
-    const out = JSON.parse(merged.stdout) as { spec: { containers: { lifecycle: { postStart: { exec: { command: string[] } } } }[] } };
+    const out = JSON.parse(merged.stdout) as {
+      spec: { containers: { lifecycle: { postStart: { exec: { command: string[] } } } }[] };
+    };
     expect(out.spec.containers[0]?.lifecycle.postStart.exec.command.slice(-2)).toEqual(['--', 'mine']);
   });
 
   it('refuses a bad policy value, naming the flag and the allowed values', async () => {
     const run = await cli(['inject', '--env-vars-injection-policy', 'Sometimes'], JSON.stringify(pod));
     expect(run.code).not.toBe(0);
-    expect(run.stderr).toMatch(/--env-vars-injection-policy: "Sometimes" is not a valid EnvVarsInjectionPolicy \(allowed: None, Auto\)/);
+    expect(run.stderr).toMatch(
+      /--env-vars-injection-policy: "Sometimes" is not a valid EnvVarsInjectionPolicy \(allowed: None, Auto\)/,
+    );
   });
 
   it('reports a denial on stderr with a non-zero exit', async () => {
@@ -119,7 +170,12 @@ describe('sandbox-injector inject', () => {
 /** Ten levels of ten aliases each: a few hundred bytes that expand to 10^10 nodes if let through. */
 function aliasBomb(kind: string): string {
   const lines = ['a0: &a0 [x, x, x, x, x, x, x, x, x, x]'];
-  for (let level = 1; level <= 10; level += 1) lines.push(`a${level}: &a${level} [${Array(10).fill(`*a${level - 1}`).join(', ')}]`);
+  for (let level = 1; level <= 10; level += 1)
+    lines.push(
+      `a${level}: &a${level} [${Array(10)
+        .fill(`*a${level - 1}`)
+        .join(', ')}]`,
+    );
   return `kind: ${kind}\napiVersion: v1\n${lines.join('\n')}\n`;
 }
 
@@ -131,12 +187,18 @@ describe('sandbox-injector names the file of a manifest it cannot read', () => {
     const bad = file('broken.yaml', 'apiVersion: v1\nkind: Pod\nmetadata: {name: [p\n');
     const run = await cli(args(bad));
     expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(new RegExp(`: ${bad.replaceAll('.', '\\.')}: not valid YAML or JSON: .+ at line \\d+, column \\d+\\n$`));
+    expect(run.stderr).toMatch(
+      new RegExp(`: ${bad.replaceAll('.', '\\.')}: not valid YAML or JSON: .+ at line \\d+, column \\d+\\n$`),
+    );
   });
 
   it.each([
     ['a pod', (path: string) => ['inject', '-f', path], 'Pod'],
-    ['a ConfigMap', (path: string) => ['review', '--config-file', path, '-f', file('ok-review.json', reviewFor(pod))], 'ConfigMap'],
+    [
+      'a ConfigMap',
+      (path: string) => ['review', '--config-file', path, '-f', file('ok-review.json', reviewFor(pod))],
+      'ConfigMap',
+    ],
   ])('an alias bomb in %s is refused, naming the file', async (_what, args, kind) => {
     const bomb = file(`bomb-${kind}.yaml`, aliasBomb(kind));
     const run = await cli(args(bomb));
@@ -146,9 +208,10 @@ describe('sandbox-injector names the file of a manifest it cannot read', () => {
 });
 
 describe('sandbox-injector review and inject read what the server would read', () => {
-  const poisoned = '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","object":{"metadata":{"annotations":{"__proto__":{"x":"1"}}},"spec":{"containers":[]}}}}';
+  const poisoned =
+    '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","object":{"metadata":{"annotations":{"__proto__":{"x":"1"}}},"spec":{"containers":[]}}}}';
 
-  it('review refuses a __proto__ key, as the server\'s body parser does', async () => {
+  it("review refuses a __proto__ key, as the server's body parser does", async () => {
     const run = await cli(['review', '-f', file('proto.json', poisoned)]);
     expect(run.code).not.toBe(0);
     expect(run.stdout).toBe('');
@@ -156,13 +219,14 @@ describe('sandbox-injector review and inject read what the server would read', (
   });
 
   it('inject refuses a __proto__ key in a YAML pod', async () => {
-    const yaml = 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n    __proto__: x\nspec:\n  containers: [{name: main}]\n';
+    const yaml =
+      'apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n    __proto__: x\nspec:\n  containers: [{name: main}]\n';
     const run = await cli(['inject', '-f', file('proto.yaml', yaml)]);
     expect(run.code).not.toBe(0);
     expect(run.stderr).toMatch(/proto\.yaml: Object contains forbidden prototype property/);
   });
 
-  it('refuses a file over the server\'s body limit without reading it', async () => {
+  it("refuses a file over the server's body limit without reading it", async () => {
     const big = join(work, 'big.json');
     writeFileSync(big, '');
     truncateSync(big, MAX_INPUT_BYTES + 1);
@@ -177,7 +241,7 @@ describe('sandbox-injector review and inject read what the server would read', (
     expect(run.stderr).toMatch(/standard input is larger than/);
   });
 
-  it('uses the server\'s default body limit', () => {
+  it("uses the server's default body limit", () => {
     expect(MAX_INPUT_BYTES).toBe(BODY_LIMIT_BYTES);
   });
 });

@@ -6,12 +6,17 @@ import { MAIN } from '../server/support/child-server.js';
 
 const run = promisify(execFile);
 
-async function exitOf(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function exitOf(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   // Run as outside a pod, whatever machine the tests are on.
   const outside = { ...process.env };
   delete outside.KUBERNETES_SERVICE_HOST;
   try {
-    const { stdout, stderr } = await run(process.execPath, [MAIN, 'deliver-env', ...args], { env: { ...outside, ...env } });
+    const { stdout, stderr } = await run(process.execPath, [MAIN, 'deliver-env', ...args], {
+      env: { ...outside, ...env },
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };
@@ -23,7 +28,13 @@ describe('sandbox-injector deliver-env', () => {
   it.each([['--help'], ['-h']])('%s prints every option with its env var and exits 0', async (flag) => {
     const { code, stdout } = await exitOf([flag]);
     expect(code).toBe(0);
-    for (const text of ['--env-dir', 'SANDBOX_INJECTOR_ENV_DIR', '--lease-namespace', '--runtime-port', '[default: /var/sandbox]']) {
+    for (const text of [
+      '--env-dir',
+      'SANDBOX_INJECTOR_ENV_DIR',
+      '--lease-namespace',
+      '--runtime-port',
+      '[default: /var/sandbox]',
+    ]) {
       expect(stdout).toContain(text);
     }
   });
@@ -44,7 +55,9 @@ describe('sandbox-injector deliver-env', () => {
     const fromEnv = await exitOf(['--kubeconfig', '/x'], { SANDBOX_INJECTOR_LEASE_DURATION_SECONDS: '1' });
     expect(fromEnv.code).toBe(2);
     expect(fromEnv.stderr).toMatch(/SANDBOX_INJECTOR_LEASE_DURATION_SECONDS/);
-    const flagWins = await exitOf(['--kubeconfig', '/x', '--lease-duration-seconds', '1'], { SANDBOX_INJECTOR_LEASE_DURATION_SECONDS: '15' });
+    const flagWins = await exitOf(['--kubeconfig', '/x', '--lease-duration-seconds', '1'], {
+      SANDBOX_INJECTOR_LEASE_DURATION_SECONDS: '15',
+    });
     expect(flagWins.code).toBe(2);
   });
 });

@@ -26,7 +26,9 @@ describe('sandbox-injector explain, offline', () => {
     expect(run.code).toBe(0);
     const lines = run.stdout.split('\n');
     expect(lines[0]).toBe(`Pod team-a/sbx-1 (file ${fixture('sandbox-pod.yaml')})`);
-    expect(lines).toContain('Webhook selection: not checked offline (no --kubeconfig: the webhook configuration and the namespace labels are unknown)');
+    expect(lines).toContain(
+      'Webhook selection: not checked offline (no --kubeconfig: the webhook configuration and the namespace labels are unknown)',
+    );
     expect(lines).toContain('  runtimes: agent-runtime, csi  from annotation agents.kruise.io/runtimes');
     expect(lines).toContain('  policy:   Auto  from annotation agents.kruise.io/env-vars-injection-policy');
     expect(lines).toContain('Config (ConfigMap sandbox-system/sandbox-injection-config)');
@@ -59,7 +61,13 @@ describe('sandbox-injector explain, offline', () => {
   it('names a skipped runtime with its reason', async () => {
     const explanation = await explainJson(['--config-file', CONFIG, '-f', fixture('conflict-pod.yaml')]);
     expect(explanation.runtimes).toEqual([
-      { runtime: 'agent-runtime', fate: 'skipped', reason: 'container-name-conflict', message: expect.stringContaining('agent-runtime') as unknown, earlier: false },
+      {
+        runtime: 'agent-runtime',
+        fate: 'skipped',
+        reason: 'container-name-conflict',
+        message: expect.stringContaining('agent-runtime') as unknown,
+        earlier: false,
+      },
       { runtime: 'csi', fate: 'injected', earlier: false },
     ]);
     const text = await cli(['explain', '--config-file', CONFIG, '-f', fixture('conflict-pod.yaml')]);
@@ -67,7 +75,17 @@ describe('sandbox-injector explain, offline', () => {
   });
 
   it('reads several --config-file as successive versions: a key bad in the last keeps its last valid version', async () => {
-    const replayed = await cli(['explain', '--config-file', CONFIG, '--config-file', fixture('config-broken-agent-runtime.yaml'), '-f', fixture('sandbox-pod.yaml'), '-o', 'json']);
+    const replayed = await cli([
+      'explain',
+      '--config-file',
+      CONFIG,
+      '--config-file',
+      fixture('config-broken-agent-runtime.yaml'),
+      '-f',
+      fixture('sandbox-pod.yaml'),
+      '-o',
+      'json',
+    ]);
     const explanation = JSON.parse(replayed.stdout) as Explanation;
     expect(explanation.configMap.keys.map(({ key, state }) => ({ key, state }))).toEqual([
       { key: 'agent-runtime', state: 'last-valid' },
@@ -76,13 +94,31 @@ describe('sandbox-injector explain, offline', () => {
     expect(explanation.decision).toBe('injected');
     expect(replayed.stderr).toContain('key "agent-runtime" is invalid');
 
-    const alone = JSON.parse((await cli(['explain', '--config-file', fixture('config-broken-agent-runtime.yaml'), '-f', fixture('sandbox-pod.yaml'), '-o', 'json'])).stdout) as Explanation;
+    const alone = JSON.parse(
+      (
+        await cli([
+          'explain',
+          '--config-file',
+          fixture('config-broken-agent-runtime.yaml'),
+          '-f',
+          fixture('sandbox-pod.yaml'),
+          '-o',
+          'json',
+        ])
+      ).stdout,
+    ) as Explanation;
     expect(alone.configMap.keys[0]).toMatchObject({ key: 'agent-runtime', state: 'invalid' });
     expect(alone.denial).toMatchObject({ code: 'SI_RUNTIME_CONFIG_UNUSABLE' });
   });
 
   it('says a denied pod is denied, not admitted, where it shows the patch', async () => {
-    const run = await cli(['explain', '--config-file', fixture('config-broken-agent-runtime.yaml'), '-f', fixture('sandbox-pod.yaml')]);
+    const run = await cli([
+      'explain',
+      '--config-file',
+      fixture('config-broken-agent-runtime.yaml'),
+      '-f',
+      fixture('sandbox-pod.yaml'),
+    ]);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^Result: denied, SI_RUNTIME_CONFIG_UNUSABLE \(500\): /m);
     expect(run.stdout).toMatch(/^Patch: none, the pod is denied/m);
@@ -101,8 +137,18 @@ describe('sandbox-injector explain, offline', () => {
     ['two pods to explain', ['--pod', 'a/b', '-f', 'x.yaml'], 2, /give exactly one of/],
     ['--pod without --kubeconfig', ['--pod', 'team-a/p'], 2, /--pod needs --kubeconfig/],
     ['--sandbox without --kubeconfig', ['--sandbox', 'team-a/s'], 2, /--sandbox needs --kubeconfig/],
-    ['two cluster-only flags without --kubeconfig', ['--sandbox', 'team-a/s', '--config-name', 'c'], 2, /--sandbox, --config-name need --kubeconfig/],
-    ['--config-file with --kubeconfig', ['--kubeconfig', 'k', '--config-file', 'c', '-f', 'p.yaml'], 2, /--config-file is for offline use/],
+    [
+      'two cluster-only flags without --kubeconfig',
+      ['--sandbox', 'team-a/s', '--config-name', 'c'],
+      2,
+      /--sandbox, --config-name need --kubeconfig/,
+    ],
+    [
+      '--config-file with --kubeconfig',
+      ['--kubeconfig', 'k', '--config-file', 'c', '-f', 'p.yaml'],
+      2,
+      /--config-file is for offline use/,
+    ],
     ['an unknown output', ['-f', 'p.yaml', '-o', 'yaml'], 2, /--output: "yaml" is not one of text, json/],
     ['a file that is not a pod', ['-f', CONFIG], 1, /not a Pod manifest/],
   ])('refuses %s', async (_name, args, code, message) => {

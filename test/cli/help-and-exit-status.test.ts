@@ -12,13 +12,17 @@ const PACKAGE = JSON.parse(readFileSync(new URL('../../package.json', import.met
 
 const topHelp = await cli(['--help']);
 /** The names under `commands:` in the top-level usage. */
-const listed = [...(topHelp.stdout.split('\ncommands:\n')[1] ?? '').matchAll(/^ {2}(\S+) {2,}\S/gm)].map((match) => match[1] ?? '');
+const listed = [...(topHelp.stdout.split('\ncommands:\n')[1] ?? '').matchAll(/^ {2}(\S+) {2,}\S/gm)].map(
+  (match) => match[1] ?? '',
+);
 
 describe('sandbox-injector (top level)', () => {
   it('--help and -h print the usage on stdout and exit 0, listing every command', async () => {
     expect(topHelp).toMatchObject({ code: 0, stderr: '' });
     expect(topHelp.stdout).toMatch(/^usage: sandbox-injector COMMAND/);
-    expect(listed).toEqual(expect.arrayContaining(['serve', 'review', 'inject', 'explain', 'env-file', 'install-wrapper']));
+    expect(listed).toEqual(
+      expect.arrayContaining(['serve', 'review', 'inject', 'explain', 'env-file', 'install-wrapper']),
+    );
     expect(await cli(['-h'])).toEqual(topHelp);
     expect(await cli(['help'])).toEqual(topHelp);
   });
@@ -79,9 +83,17 @@ describe('usage errors beyond unknown flags exit 2 in every command', () => {
     ['install-wrapper without --dir', ['install-wrapper'], /--dir DIR is required/],
     ['env-file without --dir', ['env-file', 'A=1'], /--dir DIR is required/],
     ['serve with a bad value', ['serve', '--port', 'https'], /--port \(SANDBOX_INJECTOR_PORT\): must be integer/],
-    ['review with a bad --poststart-conflict', ['review', '--poststart-conflict', 'chain'], /--poststart-conflict: "chain" is not one of/],
+    [
+      'review with a bad --poststart-conflict',
+      ['review', '--poststart-conflict', 'chain'],
+      /--poststart-conflict: "chain" is not one of/,
+    ],
     ['inject with a bad --output', ['inject', '-o', 'xml'], /--output: "xml" is not one of yaml, json/],
-    ['inject with a bad --env-vars-injection-policy', ['inject', '--env-vars-injection-policy', 'Sometimes'], /is not a valid EnvVarsInjectionPolicy/],
+    [
+      'inject with a bad --env-vars-injection-policy',
+      ['inject', '--env-vars-injection-policy', 'Sometimes'],
+      /is not a valid EnvVarsInjectionPolicy/,
+    ],
     ['explain with no pod', ['explain'], /give exactly one of --sandbox, --pod, -f/],
     ['a flag without its value', ['review', '-f'], /Option '-f, --filename <value>' argument missing/],
   ])('%s', async (_name, args, message) => {

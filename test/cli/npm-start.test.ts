@@ -23,7 +23,14 @@ const STOP_DEADLINE_MS = 30_000;
 let copy: string;
 beforeAll(async () => {
   copy = await mkdtemp(join(tmpdir(), 'si-npm-start-'));
-  for (const entry of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'src', 'manifests']) {
+  for (const entry of [
+    'package.json',
+    'package-lock.json',
+    'tsconfig.json',
+    'tsconfig.build.json',
+    'src',
+    'manifests',
+  ]) {
     await cp(join(ROOT, entry), join(copy, entry), { recursive: true });
   }
   await symlink(join(ROOT, 'node_modules'), join(copy, 'node_modules'), 'dir');
@@ -52,7 +59,11 @@ interface NpmStart {
 
 function npmStart(npmArgs: string[], serveArgs: string[]): NpmStart {
   // detached: a process group of its own, as a terminal gives a foreground job.
-  const npm = spawn('npm', ['start', ...npmArgs, '--', ...serveArgs], { cwd: copy, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const npm = spawn('npm', ['start', ...npmArgs, '--', ...serveArgs], {
+    cwd: copy,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   started.push(npm);
   const lines: Record<string, unknown>[] = [];
   let output = '';
@@ -69,7 +80,10 @@ function npmStart(npmArgs: string[], serveArgs: string[]): NpmStart {
   const exited = new Promise<number | null>((resolve) => npm.on('close', (code) => resolve(code)));
   const logged = (message: string, deadlineMs: number): Promise<Record<string, unknown>> =>
     new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no "${message}" line within ${deadlineMs} ms:\n${output}`)), deadlineMs);
+      const timer = setTimeout(
+        () => reject(new Error(`no "${message}" line within ${deadlineMs} ms:\n${output}`)),
+        deadlineMs,
+      );
       const look = (): void => {
         const line = lines.find((candidate) => candidate.msg === message);
         if (line !== undefined) {
@@ -113,7 +127,16 @@ async function isFree(port: number): Promise<boolean> {
 
 async function startAndStop(npmArgs: string[], stop: (npm: ChildProcess) => void, signal: string): Promise<void> {
   const metricsPort = await freePort();
-  const run = npmStart(npmArgs, ['--host', '127.0.0.1', '--port', '0', '--metrics-port', String(metricsPort), '--self-signed-dir', 'certs']);
+  const run = npmStart(npmArgs, [
+    '--host',
+    '127.0.0.1',
+    '--port',
+    '0',
+    '--metrics-port',
+    String(metricsPort),
+    '--self-signed-dir',
+    'certs',
+  ]);
   const listening = await run.logged('listening', START_DEADLINE_MS);
   const { port } = listening.address as { port: number };
   expect(await isFree(port)).toBe(false);
@@ -127,13 +150,21 @@ async function startAndStop(npmArgs: string[], stop: (npm: ChildProcess) => void
 }
 
 describe('npm start', () => {
-  it('stops the server on SIGTERM to npm\'s process: the shutdown line, then both ports free', async () => {
-    await startAndStop([], (npm) => npm.kill('SIGTERM'), 'SIGTERM');
-  }, START_DEADLINE_MS + 3 * STOP_DEADLINE_MS);
+  it(
+    "stops the server on SIGTERM to npm's process: the shutdown line, then both ports free",
+    async () => {
+      await startAndStop([], (npm) => npm.kill('SIGTERM'), 'SIGTERM');
+    },
+    START_DEADLINE_MS + 3 * STOP_DEADLINE_MS,
+  );
 
-  it('takes Ctrl-C, which reaches npm and the server both, as one stop: a clean drain', async () => {
-    // Once dist/ is built, --ignore-scripts skips prestart; npm still runs the start script itself.
-    const built = existsSync(join(copy, 'dist', 'cli', 'main.js'));
-    await startAndStop(built ? ['--ignore-scripts'] : [], (npm) => process.kill(-groupOf(npm), 'SIGINT'), 'SIGINT');
-  }, START_DEADLINE_MS + 3 * STOP_DEADLINE_MS);
+  it(
+    'takes Ctrl-C, which reaches npm and the server both, as one stop: a clean drain',
+    async () => {
+      // Once dist/ is built, --ignore-scripts skips prestart; npm still runs the start script itself.
+      const built = existsSync(join(copy, 'dist', 'cli', 'main.js'));
+      await startAndStop(built ? ['--ignore-scripts'] : [], (npm) => process.kill(-groupOf(npm), 'SIGINT'), 'SIGINT');
+    },
+    START_DEADLINE_MS + 3 * STOP_DEADLINE_MS,
+  );
 });

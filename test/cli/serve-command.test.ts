@@ -10,7 +10,9 @@ import { postJson } from '../server/support/https-client.js';
 import { servingPki, temporaryDirectory } from '../server/support/pki.js';
 
 const run = promisify(execFile);
-const PACKAGE = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+const PACKAGE = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
 const LOCAL = ['--host', '127.0.0.1', '--port', '0', '--metrics-port', '0'];
 const basic = loadConformanceCases().find((c) => c.name === 'agent-runtime-basic');
 if (basic === undefined) throw new Error('conformance case agent-runtime-basic is missing');
@@ -23,7 +25,10 @@ beforeAll(async () => {
 });
 afterAll(() => removeDir());
 
-async function exitOf(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function exitOf(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await run(process.execPath, [MAIN, 'serve', ...args], {
       cwd: dir,
@@ -59,8 +64,18 @@ describe('sandbox-injector serve', () => {
     const a = await servingPki(`${dir}/a`);
     const b = await servingPki(`${dir}/b`);
     const { code, stdout } = await exitOf([
-      '--host', '127.0.0.1', '--port', '0', '--metrics-port', '0', '--config-file', `${dir}/config.json`,
-      '--tls-cert-file', a.certFile, '--tls-key-file', b.keyFile,
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      '--metrics-port',
+      '0',
+      '--config-file',
+      `${dir}/config.json`,
+      '--tls-cert-file',
+      a.certFile,
+      '--tls-key-file',
+      b.keyFile,
     ]);
     expect(code).toBe(1);
     const fatal = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as { level: number; err?: { message: string } };
@@ -75,7 +90,16 @@ describe('sandbox-injector serve', () => {
       await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
       const { port } = holder.address() as AddressInfo;
       try {
-        const { code, stderr } = await exitOf(['--host', '127.0.0.1', '--port', String(port), '--metrics-port', '0', '--config-file', `${dir}/config.json`]);
+        const { code, stderr } = await exitOf([
+          '--host',
+          '127.0.0.1',
+          '--port',
+          String(port),
+          '--metrics-port',
+          '0',
+          '--config-file',
+          `${dir}/config.json`,
+        ]);
         expect(code).toBe(1);
         expect(stderr).toBe(
           `sandbox-injector serve: cannot start: listen EADDRINUSE: address already in use 127.0.0.1:${port}; ` +
@@ -89,9 +113,19 @@ describe('sandbox-injector serve', () => {
     it('an unreadable certificate names the file and the flags', async () => {
       // Only the certificate is missing: with both missing, which read fails first is up to the file system.
       const { keyFile } = await servingPki(`${dir}/key-only`);
-      const { code, stderr } = await exitOf([...LOCAL, '--config-file', `${dir}/config.json`, '--tls-cert-file', `${dir}/none.crt`, '--tls-key-file', keyFile]);
+      const { code, stderr } = await exitOf([
+        ...LOCAL,
+        '--config-file',
+        `${dir}/config.json`,
+        '--tls-cert-file',
+        `${dir}/none.crt`,
+        '--tls-key-file',
+        keyFile,
+      ]);
       expect(code).toBe(1);
-      expect(stderr).toMatch(/^sandbox-injector serve: cannot start: cannot read .*none\.crt: ENOENT.*; fix that file, or point --tls-cert-file and --tls-key-file/);
+      expect(stderr).toMatch(
+        /^sandbox-injector serve: cannot start: cannot read .*none\.crt: ENOENT.*; fix that file, or point --tls-cert-file and --tls-key-file/,
+      );
       expect(stderr.split('\n')).toHaveLength(2);
     });
 
@@ -109,7 +143,18 @@ describe('sandbox-injector serve', () => {
   it('serves with given certificate files, config from SANDBOX_INJECTOR_CONFIG_FILE', async () => {
     const pki = await servingPki(`${dir}/given`);
     const server = await spawnServer(
-      ['--host', '127.0.0.1', '--port', '0', '--metrics-port', '0', '--tls-cert-file', pki.certFile, '--tls-key-file', pki.keyFile],
+      [
+        '--host',
+        '127.0.0.1',
+        '--port',
+        '0',
+        '--metrics-port',
+        '0',
+        '--tls-cert-file',
+        pki.certFile,
+        '--tls-key-file',
+        pki.keyFile,
+      ],
       dir,
       { SANDBOX_INJECTOR_CONFIG_FILE: `${dir}/config.json` },
     );
@@ -118,7 +163,12 @@ describe('sandbox-injector serve', () => {
       const result = await postJson(`https://127.0.0.1:${server.port}/mutate`, reviewFor(basic.pod), { ca });
       expect(result.status).toBe(200);
       expect((result.json() as { response: { patchType?: string } }).response.patchType).toBe('JSONPatch');
-      expect(await server.logged('listening')).toMatchObject({ configFile: `${dir}/config.json`, certFile: pki.certFile, version: PACKAGE.version, node: process.version });
+      expect(await server.logged('listening')).toMatchObject({
+        configFile: `${dir}/config.json`,
+        certFile: pki.certFile,
+        version: PACKAGE.version,
+        node: process.version,
+      });
     } finally {
       server.child.kill('SIGTERM');
       expect((await server.exited).code).toBe(0);

@@ -36,7 +36,10 @@ function world(url: string, vars: Record<string, string>, token = 'tok'): World 
         },
       },
     },
-    pod: { metadata: { uid: 'pod-1', annotations: { [STATUS]: JSON.stringify({ wrapped: ['main'] }) } }, spec: { containers: [] } },
+    pod: {
+      metadata: { uid: 'pod-1', annotations: { [STATUS]: JSON.stringify({ wrapped: ['main'] }) } },
+      spec: { containers: [] },
+    },
   };
 }
 
@@ -48,7 +51,10 @@ afterEach(async () => {
 async function setup(token: string | undefined = 'tok') {
   const dir = mkdtempSync(path.join(tmpdir(), 'si-deliver-'));
   const double = await startEnvdDouble({ root: dir, token });
-  cleanup.push(() => double.close(), () => rmSync(dir, { recursive: true, force: true }));
+  cleanup.push(
+    () => double.close(),
+    () => rmSync(dir, { recursive: true, force: true }),
+  );
   return { dir, double };
 }
 
@@ -61,7 +67,13 @@ function deliverer(state: { current: World }, clock: FakeClock, outcomes: Delive
   const d = new Deliverer({
     cache,
     envd: envdFiles({ fetch: globalThis.fetch, timeoutMs, maxBodyBytes: 4096 }),
-    settings: { envDir: '/var/sandbox', user: 'root', runtimePort: 49983, concurrency: 4, backoff: { minMs: 100, maxMs: 1000 } },
+    settings: {
+      envDir: '/var/sandbox',
+      user: 'root',
+      runtimePort: 49983,
+      concurrency: 4,
+      backoff: { minMs: 100, maxMs: 1000 },
+    },
     clock: { now: () => clock.now, setTimer: clock.setTimer },
     random: () => 1,
     report: (o) => outcomes.push(o),
@@ -83,9 +95,15 @@ describe('Deliverer', () => {
     const d = deliverer(state, clock, outcomes);
     d.setLeading(true);
     await d.idle();
-    expect(ops(double)).toEqual(['get /var/sandbox/.env_ready 404', 'upload /var/sandbox/env.sh 200', 'upload /var/sandbox/.env_ready 200']);
+    expect(ops(double)).toEqual([
+      'get /var/sandbox/.env_ready 404',
+      'upload /var/sandbox/env.sh 200',
+      'upload /var/sandbox/.env_ready 200',
+    ]);
     expect(readFileSync(path.join(dir, 'env.sh'), 'utf8')).toBe(renderEnvFile({ A: 'one', B: "it's" }));
-    expect(outcomes).toEqual([{ kind: 'delivered', key: KEY, podUid: 'pod-1', variables: 2, requests: 3, claimToReadyMs: 1000, rewrite: false }]);
+    expect(outcomes).toEqual([
+      { kind: 'delivered', key: KEY, podUid: 'pod-1', variables: 2, requests: 3, claimToReadyMs: 1000, rewrite: false },
+    ]);
 
     d.enqueue(KEY);
     await d.idle();
@@ -114,7 +132,11 @@ describe('Deliverer', () => {
       await d.idle();
     }
     expect(waits).toEqual([100, 200, 400]);
-    expect(outcomes.filter((o) => o.kind === 'failed').map((o) => o.kind === 'failed' && o.firstOfStreak)).toEqual([true, false, false]);
+    expect(outcomes.filter((o) => o.kind === 'failed').map((o) => o.kind === 'failed' && o.firstOfStreak)).toEqual([
+      true,
+      false,
+      false,
+    ]);
     expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered' });
     expect(readdirSync(dir).sort()).toEqual(['.env_ready', 'env.sh']);
   });
@@ -131,7 +153,9 @@ describe('Deliverer', () => {
     await d.idle();
     expect(clock.pending()).toEqual([]);
     expect(ops(double)).toEqual(['get /var/sandbox/.env_ready 401']);
-    expect(outcomes).toEqual([expect.objectContaining({ kind: 'failed', reason: 'unauthorized', retryInMs: undefined })]);
+    expect(outcomes).toEqual([
+      expect.objectContaining({ kind: 'failed', reason: 'unauthorized', retryInMs: undefined }),
+    ]);
     expect(readdirSync(dir)).toEqual([]);
 
     state.current = world(double.url, { A: 'x' }, 'right');

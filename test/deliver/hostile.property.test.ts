@@ -29,10 +29,21 @@ const STATUS = 'agents.kruise.io/runtime-injection-status';
 
 const secretValue = fc.string({ maxLength: 20 }).map((s) => `${SECRET}${s}`);
 const tokenValue = fc.string({ maxLength: 12 }).map((s) => `${TOKEN_MARK}${s}`);
-const varName = fc.oneof(fc.stringMatching(/^[A-Z_][A-Z0-9_]{0,8}$/), fc.string({ maxLength: 8 })).filter((n) => !n.includes(SECRET) && !n.includes(TOKEN_MARK));
-const envVars = fc.dictionary(varName, fc.oneof(secretValue, secretValue, fc.integer(), fc.constant(null), fc.array(secretValue, { maxLength: 2 })), { maxKeys: 5 });
+const varName = fc
+  .oneof(fc.stringMatching(/^[A-Z_][A-Z0-9_]{0,8}$/), fc.string({ maxLength: 8 }))
+  .filter((n) => !n.includes(SECRET) && !n.includes(TOKEN_MARK));
+const envVars = fc.dictionary(
+  varName,
+  fc.oneof(secretValue, secretValue, fc.integer(), fc.constant(null), fc.array(secretValue, { maxLength: 2 })),
+  { maxKeys: 5 },
+);
 const requestText = fc.oneof(
-  fc.record({ envVars: fc.oneof(envVars, secretValue, fc.constant(null)), accessToken: fc.oneof(tokenValue, fc.integer()) }, { requiredKeys: [] }).map((r) => JSON.stringify(r)),
+  fc
+    .record(
+      { envVars: fc.oneof(envVars, secretValue, fc.constant(null)), accessToken: fc.oneof(tokenValue, fc.integer()) },
+      { requiredKeys: [] },
+    )
+    .map((r) => JSON.stringify(r)),
   envVars.map((v) => JSON.stringify(v)),
   fc.string({ maxLength: 60 }),
   envVars.map((v) => JSON.stringify({ envVars: v }).slice(0, -3)),
@@ -43,10 +54,21 @@ const runtimeUrl = fc.oneof(
   fc.webUrl({ withQueryParameters: true, withFragments: true }),
   fc.string({ maxLength: 30 }),
   tokenValue.map((t) => `http://user:${t}@rt.example:1`),
-  fc.constantFrom('https://rt:1', 'javascript:alert(1)', 'http://[::1]:49983/', 'http://', 'ftp://x/', 'http://rt:99999'),
+  fc.constantFrom(
+    'https://rt:1',
+    'javascript:alert(1)',
+    'http://[::1]:49983/',
+    'http://',
+    'ftp://x/',
+    'http://rt:99999',
+  ),
 );
 const podIP = fc.oneof(fc.constant(undefined), fc.ipV4(), fc.ipV6(), fc.string({ maxLength: 20 }), fc.integer());
-const status = fc.oneof(fc.constant(JSON.stringify({ wrapped: ['main'] })), fc.string({ maxLength: 30 }), fc.constant(JSON.stringify({ wrapped: 'main' })));
+const status = fc.oneof(
+  fc.constant(JSON.stringify({ wrapped: ['main'] })),
+  fc.string({ maxLength: 30 }),
+  fc.constant(JSON.stringify({ wrapped: 'main' })),
+);
 
 function withoutUndefined(map: Record<string, string | undefined>): Record<string, string> {
   return Object.fromEntries(Object.entries(map).filter((entry): entry is [string, string] => entry[1] !== undefined));
@@ -54,37 +76,52 @@ function withoutUndefined(map: Record<string, string | undefined>): Record<strin
 
 describe('delivery fuzz: malformed annotations', () => {
   const runs = propertyRuns(100_000);
-  it(`for ${runs} annotation sets: a decision, never a crash, never a value or token in a reason`, () => {
-    fc.assert(
-      fc.property(requestText, runtimeUrl, runtimeUrl, fc.option(tokenValue, { nil: undefined }), podIP, status, (request, url, legacy, token, ip, podStatus) => {
-        const sandbox: DeliverySandbox = {
-          metadata: {
-            name: 's',
-            namespace: 'n',
-            annotations: withoutUndefined({
-              'agents.kruise.io/init-runtime-request': request,
-              'agents.kruise.io/runtime-url': url,
-              'e2b.agents.kruise.io/envd-url': legacy,
-              'agents.kruise.io/runtime-access-token': token,
-            }),
+  it(
+    `for ${runs} annotation sets: a decision, never a crash, never a value or token in a reason`,
+    () => {
+      fc.assert(
+        fc.property(
+          requestText,
+          runtimeUrl,
+          runtimeUrl,
+          fc.option(tokenValue, { nil: undefined }),
+          podIP,
+          status,
+          (request, url, legacy, token, ip, podStatus) => {
+            const sandbox: DeliverySandbox = {
+              metadata: {
+                name: 's',
+                namespace: 'n',
+                annotations: withoutUndefined({
+                  'agents.kruise.io/init-runtime-request': request,
+                  'agents.kruise.io/runtime-url': url,
+                  'e2b.agents.kruise.io/envd-url': legacy,
+                  'agents.kruise.io/runtime-access-token': token,
+                }),
+              },
+              status: { podInfo: { podIP: ip } },
+            };
+            const pod = {
+              metadata: { uid: 'u', annotations: { [STATUS]: podStatus } },
+              spec: { containers: [] },
+            } as unknown as Pod;
+            const decision = claimDecision(sandbox, pod, { runtimePort: 49983 });
+            if (decision.kind === 'refused') {
+              expect(decision.reason).not.toContain(SECRET);
+              expect(decision.reason).not.toContain(TOKEN_MARK);
+              expect(decision.reason.length).toBeLessThan(400);
+            }
+            if (decision.kind === 'deliver') {
+              expect(decision.target.runtimeUrl).toMatch(/^http:\/\/[^/@?#]+(\/[^?#]*)?$/);
+              expect(decision.target.marker).toBe(markerOf(decision.target.content));
+            }
           },
-          status: { podInfo: { podIP: ip } },
-        };
-        const pod = { metadata: { uid: 'u', annotations: { [STATUS]: podStatus } }, spec: { containers: [] } } as unknown as Pod;
-        const decision = claimDecision(sandbox, pod, { runtimePort: 49983 });
-        if (decision.kind === 'refused') {
-          expect(decision.reason).not.toContain(SECRET);
-          expect(decision.reason).not.toContain(TOKEN_MARK);
-          expect(decision.reason.length).toBeLessThan(400);
-        }
-        if (decision.kind === 'deliver') {
-          expect(decision.target.runtimeUrl).toMatch(/^http:\/\/[^/@?#]+(\/[^?#]*)?$/);
-          expect(decision.target.marker).toBe(markerOf(decision.target.content));
-        }
-      }),
-      { numRuns: runs },
-    );
-  }, propertyTimeout(runs, 2));
+        ),
+        { numRuns: runs },
+      );
+    },
+    propertyTimeout(runs, 2),
+  );
 });
 
 const behaviour: fc.Arbitrary<EnvdBehaviour> = fc.oneof(
@@ -107,81 +144,96 @@ describe('delivery fuzz: a hostile envd', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it(`for ${runs} hostile answer sequences: no crash, no write outside the env dir, no value reported, and the next good claim is delivered`, async () => {
-    const clock = new FakeClock();
-    const outcomes: DeliveryOutcome[] = [];
-    const bugs: unknown[] = [];
-    let current: { sandbox: DeliverySandbox; pod: Pod } | undefined;
-    const deliverer = new Deliverer({
-      cache: { get: () => current?.sandbox, keys: () => ['n/s'], podOf: () => current?.pod },
-      envd: envdFiles({ fetch: globalThis.fetch, timeoutMs: 60, maxBodyBytes: 4096 }),
-      settings: { envDir: '/var/sandbox', user: 'root', runtimePort: 1, concurrency: 2, backoff: { minMs: 10, maxMs: 100 } },
-      clock: { now: () => clock.now, setTimer: clock.setTimer },
-      random: Math.random,
-      report: (outcome) => outcomes.push(outcome),
-      onBug: (_key, error) => bugs.push(error),
-    });
-    deliverer.setLeading(true);
-    let serial = 0;
-    const claimWith = (vars: Record<string, string>) => {
-      serial += 1;
-      current = {
-        sandbox: {
-          metadata: {
-            name: 's',
-            namespace: 'n',
-            annotations: {
-              'agents.kruise.io/init-runtime-request': JSON.stringify({ envVars: vars, accessToken: 'tok' }),
-              'agents.kruise.io/runtime-url': double.url,
+  it(
+    `for ${runs} hostile answer sequences: no crash, no write outside the env dir, no value reported, and the next good claim is delivered`,
+    async () => {
+      const clock = new FakeClock();
+      const outcomes: DeliveryOutcome[] = [];
+      const bugs: unknown[] = [];
+      let current: { sandbox: DeliverySandbox; pod: Pod } | undefined;
+      const deliverer = new Deliverer({
+        cache: { get: () => current?.sandbox, keys: () => ['n/s'], podOf: () => current?.pod },
+        envd: envdFiles({ fetch: globalThis.fetch, timeoutMs: 60, maxBodyBytes: 4096 }),
+        settings: {
+          envDir: '/var/sandbox',
+          user: 'root',
+          runtimePort: 1,
+          concurrency: 2,
+          backoff: { minMs: 10, maxMs: 100 },
+        },
+        clock: { now: () => clock.now, setTimer: clock.setTimer },
+        random: Math.random,
+        report: (outcome) => outcomes.push(outcome),
+        onBug: (_key, error) => bugs.push(error),
+      });
+      deliverer.setLeading(true);
+      let serial = 0;
+      const claimWith = (vars: Record<string, string>) => {
+        serial += 1;
+        current = {
+          sandbox: {
+            metadata: {
+              name: 's',
+              namespace: 'n',
+              annotations: {
+                'agents.kruise.io/init-runtime-request': JSON.stringify({ envVars: vars, accessToken: 'tok' }),
+                'agents.kruise.io/runtime-url': double.url,
+              },
             },
           },
-        },
-        pod: { metadata: { uid: `pod-${serial}`, annotations: { [STATUS]: JSON.stringify({ wrapped: ['main'] }) } }, spec: { containers: [] } },
+          pod: {
+            metadata: { uid: `pod-${serial}`, annotations: { [STATUS]: JSON.stringify({ wrapped: ['main'] }) } },
+            spec: { containers: [] },
+          },
+        };
+        deliverer.enqueue('n/s');
       };
-      deliverer.enqueue('n/s');
-    };
-    const settle = async () => {
-      await deliverer.idle();
-      for (let i = 0; i < 12 && clock.pending().length > 0; i += 1) {
-        clock.fire();
+      const settle = async () => {
         await deliverer.idle();
-      }
-    };
+        for (let i = 0; i < 12 && clock.pending().length > 0; i += 1) {
+          clock.fire();
+          await deliverer.idle();
+        }
+      };
 
-    await fc.assert(
-      fc.asyncProperty(
-        fc.array(behaviour, { minLength: 1, maxLength: 5 }),
-        fc.dictionary(fc.stringMatching(/^[A-Z][A-Z0-9_]{0,6}$/), secretValue, { minKeys: 1, maxKeys: 4 }),
-        fc.dictionary(fc.stringMatching(/^[A-Z][A-Z0-9_]{0,6}$/), secretValue, { minKeys: 1, maxKeys: 4 }),
-        async (answers, hostileVars, goodVars) => {
-          // A new pod: a new, empty volume. A request of an earlier case that the client gave up on may still
-          // land in the old one, as it would in the old pod.
-          const volume = mkdtempSync(path.join(dir, 'pod-'));
-          double.setRoot(volume);
-          const queue = [...answers];
-          hostileAnswers += queue.length;
-          double.setBehaviour(() => queue.shift() ?? 'normal');
-          claimWith(hostileVars);
-          await settle();
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(behaviour, { minLength: 1, maxLength: 5 }),
+          fc.dictionary(fc.stringMatching(/^[A-Z][A-Z0-9_]{0,6}$/), secretValue, { minKeys: 1, maxKeys: 4 }),
+          fc.dictionary(fc.stringMatching(/^[A-Z][A-Z0-9_]{0,6}$/), secretValue, { minKeys: 1, maxKeys: 4 }),
+          async (answers, hostileVars, goodVars) => {
+            // A new pod: a new, empty volume. A request of an earlier case that the client gave up on may still
+            // land in the old one, as it would in the old pod.
+            const volume = mkdtempSync(path.join(dir, 'pod-'));
+            double.setRoot(volume);
+            const queue = [...answers];
+            hostileAnswers += queue.length;
+            double.setBehaviour(() => queue.shift() ?? 'normal');
+            claimWith(hostileVars);
+            await settle();
 
-          double.setBehaviour(undefined);
-          claimWith(goodVars);
-          await settle();
-          const content = renderEnvFile(goodVars);
-          expect(readFileSync(path.join(volume, 'env.sh'), 'utf8')).toBe(content);
-          expect(readFileSync(path.join(volume, '.env_ready'), 'utf8')).toBe(markerOf(content));
-          expect(readdirSync(volume).filter((name) => !['env.sh', '.env_ready', '.env.sh.tmp'].includes(name))).toEqual([]);
-          expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered' });
-          expect(double.outside).toEqual([]);
-          expect(bugs).toEqual([]);
-          const reported = JSON.stringify([outcomes, outcomes.map(eventFor)]);
-          expect(reported).not.toContain(SECRET);
-          expect(reported).not.toContain('"tok"');
-          outcomes.length = 0;
-        },
-      ),
-      { numRuns: runs },
-    );
-    expect(hostileAnswers).toBeGreaterThanOrEqual(runs);
-  }, propertyTimeout(runs, 400));
+            double.setBehaviour(undefined);
+            claimWith(goodVars);
+            await settle();
+            const content = renderEnvFile(goodVars);
+            expect(readFileSync(path.join(volume, 'env.sh'), 'utf8')).toBe(content);
+            expect(readFileSync(path.join(volume, '.env_ready'), 'utf8')).toBe(markerOf(content));
+            expect(
+              readdirSync(volume).filter((name) => !['env.sh', '.env_ready', '.env.sh.tmp'].includes(name)),
+            ).toEqual([]);
+            expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered' });
+            expect(double.outside).toEqual([]);
+            expect(bugs).toEqual([]);
+            const reported = JSON.stringify([outcomes, outcomes.map(eventFor)]);
+            expect(reported).not.toContain(SECRET);
+            expect(reported).not.toContain('"tok"');
+            outcomes.length = 0;
+          },
+        ),
+        { numRuns: runs },
+      );
+      expect(hostileAnswers).toBeGreaterThanOrEqual(runs);
+    },
+    propertyTimeout(runs, 400),
+  );
 });

@@ -5,7 +5,11 @@ import { createMetrics } from '../../src/server/metrics.js';
 import { tableRows, unquote } from './markdown-table.js';
 
 describe('docs/errors.md', () => {
-  const rows = tableRows('errors.md', 'code').map(([code = '', kind, status]) => ({ code: unquote(code), kind, status }));
+  const rows = tableRows('errors.md', 'code').map(([code = '', kind, status]) => ({
+    code: unquote(code),
+    kind,
+    status,
+  }));
 
   it('lists every code of src/errors.ts once, with its kind and status, and no other', () => {
     const catalogue = CATALOGUE.map(({ code, kind, status }) => ({ code, kind, status: String(status) }));
@@ -23,7 +27,9 @@ describe('docs/server.md metrics table', () => {
   it('names exactly the metrics the server registers', async () => {
     const metrics = createMetrics({ defaultMetrics: false, configLoadedAt: () => undefined, now: Date.now });
     const registered = (await metrics.registry.getMetricsAsJSON()).map((metric) => metric.name).sort();
-    const documented = tableRows('server.md', 'metric').map(([name = '']) => unquote(name)).sort();
+    const documented = tableRows('server.md', 'metric')
+      .map(([name = '']) => unquote(name))
+      .sort();
     expect(documented).toEqual(registered);
   });
 });
@@ -33,7 +39,9 @@ describe('docs/deliver-env.md metrics table', () => {
     const { createDeliveryMetrics } = await import('../../src/deliver/metrics.js');
     const metrics = createDeliveryMetrics({ defaultMetrics: false });
     const registered = (await metrics.registry.getMetricsAsJSON()).map((metric) => metric.name).sort();
-    const documented = tableRows('deliver-env.md', 'metric').map(([name = '']) => unquote(name)).sort();
+    const documented = tableRows('deliver-env.md', 'metric')
+      .map(([name = '']) => unquote(name))
+      .sort();
     expect(documented).toEqual(registered);
   });
 });

@@ -8,7 +8,12 @@ import { describe, expect, it } from 'vitest';
 import { DOCS_DIR } from './markdown-table.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
-const FILES = [`${ROOT}README.md`, ...readdirSync(DOCS_DIR).filter((name) => name.endsWith('.md')).map((name) => `${DOCS_DIR}${name}`)];
+const FILES = [
+  `${ROOT}README.md`,
+  ...readdirSync(DOCS_DIR)
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `${DOCS_DIR}${name}`),
+];
 
 /** The command lines of the sh and console blocks: a console block's lines after `$ `, every line of an sh block. */
 function shellLines(text: string): string[] {
@@ -24,7 +29,9 @@ function shellLines(text: string): string[] {
 
 describe('the command in README.md and docs/', () => {
   it.each(FILES.map((path) => [path.slice(ROOT.length), path]))('%s runs it as npx sandbox-injector', (_name, path) => {
-    const wrong = shellLines(readFileSync(path, 'utf8')).filter((line) => /(^|[;&|]\s*)(node\s+\S*dist\/cli\/main\.js|sandbox-injector\s)/.test(line));
+    const wrong = shellLines(readFileSync(path, 'utf8')).filter((line) =>
+      /(^|[;&|]\s*)(node\s+\S*dist\/cli\/main\.js|sandbox-injector\s)/.test(line),
+    );
     expect(wrong).toEqual([]);
   });
 

@@ -92,9 +92,11 @@ function stage(command: string, input: string): string {
   const [name, ...args] = words(command);
   const joined = args.join(' ');
   const lines = (text: string[]): string => text.map((line) => `${line}\n`).join('');
-  if (name === 'jq' && joined === '-r .response.patch') return `${(JSON.parse(input) as { response: { patch: string } }).response.patch}\n`;
+  if (name === 'jq' && joined === '-r .response.patch')
+    return `${(JSON.parse(input) as { response: { patch: string } }).response.patch}\n`;
   if (name === 'base64' && joined === '-d') return Buffer.from(input.trim(), 'base64').toString('utf8');
-  if (name === 'jq' && joined === "-c .[]") return lines((JSON.parse(input) as unknown[]).map((element) => JSON.stringify(element)));
+  if (name === 'jq' && joined === '-c .[]')
+    return lines((JSON.parse(input) as unknown[]).map((element) => JSON.stringify(element)));
   if (name === 'jq' && joined === '-r .[] | "\\(.op) \\(.path)"') {
     return lines((JSON.parse(input) as { op: string; path: string }[]).map(({ op, path }) => `${op} ${path}`));
   }
@@ -135,7 +137,11 @@ describe('the curl examples', () => {
 
   it('print what the server answers, line for line', () => {
     for (const { example, output } of results) {
-      expect({ file: example.file, command: example.command, output: example.output }).toEqual({ file: example.file, command: example.command, output });
+      expect({ file: example.file, command: example.command, output: example.output }).toEqual({
+        file: example.file,
+        command: example.command,
+        output,
+      });
     }
   });
 });

@@ -84,10 +84,20 @@ for (const [file, rows] of [
 ] as const) {
   describe(`docs/${file} flags tables`, () => {
     const documented: DocumentedOption[] = documentedRows(file)
-      .map(([flag = '', env = '', fallback = '']) => ({ flag: single(flag), env: single(env), default: documentedDefault(fallback) }))
+      .map(([flag = '', env = '', fallback = '']) => ({
+        flag: single(flag),
+        env: single(env),
+        default: documentedDefault(fallback),
+      }))
       .sort(byFlag);
-    const options: DocumentedOption[] = Object.values(rows as Record<string, { flag: string; env: string; default: unknown }>)
-      .map((row) => ({ flag: `--${row.flag}`, env: row.env, default: expectedDefault(row.default as string | number | boolean | undefined) }))
+    const options: DocumentedOption[] = Object.values(
+      rows as Record<string, { flag: string; env: string; default: unknown }>,
+    )
+      .map((row) => ({
+        flag: `--${row.flag}`,
+        env: row.env,
+        default: expectedDefault(row.default as string | number | boolean | undefined),
+      }))
       .sort(byFlag);
 
     it('has one row per option, and no row that is not an option', () => {
@@ -98,7 +108,9 @@ for (const [file, rows] of [
       // Rows missing or extra are the test above's to report; here each row is compared with its option.
       const flags = new Set(options.map((option) => option.flag));
       const documentedFlags = new Set(documented.map((row) => row.flag));
-      expect(documented.filter((row) => flags.has(row.flag))).toEqual(options.filter((option) => documentedFlags.has(option.flag)));
+      expect(documented.filter((row) => flags.has(row.flag))).toEqual(
+        options.filter((option) => documentedFlags.has(option.flag)),
+      );
     });
   });
 }

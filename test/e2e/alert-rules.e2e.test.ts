@@ -12,8 +12,14 @@ import { createMetrics } from '../../src/server/metrics.js';
 import { repoRoot, resolveToolDir } from './support/binaries.js';
 import { findObject, renderWithComponents } from './support/components.js';
 import { at } from './support/json.js';
-import { ALERTS, ALERT_TESTS_DIR, RULES_FILE, alertTestFiles, runPromtool, writeRulesWithTests } from './support/promtool.js';
-
+import {
+  ALERTS,
+  ALERT_TESTS_DIR,
+  RULES_FILE,
+  alertTestFiles,
+  runPromtool,
+  writeRulesWithTests,
+} from './support/promtool.js';
 
 interface Rule {
   alert: string;
@@ -82,7 +88,9 @@ describe('the PrometheusRule of manifests/components/monitoring', () => {
   });
 
   it('would fail promtool check rules with a broken expression (control for the check above)', async () => {
-    const { dir } = folderWith(withRule('SandboxInjectorDenials', (rule) => (rule.expr = rule.expr.replace('[5m]', '[5m'))));
+    const { dir } = folderWith(
+      withRule('SandboxInjectorDenials', (rule) => (rule.expr = rule.expr.replace('[5m]', '[5m'))),
+    );
     const result = await runPromtool(['check', 'rules', RULES_FILE], dir);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/SandboxInjectorDenials|parse error/);
@@ -105,7 +113,9 @@ describe('the PrometheusRule of manifests/components/monitoring', () => {
   });
 
   it('alerts on slow admissions at half the webhook timeout of manifests/base, a bucket bound of the histogram', async () => {
-    const webhookConfig: unknown = parseYaml(readFileSync(path.join(repoRoot, 'manifests', 'base', 'mutatingwebhookconfiguration.yaml'), 'utf8'));
+    const webhookConfig: unknown = parseYaml(
+      readFileSync(path.join(repoRoot, 'manifests', 'base', 'mutatingwebhookconfiguration.yaml'), 'utf8'),
+    );
     const timeoutSeconds = at(webhookConfig, 'webhooks', 0, 'timeoutSeconds');
     expect(timeoutSeconds).toEqual(expect.any(Number));
     const half = String(Number(timeoutSeconds) / 2);
@@ -130,14 +140,17 @@ describe('promtool test rules on test/alerts/', () => {
   });
 
   it('has, for every alert, an evaluation where it fires and one where it stays quiet', () => {
-    const expectations = new Map<string, { fires: number; quiet: number }>(ALERTS.map((a) => [a, { fires: 0, quiet: 0 }]));
+    const expectations = new Map<string, { fires: number; quiet: number }>(
+      ALERTS.map((a) => [a, { fires: 0, quiet: 0 }]),
+    );
     for (const name of alertTestFiles()) {
       const file: unknown = parseYaml(readFileSync(path.join(ALERT_TESTS_DIR, name), 'utf8'));
       expect(at(file, 'rule_files'), name).toEqual([RULES_FILE]);
       for (const test of (at(file, 'tests') ?? []) as unknown[]) {
         for (const check of (at(test, 'alert_rule_test') ?? []) as unknown[]) {
           const counts = expectations.get(String(at(check, 'alertname')));
-          if (counts === undefined) throw new Error(`${name}: a test of an unknown alert ${String(at(check, 'alertname'))}`);
+          if (counts === undefined)
+            throw new Error(`${name}: a test of an unknown alert ${String(at(check, 'alertname'))}`);
           const expected = at(check, 'exp_alerts');
           if (Array.isArray(expected) && expected.length > 0) counts.fires += 1;
           else counts.quiet += 1;
@@ -159,7 +172,9 @@ describe('promtool test rules on test/alerts/', () => {
   }
 
   it.each(ALERTS)('fail when %s never fires', async (alert) => {
-    const output = await failuresWith(withRule(alert, (rule) => (rule.expr = `(${rule.expr}) and on () vector(0) > 1`)));
+    const output = await failuresWith(
+      withRule(alert, (rule) => (rule.expr = `(${rule.expr}) and on () vector(0) > 1`)),
+    );
     expect(output).toContain(`alertname: ${alert},`);
   });
 
@@ -169,11 +184,27 @@ describe('promtool test rules on test/alerts/', () => {
   });
 
   it.each([
-    ['SandboxInjectorConfigKeyStale', 'a misspelt metric', (rule: Rule) => (rule.expr = rule.expr.replace('config_key_fallback', 'config_key_fallbacks'))],
-    ['SandboxInjectorSlowAdmissions', 'a threshold of 10% instead of 1%', (rule: Rule) => (rule.expr = rule.expr.replace('> 0.01', '> 0.1'))],
-    ['SandboxInjectorCertificateExpiringSoon', 'a certificate not yet loaded (0) counted as expiring', (rule: Rule) => (rule.expr = rule.expr.replace(' > 0)', ')'))],
+    [
+      'SandboxInjectorConfigKeyStale',
+      'a misspelt metric',
+      (rule: Rule) => (rule.expr = rule.expr.replace('config_key_fallback', 'config_key_fallbacks')),
+    ],
+    [
+      'SandboxInjectorSlowAdmissions',
+      'a threshold of 10% instead of 1%',
+      (rule: Rule) => (rule.expr = rule.expr.replace('> 0.01', '> 0.1')),
+    ],
+    [
+      'SandboxInjectorCertificateExpiringSoon',
+      'a certificate not yet loaded (0) counted as expiring',
+      (rule: Rule) => (rule.expr = rule.expr.replace(' > 0)', ')')),
+    ],
     ['SandboxInjectorDenials', 'no `for`', (rule: Rule) => delete rule.for],
-    ['SandboxInjectorNoReadyReplica', 'the fallback on `up` left out', (rule: Rule) => (rule.expr = rule.expr.slice(0, rule.expr.indexOf('\nor')))],
+    [
+      'SandboxInjectorNoReadyReplica',
+      'the fallback on `up` left out',
+      (rule: Rule) => (rule.expr = rule.expr.slice(0, rule.expr.indexOf('\nor'))),
+    ],
   ] as const)('fail when %s has %s', async (alert, _what, change) => {
     const broken = withRule(alert, change);
     expect(ruleOf(broken, alert)).not.toEqual(ruleOf(spec, alert));

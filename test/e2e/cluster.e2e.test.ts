@@ -50,12 +50,7 @@ describe('e2e test cluster', () => {
   it('establishes the Sandbox CRD', async () => {
     const c = cluster();
     await c.kubectlOk(['apply', '-f', CRD_PATH]);
-    await c.kubectlOk([
-      'wait',
-      '--for=condition=Established',
-      'crd/sandboxes.agents.kruise.io',
-      '--timeout=60s',
-    ]);
+    await c.kubectlOk(['wait', '--for=condition=Established', 'crd/sandboxes.agents.kruise.io', '--timeout=60s']);
     const crd = await getJson(['get', 'crd', 'sandboxes.agents.kruise.io']);
     expect(at(crd, 'spec', 'group')).toBe('agents.kruise.io');
     expect(at(crd, 'spec', 'scope')).toBe('Namespaced');
@@ -143,15 +138,7 @@ describe('e2e test cluster', () => {
 
   it('supports server dry-run, impersonation with RBAC, and kustomize', async () => {
     const c = cluster();
-    const dry = await getJson([
-      '-n',
-      NS,
-      'create',
-      'configmap',
-      'dry',
-      '--from-literal=k=v',
-      '--dry-run=server',
-    ]);
+    const dry = await getJson(['-n', NS, 'create', 'configmap', 'dry', '--from-literal=k=v', '--dry-run=server']);
     expect(at(dry, 'data', 'k')).toBe('v');
     expect(at(dry, 'metadata', 'uid')).toEqual(expect.any(String));
     const notStored = await c.kubectl(['-n', NS, 'get', 'configmap', 'dry']);

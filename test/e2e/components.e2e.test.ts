@@ -35,7 +35,8 @@ function cluster(): TestCluster {
 }
 
 const deploymentOf = (objects: KubeObject[]): KubeObject => findObject(objects, 'Deployment', NAME);
-const containerOf = (objects: KubeObject[]): unknown => at(deploymentOf(objects), 'spec', 'template', 'spec', 'containers', 0);
+const containerOf = (objects: KubeObject[]): unknown =>
+  at(deploymentOf(objects), 'spec', 'template', 'spec', 'containers', 0);
 
 beforeAll(async () => {
   current = await startCluster();
@@ -64,19 +65,27 @@ describe('kubectl kustomize with manifests/components/', () => {
 
   it('adds the autoscaler, the metrics Service, the ServiceMonitor and the PrometheusRule, and changes only the Deployment and the PDB', () => {
     const before = new Map(base.map((o) => [objectId(o), o]));
-    const added = both.filter((o) => !before.has(objectId(o))).map(objectId).sort();
+    const added = both
+      .filter((o) => !before.has(objectId(o)))
+      .map(objectId)
+      .sort();
     expect(added).toEqual([
       `HorizontalPodAutoscaler/${NS}/${NAME}`,
       `PrometheusRule/${NS}/${NAME}`,
       `Service/${NS}/${NAME}-metrics`,
       `ServiceMonitor/${NS}/${NAME}`,
     ]);
-    const changed = both.filter((o) => before.has(objectId(o)) && JSON.stringify(o) !== JSON.stringify(before.get(objectId(o))));
+    const changed = both.filter(
+      (o) => before.has(objectId(o)) && JSON.stringify(o) !== JSON.stringify(before.get(objectId(o))),
+    );
     expect(changed.map(objectId).sort()).toEqual([`Deployment/${NS}/${NAME}`, `PodDisruptionBudget/${NS}/${NAME}`]);
     expect(both).toHaveLength(base.length + 4);
     // Labelled like the rest of the install.
     for (const o of both.filter((o) => !before.has(objectId(o)))) {
-      expect(o.metadata.labels, objectId(o)).toMatchObject({ 'app.kubernetes.io/name': NAME, 'app.kubernetes.io/part-of': 'openkruise-agents' });
+      expect(o.metadata.labels, objectId(o)).toMatchObject({
+        'app.kubernetes.io/name': NAME,
+        'app.kubernetes.io/part-of': 'openkruise-agents',
+      });
     }
   });
 
@@ -102,7 +111,7 @@ describe('kubectl kustomize with manifests/components/', () => {
     expect(rest(deployment)).toEqual(rest(deploymentOf(base)));
   });
 
-  it('autoscaling: the PDB lets one replica go at a time, for the Deployment\'s pods, at any count', () => {
+  it("autoscaling: the PDB lets one replica go at a time, for the Deployment's pods, at any count", () => {
     const pdb = findObject(both, 'PodDisruptionBudget', NAME);
     expect(at(pdb, 'spec')).toEqual({
       maxUnavailable: 1,
@@ -113,13 +122,25 @@ describe('kubectl kustomize with manifests/components/', () => {
     expect(minReplicas - 1).toBeGreaterThanOrEqual(1);
     // The spread constraints are the base's, and count the same pods the PDB and the HPA's Deployment do.
     const spread = at(deploymentOf(both), 'spec', 'template', 'spec', 'topologySpreadConstraints') as unknown[];
-    expect(spread.map((c) => at(c, 'labelSelector'))).toEqual(spread.map(() => at(deploymentOf(both), 'spec', 'selector')));
+    expect(spread.map((c) => at(c, 'labelSelector'))).toEqual(
+      spread.map(() => at(deploymentOf(both), 'spec', 'selector')),
+    );
   });
 
   it('autoscaling: the request and the target are those docs/install.md works out', () => {
     const doc = readFileSync(path.join(repoRoot, 'docs', 'install.md'), 'utf8');
     const request = String(at(containerOf(both), 'resources', 'requests', 'cpu'));
-    const target = Number(at(findObject(both, 'HorizontalPodAutoscaler', NAME), 'spec', 'metrics', 0, 'resource', 'target', 'averageUtilization'));
+    const target = Number(
+      at(
+        findObject(both, 'HorizontalPodAutoscaler', NAME),
+        'spec',
+        'metrics',
+        0,
+        'resource',
+        'target',
+        'averageUtilization',
+      ),
+    );
     expect(doc).toContain(`rounded up to **${request}**`);
     expect(doc).toContain(`÷ ${(target / 100).toFixed(2)} = `);
     expect(doc).toContain(`target ${target}% of the CPU request`);
@@ -134,7 +155,9 @@ describe('kubectl kustomize with manifests/components/', () => {
     // Only the metrics Service in the namespace carries those labels: not the webhook's Service.
     const selected = both.filter((o) => o.kind === 'Service' && o.metadata.namespace === monitor.metadata.namespace);
     expect(selected.map((o) => o.metadata.name).sort()).toEqual([NAME, `${NAME}-metrics`]);
-    expect(selected.filter((o) => Object.entries(selector).every(([k, v]) => o.metadata.labels?.[k] === v))).toEqual([service]);
+    expect(selected.filter((o) => Object.entries(selector).every(([k, v]) => o.metadata.labels?.[k] === v))).toEqual([
+      service,
+    ]);
     // The job label is the Service's app.kubernetes.io/name, which the alert rules select on (job="sandbox-injector").
     expect(at(monitor, 'spec', 'jobLabel')).toBe('app.kubernetes.io/name');
     expect(service.metadata.labels?.['app.kubernetes.io/name']).toBe(NAME);
@@ -145,19 +168,27 @@ describe('kubectl kustomize with manifests/components/', () => {
     const portName = at(endpoints[0], 'port');
     const servicePort = (at(service, 'spec', 'ports') as unknown[]).find((p) => at(p, 'name') === portName);
     expect(servicePort).toBeDefined();
-    const containerPort = (at(containerOf(both), 'ports') as unknown[]).find((p) => at(p, 'name') === at(servicePort, 'targetPort'));
+    const containerPort = (at(containerOf(both), 'ports') as unknown[]).find(
+      (p) => at(p, 'name') === at(servicePort, 'targetPort'),
+    );
     expect(containerPort).toEqual({ name: 'metrics', containerPort: 9090, protocol: 'TCP' });
     expect(at(endpoints[0], 'path')).toBe('/metrics');
     expect(at(endpoints[0], 'scheme')).toBe('http');
   });
 
   it("monitoring: the webhook's Service, which kube-apiserver calls, offers the webhook port alone", () => {
-    expect(at(findObject(both, 'Service', NAME), 'spec', 'ports')).toEqual([{ name: 'https', port: 443, targetPort: 'webhook', protocol: 'TCP' }]);
+    expect(at(findObject(both, 'Service', NAME), 'spec', 'ports')).toEqual([
+      { name: 'https', port: 443, targetPort: 'webhook', protocol: 'TCP' },
+    ]);
   });
 
   it('works on the cert-manager overlay too', async () => {
     const overlay = await kustomize(cluster().binDir, path.join(MANIFESTS, 'overlays', 'cert-manager'));
-    const withComponents = await renderWithComponents(cluster().binDir, ['autoscaling', 'monitoring'], path.join(MANIFESTS, 'overlays', 'cert-manager'));
+    const withComponents = await renderWithComponents(
+      cluster().binDir,
+      ['autoscaling', 'monitoring'],
+      path.join(MANIFESTS, 'overlays', 'cert-manager'),
+    );
     expect(withComponents.map(objectId).sort()).toEqual(
       [
         ...overlay.map(objectId),
@@ -175,11 +206,15 @@ describe('kubectl kustomize with manifests/components/', () => {
 
 describe('on the API server', () => {
   beforeAll(async () => {
-    await cluster().kubectlOk(['apply', '--server-side', '-f', '-'], { input: asYaml([findObject(both, 'Namespace', NS)]) });
+    await cluster().kubectlOk(['apply', '--server-side', '-f', '-'], {
+      input: asYaml([findObject(both, 'Namespace', NS)]),
+    });
   });
 
   it('accepts everything with both components: server-side apply, strict validation, Pod Security restricted', async () => {
-    const result = await cluster().kubectl(['apply', '--server-side', '--field-manager=e2e-components', '-f', '-'], { input: asYaml(both) });
+    const result = await cluster().kubectl(['apply', '--server-side', '--field-manager=e2e-components', '-f', '-'], {
+      input: asYaml(both),
+    });
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const lines = result.stdout.trim().split('\n');
@@ -195,14 +230,19 @@ describe('on the API server', () => {
     const pdb = await stored('poddisruptionbudgets.policy');
     expect(at(pdb, 'spec')).toEqual(at(findObject(both, 'PodDisruptionBudget', NAME), 'spec'));
     const deployment = await stored('deployments.apps');
-    expect(at(deployment, 'spec', 'template', 'spec', 'containers', 0, 'resources')).toEqual(at(containerOf(both), 'resources'));
+    expect(at(deployment, 'spec', 'template', 'spec', 'containers', 0, 'resources')).toEqual(
+      at(containerOf(both), 'resources'),
+    );
     // Without a replicas field the API server defaults it to 1 (the autoscaler raises it, when one runs):
     // the dip docs/install.md describes for a fresh install.
     expect(at(deployment, 'spec', 'replicas')).toBe(1);
   });
 
   it('stores the PrometheusRule and the ServiceMonitor through the stand-in CRDs, unchanged', async () => {
-    for (const [kind, resource] of [['PrometheusRule', 'prometheusrules.monitoring.coreos.com'], ['ServiceMonitor', 'servicemonitors.monitoring.coreos.com']] as const) {
+    for (const [kind, resource] of [
+      ['PrometheusRule', 'prometheusrules.monitoring.coreos.com'],
+      ['ServiceMonitor', 'servicemonitors.monitoring.coreos.com'],
+    ] as const) {
       const stored: unknown = JSON.parse(await cluster().kubectlOk(['get', resource, NAME, '-n', NS, '-o', 'json']));
       expect(at(stored, 'spec'), kind).toEqual(at(findObject(both, kind, NAME), 'spec'));
     }
@@ -211,7 +251,9 @@ describe('on the API server', () => {
   it('refuses a PDB with both minAvailable and maxUnavailable (why the component removes minAvailable)', async () => {
     const pdb = structuredClone(findObject(both, 'PodDisruptionBudget', NAME));
     (pdb.spec as Record<string, unknown>).minAvailable = 1;
-    const result = await cluster().kubectl(['apply', '--server-side', '--dry-run=server', '-f', '-'], { input: asYaml([pdb]) });
+    const result = await cluster().kubectl(['apply', '--server-side', '--dry-run=server', '-f', '-'], {
+      input: asYaml([pdb]),
+    });
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/minAvailable and maxUnavailable cannot be both set/);
   });
@@ -219,7 +261,9 @@ describe('on the API server', () => {
   it('refuses an HPA whose maximum is under its minimum (control: the HPA is validated, not just stored)', async () => {
     const hpa = structuredClone(findObject(both, 'HorizontalPodAutoscaler', NAME));
     (hpa.spec as Record<string, unknown>).maxReplicas = 1;
-    const result = await cluster().kubectl(['apply', '--server-side', '--dry-run=server', '-f', '-'], { input: asYaml([hpa]) });
+    const result = await cluster().kubectl(['apply', '--server-side', '--dry-run=server', '-f', '-'], {
+      input: asYaml([hpa]),
+    });
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/maxReplicas/);
   });
@@ -235,7 +279,9 @@ describe('enabling autoscaling on a running install (docs/install.md)', () => {
     return deployment;
   };
   const replicas = async (): Promise<unknown> =>
-    JSON.parse(await cluster().kubectlOk(['get', 'deployments.apps', name, '-n', NS, '-o', 'jsonpath={.spec.replicas}']));
+    JSON.parse(
+      await cluster().kubectlOk(['get', 'deployments.apps', name, '-n', NS, '-o', 'jsonpath={.spec.replicas}']),
+    );
 
   it('drops to one replica when the manifest simply loses replicas', async () => {
     await cluster().kubectlOk(APPLY, { input: asYaml([renamed(base)]) });
@@ -247,13 +293,23 @@ describe('enabling autoscaling on a running install (docs/install.md)', () => {
   it('keeps the count when another field manager takes replicas over first', async () => {
     await cluster().kubectlOk(APPLY, { input: asYaml([renamed(base)]) });
     expect(await replicas()).toBe(2);
-    const replicasOnly: KubeObject = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name, namespace: NS }, spec: { replicas: 2 } };
-    await cluster().kubectlOk(['apply', '--server-side', '--field-manager=handover-to-hpa', '--validate=false', '-f', '-'], {
-      input: asYaml([replicasOnly]),
-    });
+    const replicasOnly: KubeObject = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name, namespace: NS },
+      spec: { replicas: 2 },
+    };
+    await cluster().kubectlOk(
+      ['apply', '--server-side', '--field-manager=handover-to-hpa', '--validate=false', '-f', '-'],
+      {
+        input: asYaml([replicasOnly]),
+      },
+    );
     await cluster().kubectlOk(APPLY, { input: asYaml([renamed(both)]) });
     expect(await replicas()).toBe(2);
-    const managers = JSON.parse(await cluster().kubectlOk(['get', 'deployments.apps', name, '-n', NS, '-o', 'json', '--show-managed-fields'])) as unknown;
+    const managers = JSON.parse(
+      await cluster().kubectlOk(['get', 'deployments.apps', name, '-n', NS, '-o', 'json', '--show-managed-fields']),
+    ) as unknown;
     const owners = ((at(managers, 'metadata', 'managedFields') ?? []) as unknown[])
       .filter((entry) => JSON.stringify(at(entry, 'fieldsV1')).includes('"f:replicas"'))
       .map((entry) => at(entry, 'manager'));

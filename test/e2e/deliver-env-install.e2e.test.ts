@@ -46,8 +46,11 @@ describe('manifests/components/deliver-env', () => {
       ].sort(),
     );
     const before = new Map(base.map((o) => [objectId(o), JSON.stringify(o)]));
-    expect(withComponent.filter((o) => before.has(objectId(o)) && before.get(objectId(o)) !== JSON.stringify(o))).toEqual([]);
-    for (const o of added()) expect(o.metadata.labels, objectId(o)).toMatchObject({ 'app.kubernetes.io/name': 'sandbox-injector' });
+    expect(
+      withComponent.filter((o) => before.has(objectId(o)) && before.get(objectId(o)) !== JSON.stringify(o)),
+    ).toEqual([]);
+    for (const o of added())
+      expect(o.metadata.labels, objectId(o)).toMatchObject({ 'app.kubernetes.io/name': 'sandbox-injector' });
   });
 
   it('grants reading Sandboxes and pods, creating Events, and the one Lease; nothing else', () => {
@@ -62,15 +65,28 @@ describe('manifests/components/deliver-env', () => {
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
     ]);
     const args = at(byId.get(`Deployment/sandbox-system/${NAME}`), 'spec', 'template', 'spec', 'containers', 0, 'args');
-    expect(args).toEqual(expect.arrayContaining(['deliver-env', '--lease-namespace=sandbox-system', `--lease-name=${NAME}`]));
+    expect(args).toEqual(
+      expect.arrayContaining(['deliver-env', '--lease-namespace=sandbox-system', `--lease-name=${NAME}`]),
+    );
   });
 
   it('is accepted by kube-apiserver under Pod Security "restricted" and strict field validation', async () => {
-    await cluster.kubectlOk(['apply', '-f', '-', '--server-side', '--field-manager=e2e'], { input: asYaml(base.filter((o) => o.kind === 'Namespace')) });
-    await cluster.kubectlOk(['label', 'namespace', 'sandbox-system', 'pod-security.kubernetes.io/enforce=restricted', '--overwrite']);
-    const result = await cluster.kubectl(['apply', '-f', '-', '--server-side', '--dry-run=server', '--validate=strict', '--field-manager=e2e'], {
-      input: asYaml(added()),
+    await cluster.kubectlOk(['apply', '-f', '-', '--server-side', '--field-manager=e2e'], {
+      input: asYaml(base.filter((o) => o.kind === 'Namespace')),
     });
+    await cluster.kubectlOk([
+      'label',
+      'namespace',
+      'sandbox-system',
+      'pod-security.kubernetes.io/enforce=restricted',
+      '--overwrite',
+    ]);
+    const result = await cluster.kubectl(
+      ['apply', '-f', '-', '--server-side', '--dry-run=server', '--validate=strict', '--field-manager=e2e'],
+      {
+        input: asYaml(added()),
+      },
+    );
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
   });
@@ -89,9 +105,13 @@ describe('the chart with deliverEnv.enabled', () => {
   });
 
   it('appends deliverEnv.extraArgs and sets the replicas', async () => {
-    const objects = await helm.template({ deliverEnv: { enabled: true, replicas: 3, extraArgs: ['--file-user=user'] } });
+    const objects = await helm.template({
+      deliverEnv: { enabled: true, replicas: 3, extraArgs: ['--file-user=user'] },
+    });
     const deployment = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === NAME);
     expect(at(deployment, 'spec', 'replicas')).toBe(3);
-    expect((at(deployment, 'spec', 'template', 'spec', 'containers', 0, 'args') as string[]).at(-1)).toBe('--file-user=user');
+    expect((at(deployment, 'spec', 'template', 'spec', 'containers', 0, 'args') as string[]).at(-1)).toBe(
+      '--file-user=user',
+    );
   });
 });

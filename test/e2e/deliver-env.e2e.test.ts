@@ -53,7 +53,11 @@ async function envd(token: string | undefined = TOKEN): Promise<{ double: EnvdDo
   return { double, dir };
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 30_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -75,13 +79,25 @@ async function createSandbox(spec: SandboxSpec): Promise<{ uid: string; podUid: 
     apiVersion: 'agents.kruise.io/v1alpha1',
     kind: 'Sandbox',
     metadata: { name: spec.name, namespace: NS, annotations: spec.annotations ?? {} },
-    spec: { runtimes: [{ name: 'agent-runtime' }], template: { spec: { containers: [{ name: 'main', image: 'app:1' }] } } },
+    spec: {
+      runtimes: [{ name: 'agent-runtime' }],
+      template: { spec: { containers: [{ name: 'main', image: 'app:1' }] } },
+    },
   });
-  const uid = (await cluster.kubectlOk(['-n', NS, 'get', 'sandbox', spec.name, '-o', 'jsonpath={.metadata.uid}'])).trim();
+  const uid = (
+    await cluster.kubectlOk(['-n', NS, 'get', 'sandbox', spec.name, '-o', 'jsonpath={.metadata.uid}'])
+  ).trim();
   if (spec.podIP !== undefined) {
     await cluster.kubectlOk([
-      '-n', NS, 'patch', 'sandbox', spec.name, '--subresource=status', '--type=merge',
-      '-p', JSON.stringify({ status: { podInfo: { podIP: spec.podIP } } }),
+      '-n',
+      NS,
+      'patch',
+      'sandbox',
+      spec.name,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status: { podInfo: { podIP: spec.podIP } } }),
     ]);
   }
   const podUid = await createPod(spec.name, uid, spec.wrapped ?? true);
@@ -97,8 +113,14 @@ async function createPod(sandbox: string, sandboxUid: string, wrapped: boolean, 
 async function claim(sandbox: string, vars: Record<string, string>, accessToken = TOKEN): Promise<void> {
   const request = JSON.stringify({ envVars: vars, accessToken });
   await cluster.kubectlOk([
-    '-n', NS, 'annotate', '--overwrite', 'sandbox', sandbox,
-    `${REQUEST}=${request}`, `agents.kruise.io/claim-timestamp=${new Date().toISOString()}`,
+    '-n',
+    NS,
+    'annotate',
+    '--overwrite',
+    'sandbox',
+    sandbox,
+    `${REQUEST}=${request}`,
+    `agents.kruise.io/claim-timestamp=${new Date().toISOString()}`,
   ]);
 }
 
@@ -109,17 +131,30 @@ interface EventItem {
 }
 
 async function events(sandbox: string): Promise<EventItem[]> {
-  const text = await cluster.kubectlOk(['-n', NS, 'get', 'events', '--field-selector', `involvedObject.name=${sandbox}`, '-o', 'json']);
+  const text = await cluster.kubectlOk([
+    '-n',
+    NS,
+    'get',
+    'events',
+    '--field-selector',
+    `involvedObject.name=${sandbox}`,
+    '-o',
+    'json',
+  ]);
   return (JSON.parse(text) as { items: EventItem[] }).items;
 }
 
 /** Runs the real wrapper under bash on `dir`; resolves to the environment the wrapped command started with. */
 function runWrapped(dir: string): Promise<Record<string, string>> {
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', [WRAPPER, '--', process.execPath, '-e', 'process.stdout.write(JSON.stringify(process.env))'], {
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', SANDBOX_ENV_DIR: dir },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      'bash',
+      [WRAPPER, '--', process.execPath, '-e', 'process.stdout.write(JSON.stringify(process.env))'],
+      {
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', SANDBOX_ENV_DIR: dir },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let out = '';
     let err = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
@@ -138,26 +173,47 @@ async function deliveredVariables(dir: string): Promise<Record<string, string>> 
   const bare = tempDir('si-e2e-bare-');
   await import('node:fs/promises').then((fs) => fs.writeFile(path.join(bare, '.env_ready'), ''));
   const without = await runWrapped(bare);
-  return Object.fromEntries(Object.entries(withEnv).filter(([key, value]) => without[key] !== value && key !== 'SANDBOX_ENV_DIR'));
+  return Object.fromEntries(
+    Object.entries(withEnv).filter(([key, value]) => without[key] !== value && key !== 'SANDBOX_ENV_DIR'),
+  );
 }
 
 /** The double has answered the upload of .env_ready: the file is whole, and the request is on record. */
 const readyWritten = (double: EnvdDouble): true | undefined =>
-  double.requests.some((r) => r.operation === 'upload' && r.path === '/var/sandbox/.env_ready' && r.status === 200) ? true : undefined;
+  double.requests.some((r) => r.operation === 'upload' && r.path === '/var/sandbox/.env_ready' && r.status === 200)
+    ? true
+    : undefined;
 
-const writes = (double: EnvdDouble) => double.requests.filter((r) => r.operation === 'upload' || r.operation === 'move');
+const writes = (double: EnvdDouble) =>
+  double.requests.filter((r) => r.operation === 'upload' || r.operation === 'move');
 
 /** The values (six characters or more) found in `text`, as written or JSON-escaped. */
 function valuesIn(text: string, values: readonly string[]): string[] {
-  return values.filter((value) => value.length >= 6 && (text.includes(value) || text.includes(JSON.stringify(value).slice(1, -1))));
+  return values.filter(
+    (value) => value.length >= 6 && (text.includes(value) || text.includes(JSON.stringify(value).slice(1, -1))),
+  );
 }
 
-const valuesInLogs = (logs: readonly Record<string, unknown>[], values: readonly string[]): string[] => valuesIn(JSON.stringify(logs), values);
+const valuesInLogs = (logs: readonly Record<string, unknown>[], values: readonly string[]): string[] =>
+  valuesIn(JSON.stringify(logs), values);
 
 const CONTROLLER_ARGS = (port: number): string[] => [
-  '--runtime-port', String(port), '--lease-namespace', LEASE_NS,
-  '--lease-duration-seconds', '4', '--lease-renew-deadline-seconds', '3', '--lease-retry-seconds', '1',
-  '--backoff-min-ms', '50', '--backoff-max-ms', '400', '--request-timeout-ms', '2000',
+  '--runtime-port',
+  String(port),
+  '--lease-namespace',
+  LEASE_NS,
+  '--lease-duration-seconds',
+  '4',
+  '--lease-renew-deadline-seconds',
+  '3',
+  '--lease-retry-seconds',
+  '1',
+  '--backoff-min-ms',
+  '50',
+  '--backoff-max-ms',
+  '400',
+  '--request-timeout-ms',
+  '2000',
 ];
 
 describe('deliver-env on a real kube-apiserver', () => {
@@ -168,10 +224,22 @@ describe('deliver-env on a real kube-apiserver', () => {
     await cluster.installSandboxCrd();
     await cluster.ensureNamespace(NS);
     await cluster.ensureNamespace(LEASE_NS);
-    await cluster.kubectlOk(['apply', '-f', path.join(COMPONENT, 'serviceaccount.yaml'), '-f', path.join(COMPONENT, 'rbac.yaml')]);
-    serviceAccountKubeconfig = (await serviceAccountIdentity(cluster, LEASE_NS, 'sandbox-injector-deliver-env')).kubeconfigPath;
+    await cluster.kubectlOk([
+      'apply',
+      '-f',
+      path.join(COMPONENT, 'serviceaccount.yaml'),
+      '-f',
+      path.join(COMPONENT, 'rbac.yaml'),
+    ]);
+    serviceAccountKubeconfig = (await serviceAccountIdentity(cluster, LEASE_NS, 'sandbox-injector-deliver-env'))
+      .kubeconfigPath;
     main = await envd();
-    controller = await startDeliverProcess(cluster, 'replica-a', CONTROLLER_ARGS(main.double.port), serviceAccountKubeconfig);
+    controller = await startDeliverProcess(
+      cluster,
+      'replica-a',
+      CONTROLLER_ARGS(main.double.port),
+      serviceAccountKubeconfig,
+    );
   });
 
   afterAll(async () => {
@@ -181,7 +249,7 @@ describe('deliver-env on a real kube-apiserver', () => {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('starts the waiting command with exactly the claim\'s variables, found by the pod IP', async () => {
+  it("starts the waiting command with exactly the claim's variables, found by the pod IP", async () => {
     await createSandbox({ name: 'sbx-main', podIP: '127.0.0.1' });
     const waiting = runWrapped(main.dir);
     await claim('sbx-main', CLAIM_VARS);
@@ -190,7 +258,9 @@ describe('deliver-env on a real kube-apiserver', () => {
     expect(await deliveredVariables(main.dir)).toEqual(CLAIM_VARS);
     expect(readdirSync(main.dir).sort()).toEqual(['.env_ready', 'env.sh']);
     expect(writes(main.double).map((r) => r.path)).toEqual(['/var/sandbox/env.sh', '/var/sandbox/.env_ready']);
-    const delivered = await until('EnvDelivered Event', async () => (await events('sbx-main')).find((e) => e.reason === 'EnvDelivered'));
+    const delivered = await until('EnvDelivered Event', async () =>
+      (await events('sbx-main')).find((e) => e.reason === 'EnvDelivered'),
+    );
     expect(delivered.message).toMatch(/7 variables/);
     expect(valuesIn(JSON.stringify(await events('sbx-main')), Object.values(CLAIM_VARS))).toEqual([]);
     expect(valuesInLogs(controller.logs, [...Object.values(CLAIM_VARS), TOKEN])).toEqual([]);
@@ -205,7 +275,11 @@ describe('deliver-env on a real kube-apiserver', () => {
     await controller.stop();
     const from = controller.logs.length;
     await controller.start();
-    await controller.logged((l, i = controller.logs.indexOf(l)) => i >= from && l.msg === 'env already delivered' && l.sandbox === `${NS}/sbx-main`, 'looked again');
+    await controller.logged(
+      (l, i = controller.logs.indexOf(l)) =>
+        i >= from && l.msg === 'env already delivered' && l.sandbox === `${NS}/sbx-main`,
+      'looked again',
+    );
     expect(main.double.requests.filter((r) => r.operation === 'get').length).toBeGreaterThan(getsBefore);
     expect(writes(main.double).length).toBe(before);
   });
@@ -227,12 +301,23 @@ describe('deliver-env on a real kube-apiserver', () => {
     })();
     const before = writes(main.double).length;
     await claim('sbx-main', changed);
-    await until('new env.sh', async () => ((await readFile(path.join(main.dir, 'env.sh'), 'utf8')) === newContent ? true : undefined));
-    await until('new marker', () => (readFileSync(path.join(main.dir, '.env_ready'), 'utf8').startsWith('sha256:') && writes(main.double).length === before + 3 ? true : undefined));
+    await until('new env.sh', async () =>
+      (await readFile(path.join(main.dir, 'env.sh'), 'utf8')) === newContent ? true : undefined,
+    );
+    await until('new marker', () =>
+      readFileSync(path.join(main.dir, '.env_ready'), 'utf8').startsWith('sha256:') &&
+      writes(main.double).length === before + 3
+        ? true
+        : undefined,
+    );
     reading = false;
     await reader;
     expect([...seen].filter((content) => content !== oldContent && content !== newContent)).toEqual([]);
-    expect(writes(main.double).slice(before).map((r) => [r.operation, r.path])).toEqual([
+    expect(
+      writes(main.double)
+        .slice(before)
+        .map((r) => [r.operation, r.path]),
+    ).toEqual([
       ['upload', '/var/sandbox/.env.sh.tmp'],
       ['move', '/var/sandbox/env.sh'],
       ['upload', '/var/sandbox/.env_ready'],
@@ -241,7 +326,9 @@ describe('deliver-env on a real kube-apiserver', () => {
   });
 
   it('writes again into a new pod of the same Sandbox (a new UID, an empty volume)', async () => {
-    const sandboxUid = (await cluster.kubectlOk(['-n', NS, 'get', 'sandbox', 'sbx-main', '-o', 'jsonpath={.metadata.uid}'])).trim();
+    const sandboxUid = (
+      await cluster.kubectlOk(['-n', NS, 'get', 'sandbox', 'sbx-main', '-o', 'jsonpath={.metadata.uid}'])
+    ).trim();
     await cluster.kubectlOk(['-n', NS, 'delete', 'pod', 'sbx-main-pod', '--wait=false', '--grace-period=0', '--force']);
     for (const name of readdirSync(main.dir)) rmSync(path.join(main.dir, name));
     const waiting = runWrapped(main.dir);
@@ -255,8 +342,15 @@ describe('deliver-env on a real kube-apiserver', () => {
     const unclaimed = await envd();
     const unwrapped = await envd();
     const sentinel = await envd();
-    await createSandbox({ name: 'sbx-unclaimed', annotations: { 'agents.kruise.io/runtime-url': unclaimed.double.url } });
-    await createSandbox({ name: 'sbx-unwrapped', wrapped: false, annotations: { 'agents.kruise.io/runtime-url': unwrapped.double.url } });
+    await createSandbox({
+      name: 'sbx-unclaimed',
+      annotations: { 'agents.kruise.io/runtime-url': unclaimed.double.url },
+    });
+    await createSandbox({
+      name: 'sbx-unwrapped',
+      wrapped: false,
+      annotations: { 'agents.kruise.io/runtime-url': unwrapped.double.url },
+    });
     await claim('sbx-unwrapped', { A: 'unwrapped-value' });
     // Seen after the two above by the same watch: once it is delivered, they have been looked at.
     await createSandbox({ name: 'sbx-sentinel', annotations: { 'agents.kruise.io/runtime-url': sentinel.double.url } });
@@ -272,7 +366,9 @@ describe('deliver-env on a real kube-apiserver', () => {
     const target = await envd('the-right-token');
     await createSandbox({ name: 'sbx-token', annotations: { 'agents.kruise.io/runtime-url': target.double.url } });
     await claim('sbx-token', { API_KEY: 'sk-e2e-secret-token' }, 'a-wrong-token');
-    const failed = await until('EnvDeliveryFailed Event', async () => (await events('sbx-token')).find((e) => e.reason === 'EnvDeliveryFailed'));
+    const failed = await until('EnvDeliveryFailed Event', async () =>
+      (await events('sbx-token')).find((e) => e.reason === 'EnvDeliveryFailed'),
+    );
     expect(failed.message).toMatch(/unauthorized/);
     expect(failed.message).not.toMatch(/a-wrong-token|sk-e2e-secret-token/);
     expect(readdirSync(target.dir)).toEqual([]);
@@ -284,7 +380,12 @@ describe('deliver-env on a real kube-apiserver', () => {
   });
 
   it('two replicas: one writes, the other follows and takes over when the first stops', async () => {
-    const second = await startDeliverProcess(cluster, 'replica-b', CONTROLLER_ARGS(main.double.port), serviceAccountKubeconfig);
+    const second = await startDeliverProcess(
+      cluster,
+      'replica-b',
+      CONTROLLER_ARGS(main.double.port),
+      serviceAccountKubeconfig,
+    );
     try {
       const first = await envd();
       await createSandbox({ name: 'sbx-two', annotations: { 'agents.kruise.io/runtime-url': first.double.url } });
@@ -296,7 +397,15 @@ describe('deliver-env on a real kube-apiserver', () => {
       expect(follower).toMatch(/sandbox_injector_deliver_leader 0/);
       expect(follower).toMatch(/sandbox_injector_env_deliveries_total\{outcome="delivered"\} 0/);
       expect(await metricsText(controller.metricsPort())).toMatch(/sandbox_injector_deliver_leader 1/);
-      const holder = await cluster.kubectlOk(['-n', LEASE_NS, 'get', 'lease', 'sandbox-injector-deliver-env', '-o', 'jsonpath={.spec.holderIdentity}']);
+      const holder = await cluster.kubectlOk([
+        '-n',
+        LEASE_NS,
+        'get',
+        'lease',
+        'sandbox-injector-deliver-env',
+        '-o',
+        'jsonpath={.spec.holderIdentity}',
+      ]);
       expect(holder.trim()).toBe('replica-a');
 
       await controller.stop();

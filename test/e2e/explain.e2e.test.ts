@@ -55,11 +55,19 @@ async function explainJson(args: string[]): Promise<Explanation> {
   return JSON.parse(run.stdout) as Explanation;
 }
 
-async function createSandbox(name: string, runtimes: string[], options: { annotations?: Record<string, string>; containers?: Json[]; initContainers?: Json[] } = {}): Promise<SandboxObject> {
+async function createSandbox(
+  name: string,
+  runtimes: string[],
+  options: { annotations?: Record<string, string>; containers?: Json[]; initContainers?: Json[] } = {},
+): Promise<SandboxObject> {
   const sandbox = {
     apiVersion: 'agents.kruise.io/v1alpha1',
     kind: 'Sandbox',
-    metadata: { name, namespace: NS, ...(options.annotations === undefined ? {} : { annotations: options.annotations }) },
+    metadata: {
+      name,
+      namespace: NS,
+      ...(options.annotations === undefined ? {} : { annotations: options.annotations }),
+    },
     spec: {
       runtimes: runtimes.map((r) => ({ name: r })),
       template: {
@@ -72,7 +80,9 @@ async function createSandbox(name: string, runtimes: string[], options: { annota
       },
     },
   };
-  return JSON.parse(await c().kubectlOk(['create', '-f', '-', '-o', 'json'], { input: JSON.stringify(sandbox) })) as SandboxObject;
+  return JSON.parse(
+    await c().kubectlOk(['create', '-f', '-', '-o', 'json'], { input: JSON.stringify(sandbox) }),
+  ) as SandboxObject;
 }
 
 async function createPod(pod: Json): Promise<Pod> {
@@ -85,7 +95,9 @@ function statusFrom(explanation: Explanation): Json {
   return {
     injected: fates.filter((f) => f.fate === 'injected').map((f) => f.runtime),
     present: fates.filter((f) => f.fate === 'present').map((f) => f.runtime),
-    skipped: fates.flatMap((f) => (f.fate === 'skipped' ? [{ runtime: f.runtime, reason: f.reason, message: f.message }] : [])),
+    skipped: fates.flatMap((f) =>
+      f.fate === 'skipped' ? [{ runtime: f.runtime, reason: f.reason, message: f.message }] : [],
+    ),
     wrapped: explanation.wrapped,
   };
 }
@@ -121,7 +133,9 @@ afterAll(async () => {
 
 describe('explain a selected pod', () => {
   it('--sandbox before the pod exists predicts what the webhook then records and patches', async () => {
-    const sandbox = await createSandbox('sbx-selected', ['agent-runtime', 'csi'], { annotations: { [POLICY]: 'Auto' } });
+    const sandbox = await createSandbox('sbx-selected', ['agent-runtime', 'csi'], {
+      annotations: { [POLICY]: 'Auto' },
+    });
     const predicted = await explainJson(['--sandbox', `${NS}/sbx-selected`]);
     expect(predicted.origin).toBe(`the pod Sandbox ${NS}/sbx-selected's controller would create`);
     expect(predicted.webhook).toMatchObject({ state: 'checked', configuration: 'sandbox-injector', selected: true });
@@ -146,7 +160,10 @@ describe('explain a selected pod', () => {
     const stored = await createPod(sent);
     expect(statusOf(stored)).toEqual(statusFrom(predicted));
     const admitted = fastJsonPatch.applyPatch(structuredClone(sent), predicted.patch, true, false).newDocument;
-    const names = (pod: Pod): unknown => [pod.spec.initContainers?.map((x) => [x.name, x.image]), pod.spec.volumes?.map((x) => x.name)];
+    const names = (pod: Pod): unknown => [
+      pod.spec.initContainers?.map((x) => [x.name, x.image]),
+      pod.spec.volumes?.map((x) => x.name),
+    ];
     expect(names(admitted)).toEqual(names(stored));
     expect(admitted.spec.containers[0]?.command).toEqual(stored.spec.containers[0]?.command);
   });
@@ -160,7 +177,9 @@ describe('explain a selected pod', () => {
     ]);
     expect(explained.patch).toEqual([]);
     const text = await explain(['--sandbox', `${NS}/sbx-selected`]);
-    expect(text.stdout).toContain(`Pod ${NS}/sbx-selected (the pod of Sandbox ${NS}/sbx-selected, reviewed as if created now)`);
+    expect(text.stdout).toContain(
+      `Pod ${NS}/sbx-selected (the pod of Sandbox ${NS}/sbx-selected, reviewed as if created now)`,
+    );
     expect(text.stdout).toContain('  agent-runtime: injected (recorded by an earlier admission)');
     expect(text.stdout).toContain('Patch: none, the pod is admitted as it is');
   });
@@ -184,7 +203,12 @@ describe('explain an unselected pod', () => {
           selected: false,
           objectSelector: {
             matches: false,
-            failed: [{ term: 'matchLabels agents.kruise.io/created-by=sandbox', reason: 'label agents.kruise.io/created-by is not set' }],
+            failed: [
+              {
+                term: 'matchLabels agents.kruise.io/created-by=sandbox',
+                reason: 'label agents.kruise.io/created-by is not set',
+              },
+            ],
           },
           namespaceSelector: { matches: true },
         },
@@ -204,7 +228,11 @@ describe('explain an unselected pod', () => {
       JSON.stringify({
         apiVersion: 'v1',
         kind: 'Pod',
-        metadata: { name: 'system-pod', namespace: 'kube-system', labels: { 'agents.kruise.io/created-by': 'sandbox' } },
+        metadata: {
+          name: 'system-pod',
+          namespace: 'kube-system',
+          labels: { 'agents.kruise.io/created-by': 'sandbox' },
+        },
         spec: { containers: [{ name: 'main', image: 'busybox' }] },
       }),
     );
@@ -220,7 +248,12 @@ describe('explain an unselected pod', () => {
   });
 
   it('says so when the webhook configuration is not installed', async () => {
-    const explained = await explainJson(['--pod', `${NS}/sbx-selected`, '--webhook-configuration', 'not-installed-here']);
+    const explained = await explainJson([
+      '--pod',
+      `${NS}/sbx-selected`,
+      '--webhook-configuration',
+      'not-installed-here',
+    ]);
     expect(explained.webhook).toEqual({ state: 'not-installed', configuration: 'not-installed-here' });
   });
 });
@@ -232,17 +265,32 @@ describe('explain a pod whose runtime is skipped', () => {
     });
     const predicted = await explainJson(['--sandbox', `${NS}/sbx-skipped`]);
     expect(predicted.runtimes).toEqual([
-      { runtime: 'agent-runtime', fate: 'skipped', reason: 'container-name-conflict', message: expect.any(String) as unknown, earlier: false },
+      {
+        runtime: 'agent-runtime',
+        fate: 'skipped',
+        reason: 'container-name-conflict',
+        message: expect.any(String) as unknown,
+        earlier: false,
+      },
       { runtime: 'csi', fate: 'injected', earlier: false },
     ]);
-    expect(predicted.warnings.some((w) => w.startsWith(`Sandbox ${NS}/sbx-skipped: agent-runtime: skipped`))).toBe(true);
+    expect(predicted.warnings.some((w) => w.startsWith(`Sandbox ${NS}/sbx-skipped: agent-runtime: skipped`))).toBe(
+      true,
+    );
 
     const stored = await createPod(podFromSandbox(sandbox));
     expect(statusOf(stored)).toEqual(statusFrom(predicted));
     const explained = await explainJson(['--pod', `${NS}/sbx-skipped`]);
-    expect(explained.runtimes[0]).toMatchObject({ runtime: 'agent-runtime', fate: 'skipped', reason: 'container-name-conflict', earlier: true });
+    expect(explained.runtimes[0]).toMatchObject({
+      runtime: 'agent-runtime',
+      fate: 'skipped',
+      reason: 'container-name-conflict',
+      earlier: true,
+    });
     const text = await explain(['--pod', `${NS}/sbx-skipped`]);
-    expect(text.stdout).toMatch(/^ {2}agent-runtime: skipped, container-name-conflict: .+ \(recorded by an earlier admission\)$/m);
+    expect(text.stdout).toMatch(
+      /^ {2}agent-runtime: skipped, container-name-conflict: .+ \(recorded by an earlier admission\)$/m,
+    );
   });
 });
 

@@ -28,7 +28,16 @@ import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
 import { renderWithComponents } from './support/components.js';
 import { ALERTS } from './support/promtool.js';
 import { settleScaledToZero } from './support/deployment-controller.js';
-import { CHART, KUBE_VERSION, makeHelm, NAMESPACE, parseObjects, RELEASE, type Helm, type KubeObject } from './support/helm.js';
+import {
+  CHART,
+  KUBE_VERSION,
+  makeHelm,
+  NAMESPACE,
+  parseObjects,
+  RELEASE,
+  type Helm,
+  type KubeObject,
+} from './support/helm.js';
 import { serviceAccountIdentity } from './support/identities.js';
 import { at } from './support/json.js';
 import { podFromSandbox, type SandboxObject } from './support/sandbox-controller.js';
@@ -41,7 +50,10 @@ const OTHER = { release: 'agents', namespace: 'team-a', fullname: 'agents-sandbo
 const MANIFESTS = path.join(repoRoot, 'manifests');
 const CERT_MANAGER = path.join(repoRoot, 'manifests', 'overlays', 'cert-manager');
 const STATUS = 'agents.kruise.io/runtime-injection-status';
-const COMMON_LABELS = { 'app.kubernetes.io/name': 'sandbox-injector', 'app.kubernetes.io/part-of': 'openkruise-agents' };
+const COMMON_LABELS = {
+  'app.kubernetes.io/name': 'sandbox-injector',
+  'app.kubernetes.io/part-of': 'openkruise-agents',
+};
 /** The one object of manifests/ the chart leaves to Helm: the release's namespace (README.md, "Names and namespaces"). */
 const RELEASE_NAMESPACE = `Namespace//${NS}`;
 
@@ -49,8 +61,13 @@ const RELEASE_NAMESPACE = `Namespace//${NS}`;
 const VALUE_SETS: Record<string, Record<string, unknown>> = {
   defaults: {},
   certManager: { certificates: { mode: 'cert-manager' } },
-  certManagerOwnIssuer: { certificates: { mode: 'cert-manager', certManagerIssuer: { name: 'corp-ca', kind: 'ClusterIssuer' } } },
-  scaledAndMonitored: { autoscaling: { enabled: true }, monitoring: { enabled: true, labels: { release: 'kube-prometheus-stack' } } },
+  certManagerOwnIssuer: {
+    certificates: { mode: 'cert-manager', certManagerIssuer: { name: 'corp-ca', kind: 'ClusterIssuer' } },
+  },
+  scaledAndMonitored: {
+    autoscaling: { enabled: true },
+    monitoring: { enabled: true, labels: { release: 'kube-prometheus-stack' } },
+  },
   components: { autoscaling: { enabled: true }, monitoring: { enabled: true } },
   configElsewhere: { config: { create: false, name: 'team-runtimes', namespace: 'platform-config' } },
   everythingChanged: {
@@ -69,7 +86,13 @@ const VALUE_SETS: Record<string, Record<string, unknown>> = {
     logLevel: 'debug',
     extraArgs: ['--allow-annotation-runtimes', '--cert-poll-seconds=30'],
     // Maps merge with the defaults: null drops a default runtime; a new one may be a map.
-    config: { runtimes: { csi: null, 'agent-runtime': '{"mainContainer": {"name": ""}}\n', gpu: { mainContainer: { name: '', env: [{ name: 'A', value: 'b' }] } } } },
+    config: {
+      runtimes: {
+        csi: null,
+        'agent-runtime': '{"mainContainer": {"name": ""}}\n',
+        gpu: { mainContainer: { name: '', env: [{ name: 'A', value: 'b' }] } },
+      },
+    },
   },
 };
 
@@ -101,7 +124,8 @@ function deploymentOf(objects: readonly KubeObject[]): KubeObject {
   return deployments[0] as KubeObject;
 }
 
-const container = (objects: readonly KubeObject[]): unknown => at(deploymentOf(objects), 'spec', 'template', 'spec', 'containers', 0);
+const container = (objects: readonly KubeObject[]): unknown =>
+  at(deploymentOf(objects), 'spec', 'template', 'spec', 'containers', 0);
 const args = (objects: readonly KubeObject[]): unknown => at(container(objects), 'args');
 const kindsOf = (objects: readonly KubeObject[]): string[] => [...new Set(objects.map((o) => o.kind))].sort();
 
@@ -129,7 +153,14 @@ afterAll(async () => {
 
 describe('helm lint', () => {
   it.each(Object.keys(VALUE_SETS))('passes with --strict for the value set %s', async (set) => {
-    const result = await helm.run(['lint', CHART, '--strict', '--namespace', NS, ...helm.valuesArgs(VALUE_SETS[set] ?? {})]);
+    const result = await helm.run([
+      'lint',
+      CHART,
+      '--strict',
+      '--namespace',
+      NS,
+      ...helm.valuesArgs(VALUE_SETS[set] ?? {}),
+    ]);
     expect(result.stderr).toBe('');
     expect(result.stdout).toContain('1 chart(s) linted, 0 chart(s) failed');
     expect(result.code).toBe(0);
@@ -165,12 +196,22 @@ describe('the default values, as the release sandbox-injector in sandbox-system,
     // The pods carry manifests/' labels and the release; Helm's other labels stay off them (a chart upgrade must
     // not change the pod template or a selector), and everything that selects them selects all three.
     const objects = render('defaults');
-    const podLabels = { 'app.kubernetes.io/name': 'sandbox-injector', 'app.kubernetes.io/instance': RELEASE, 'app.kubernetes.io/component': 'webhook' };
+    const podLabels = {
+      'app.kubernetes.io/name': 'sandbox-injector',
+      'app.kubernetes.io/instance': RELEASE,
+      'app.kubernetes.io/component': 'webhook',
+    };
     expect(at(find(objects, 'Deployment'), 'spec', 'template', 'metadata', 'labels')).toEqual(podLabels);
     expect(at(find(objects, 'Deployment'), 'spec', 'selector')).toEqual({ matchLabels: podLabels });
     expect(at(find(objects, 'PodDisruptionBudget'), 'spec', 'selector')).toEqual({ matchLabels: podLabels });
     expect(at(find(objects, 'Service'), 'spec', 'selector')).toEqual(podLabels);
-    const spread = at(find(objects, 'Deployment'), 'spec', 'template', 'spec', 'topologySpreadConstraints') as unknown[];
+    const spread = at(
+      find(objects, 'Deployment'),
+      'spec',
+      'template',
+      'spec',
+      'topologySpreadConstraints',
+    ) as unknown[];
     for (const constraint of spread) expect(at(constraint, 'labelSelector')).toEqual({ matchLabels: podLabels });
   });
 
@@ -181,11 +222,21 @@ describe('the default values, as the release sandbox-injector in sandbox-system,
     expect(configs.map((c) => (c.webhooks as unknown[]).length)).toEqual([1]);
     // The hook is in the chart: a render that reaches the cluster (as install, upgrade and rollback do) has it.
     const online = parseObjects(await helm.templateText({}, {}, ['--dry-run=server']));
-    expect(online.filter(isHook).map((h) => ({ kind: h.kind, name: h.metadata.name, annotations: h.metadata.annotations, webhooks: h.webhooks }))).toEqual([
+    expect(
+      online.filter(isHook).map((h) => ({
+        kind: h.kind,
+        name: h.metadata.name,
+        annotations: h.metadata.annotations,
+        webhooks: h.webhooks,
+      })),
+    ).toEqual([
       {
         kind: 'MutatingWebhookConfiguration',
         name: 'sandbox-injector',
-        annotations: { 'helm.sh/hook': 'pre-delete', 'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded' },
+        annotations: {
+          'helm.sh/hook': 'pre-delete',
+          'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded',
+        },
         webhooks: [],
       },
     ]);
@@ -215,7 +266,9 @@ describe('certificates.mode=cert-manager renders kubectl kustomize manifests/ove
   ];
 
   it('object by object with config.create=false (the overlay leaves the ConfigMap out), Helm labels aside', async () => {
-    const chart = releaseObjects(await helm.template({ certificates: { mode: 'cert-manager' }, config: { create: false } }));
+    const chart = releaseObjects(
+      await helm.template({ certificates: { mode: 'cert-manager' }, config: { create: false } }),
+    );
     const overlay = withoutReleaseNamespace(kustomizedCertManager);
     expect([...chart.keys()].sort()).toEqual([...overlay.keys()].sort());
     for (const [key, object] of overlay) {
@@ -241,7 +294,11 @@ describe('certificates.mode=cert-manager renders kubectl kustomize manifests/ove
     expect(objects.filter((o) => o.kind === 'Issuer' || o.kind === 'Certificate').map(objectKey)).toEqual([
       'Certificate/sandbox-system/sandbox-injector',
     ]);
-    expect(at(find(objects, 'Certificate'), 'spec', 'issuerRef')).toEqual({ group: 'cert-manager.io', kind: 'ClusterIssuer', name: 'corp-ca' });
+    expect(at(find(objects, 'Certificate'), 'spec', 'issuerRef')).toEqual({
+      group: 'cert-manager.io',
+      kind: 'ClusterIssuer',
+      name: 'corp-ca',
+    });
   });
 });
 
@@ -258,43 +315,80 @@ describe('another release in another namespace: every name and namespace follows
   const { release, namespace, fullname } = OTHER;
 
   it('puts every namespaced object in the release namespace but the injection ConfigMap and its Role, named from the release', async () => {
-    const objects = (await helm.template({ monitoring: { enabled: true } }, { release, namespace })).filter((o) => !isHook(o));
-    const configNamespace = new Set(['ConfigMap/sandbox-injection-config', `Role/${fullname}`, `RoleBinding/${fullname}`]);
+    const objects = (await helm.template({ monitoring: { enabled: true } }, { release, namespace })).filter(
+      (o) => !isHook(o),
+    );
+    const configNamespace = new Set([
+      'ConfigMap/sandbox-injection-config',
+      `Role/${fullname}`,
+      `RoleBinding/${fullname}`,
+    ]);
     for (const o of objects) {
-      const where = configNamespace.has(`${o.kind}/${o.metadata.name}`) ? NS : o.kind.startsWith('Cluster') || o.kind === 'MutatingWebhookConfiguration' ? undefined : namespace;
+      const where = configNamespace.has(`${o.kind}/${o.metadata.name}`)
+        ? NS
+        : o.kind.startsWith('Cluster') || o.kind === 'MutatingWebhookConfiguration'
+          ? undefined
+          : namespace;
       expect(o.metadata.namespace, objectKey(o)).toBe(where);
-      if (o.kind !== 'ConfigMap') expect(o.metadata.name, objectKey(o)).toMatch(new RegExp(`^${fullname}(-(certs|tls|metrics))?$`));
+      if (o.kind !== 'ConfigMap')
+        expect(o.metadata.name, objectKey(o)).toMatch(new RegExp(`^${fullname}(-(certs|tls|metrics))?$`));
       expect(o.metadata.labels?.['app.kubernetes.io/instance'], objectKey(o)).toBe(release);
     }
-    expect(objects.map(objectKey).sort()).toEqual([
-      `ClusterRole//${fullname}`, `ClusterRole//${fullname}-certs`, `ClusterRoleBinding//${fullname}`, `ClusterRoleBinding//${fullname}-certs`,
-      `ConfigMap/${NS}/sandbox-injection-config`, `Deployment/${namespace}/${fullname}`, `MutatingWebhookConfiguration//${fullname}`,
-      `PodDisruptionBudget/${namespace}/${fullname}`, `PrometheusRule/${namespace}/${fullname}`, `Role/${NS}/${fullname}`,
-      `Role/${namespace}/${fullname}-certs`, `RoleBinding/${NS}/${fullname}`, `RoleBinding/${namespace}/${fullname}-certs`,
-      `Service/${namespace}/${fullname}`, `Service/${namespace}/${fullname}-metrics`, `ServiceAccount/${namespace}/${fullname}`,
-      `ServiceMonitor/${namespace}/${fullname}`,
-    ].sort());
+    expect(objects.map(objectKey).sort()).toEqual(
+      [
+        `ClusterRole//${fullname}`,
+        `ClusterRole//${fullname}-certs`,
+        `ClusterRoleBinding//${fullname}`,
+        `ClusterRoleBinding//${fullname}-certs`,
+        `ConfigMap/${NS}/sandbox-injection-config`,
+        `Deployment/${namespace}/${fullname}`,
+        `MutatingWebhookConfiguration//${fullname}`,
+        `PodDisruptionBudget/${namespace}/${fullname}`,
+        `PrometheusRule/${namespace}/${fullname}`,
+        `Role/${NS}/${fullname}`,
+        `Role/${namespace}/${fullname}-certs`,
+        `RoleBinding/${NS}/${fullname}`,
+        `RoleBinding/${namespace}/${fullname}-certs`,
+        `Service/${namespace}/${fullname}`,
+        `Service/${namespace}/${fullname}-metrics`,
+        `ServiceAccount/${namespace}/${fullname}`,
+        `ServiceMonitor/${namespace}/${fullname}`,
+      ].sort(),
+    );
     // Every binding names the release's ServiceAccount, and the caBundle rule names the release's configuration.
     for (const binding of objects.filter((o) => o.kind.endsWith('RoleBinding'))) {
-      expect(at(binding, 'subjects'), objectKey(binding)).toEqual([{ kind: 'ServiceAccount', name: fullname, namespace }]);
+      expect(at(binding, 'subjects'), objectKey(binding)).toEqual([
+        { kind: 'ServiceAccount', name: fullname, namespace },
+      ]);
     }
     expect(at(find(objects, 'ClusterRole', `${fullname}-certs`), 'rules', 0, 'resourceNames')).toEqual([fullname]);
     expect(at(find(objects, 'Role', `${fullname}-certs`), 'rules', 0, 'resourceNames')).toEqual([`${fullname}-tls`]);
     expect(at(find(objects, 'Deployment', fullname), 'spec', 'template', 'spec', 'serviceAccountName')).toBe(fullname);
     const webhook = at(find(objects, 'MutatingWebhookConfiguration', fullname), 'webhooks', 0);
     expect(at(webhook, 'clientConfig', 'service')).toEqual({ name: fullname, namespace, path: '/mutate', port: 443 });
-    expect(at(webhook, 'namespaceSelector')).toEqual({ matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [namespace, 'kube-system'] }] });
-    expect(args(objects)).toEqual(expect.arrayContaining([
-      `--config-namespace=${NS}`, '--config-name=sandbox-injection-config', '--cert-mode=self-managed', `--cert-namespace=${namespace}`,
-      `--cert-secret-name=${fullname}-tls`, `--service-name=${fullname}`, `--webhook-config-name=${fullname}`,
-    ]));
+    expect(at(webhook, 'namespaceSelector')).toEqual({
+      matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [namespace, 'kube-system'] }],
+    });
+    expect(args(objects)).toEqual(
+      expect.arrayContaining([
+        `--config-namespace=${NS}`,
+        '--config-name=sandbox-injection-config',
+        '--cert-mode=self-managed',
+        `--cert-namespace=${namespace}`,
+        `--cert-secret-name=${fullname}-tls`,
+        `--service-name=${fullname}`,
+        `--webhook-config-name=${fullname}`,
+      ]),
+    );
     // The alert rules name this namespace and Deployment; the job stays the chart's name (the ServiceMonitor's jobLabel).
     const rules = JSON.stringify(at(find(objects, 'PrometheusRule', fullname), 'spec'));
     expect(rules).toContain(`namespace=\\"${namespace}\\", deployment=\\"${fullname}\\"`);
     expect(rules).toContain(`job=\\"sandbox-injector\\"`);
     expect(rules).not.toContain('sandbox-system');
     expect(at(find(objects, 'ServiceMonitor', fullname), 'spec', 'selector', 'matchLabels')).toEqual({
-      'app.kubernetes.io/name': 'sandbox-injector', 'app.kubernetes.io/instance': release, 'app.kubernetes.io/component': 'metrics',
+      'app.kubernetes.io/name': 'sandbox-injector',
+      'app.kubernetes.io/instance': release,
+      'app.kubernetes.io/component': 'metrics',
     });
   });
 
@@ -305,13 +399,29 @@ describe('another release in another namespace: every name and namespace follows
     expect(at(certificate, 'spec')).toMatchObject({
       secretName: `${fullname}-tls`,
       commonName: `${fullname}.${namespace}.svc`,
-      dnsNames: [fullname, `${fullname}.${namespace}`, `${fullname}.${namespace}.svc`, `${fullname}.${namespace}.svc.cluster.local`],
+      dnsNames: [
+        fullname,
+        `${fullname}.${namespace}`,
+        `${fullname}.${namespace}.svc`,
+        `${fullname}.${namespace}.svc.cluster.local`,
+      ],
       issuerRef: { group: 'cert-manager.io', kind: 'Issuer', name: `${fullname}-ca` },
     });
-    expect(objects.filter((o) => o.kind === 'Issuer').map(objectKey).sort()).toEqual([`Issuer/${namespace}/${fullname}-ca`, `Issuer/${namespace}/${fullname}-selfsigned`]);
-    expect(at(find(objects, 'Certificate', `${fullname}-ca`), 'spec', 'issuerRef', 'name')).toBe(`${fullname}-selfsigned`);
-    expect(find(objects, 'MutatingWebhookConfiguration', fullname).metadata.annotations).toEqual({ 'cert-manager.io/inject-ca-from': `${namespace}/${fullname}` });
-    expect(at(find(objects, 'Deployment', fullname), 'spec', 'template', 'spec', 'volumes', 0, 'secret', 'secretName')).toBe(`${fullname}-tls`);
+    expect(
+      objects
+        .filter((o) => o.kind === 'Issuer')
+        .map(objectKey)
+        .sort(),
+    ).toEqual([`Issuer/${namespace}/${fullname}-ca`, `Issuer/${namespace}/${fullname}-selfsigned`]);
+    expect(at(find(objects, 'Certificate', `${fullname}-ca`), 'spec', 'issuerRef', 'name')).toBe(
+      `${fullname}-selfsigned`,
+    );
+    expect(find(objects, 'MutatingWebhookConfiguration', fullname).metadata.annotations).toEqual({
+      'cert-manager.io/inject-ca-from': `${namespace}/${fullname}`,
+    });
+    expect(
+      at(find(objects, 'Deployment', fullname), 'spec', 'template', 'spec', 'volumes', 0, 'secret', 'secretName'),
+    ).toBe(`${fullname}-tls`);
   });
 
   it('fullnameOverride and nameOverride, cut to 63 characters for the names that carry a suffix', async () => {
@@ -336,19 +446,27 @@ describe('helm template with other values', () => {
       scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'sandbox-injector' },
       minReplicas: 2,
       maxReplicas: 10,
-      metrics: [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 70 } } }],
+      metrics: [
+        { type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 70 } } },
+      ],
     });
     expect(find(objects, 'HorizontalPodAutoscaler').apiVersion).toBe('autoscaling/v2');
     expect(at(find(objects, 'Deployment'), 'spec', 'replicas')).toBeUndefined();
     const defaults = releaseObjects(render('defaults'));
     const service = find(objects, 'Service');
     expect(withoutHelmLabels(service)).toEqual(defaults.get(objectKey(service)));
-    expect(at(service, 'spec', 'ports')).toEqual([{ name: 'https', port: 443, targetPort: 'webhook', protocol: 'TCP' }]);
+    expect(at(service, 'spec', 'ports')).toEqual([
+      { name: 'https', port: 443, targetPort: 'webhook', protocol: 'TCP' },
+    ]);
     const budget = find(objects, 'PodDisruptionBudget');
     expect(at(budget, 'spec', 'maxUnavailable')).toBe(1);
     expect(at(budget, 'spec', 'minAvailable')).toBeUndefined();
-    expect(at(budget, 'spec', 'selector')).toEqual(at(find(render('defaults'), 'PodDisruptionBudget'), 'spec', 'selector'));
-    expect(at(find(objects, 'Deployment'), 'spec', 'template')).toEqual(at(find(render('defaults'), 'Deployment'), 'spec', 'template'));
+    expect(at(budget, 'spec', 'selector')).toEqual(
+      at(find(render('defaults'), 'PodDisruptionBudget'), 'spec', 'selector'),
+    );
+    expect(at(find(objects, 'Deployment'), 'spec', 'template')).toEqual(
+      at(find(render('defaults'), 'Deployment'), 'spec', 'template'),
+    );
   });
 
   it('autoscaling: the API server accepts the HPA with the Deployment and PDB it works with (server dry run)', async () => {
@@ -358,9 +476,12 @@ describe('helm template with other values', () => {
       ['HorizontalPodAutoscaler', 'Deployment', 'PodDisruptionBudget'].includes(o.kind),
     );
     expect(objects).toHaveLength(3);
-    const result = await cluster.kubectl(['apply', '--server-side', '--dry-run=server', '--validate=strict', '-f', '-'], {
-      input: objects.map((o) => toYaml(o)).join('---\n'),
-    });
+    const result = await cluster.kubectl(
+      ['apply', '--server-side', '--dry-run=server', '--validate=strict', '-f', '-'],
+      {
+        input: objects.map((o) => toYaml(o)).join('---\n'),
+      },
+    );
     expect(result.stderr).toBe('');
     expect(result.stdout.trim().split('\n').sort()).toEqual([
       'deployment.apps/sandbox-injector serverside-applied (server dry run)',
@@ -372,7 +493,10 @@ describe('helm template with other values', () => {
 
   it.each([
     [{ autoscaling: { enabled: true, minReplicas: 1 } }, 'autoscaling.minReplicas must be at least 2'],
-    [{ certificates: { mode: 'vault' } }, "at '/certificates/mode': value must be one of 'self-managed', 'cert-manager'"],
+    [
+      { certificates: { mode: 'vault' } },
+      "at '/certificates/mode': value must be one of 'self-managed', 'cert-manager'",
+    ],
     [{ webhook: { failurePolicy: 'Sometimes' } }, "at '/webhook/failurePolicy': value must be one of 'Fail', 'Ignore'"],
     [{ webhook: { timeoutSeconds: 31 } }, "at '/webhook/timeoutSeconds': maximum: got 31, want 30"],
     [{ logLevel: 'loud' }, "at '/logLevel': value must be one of"],
@@ -382,7 +506,14 @@ describe('helm template with other values', () => {
     [{ namespace: { name: 'elsewhere' } }, "additional properties 'namespace' not allowed"],
     [{ fullnameOverride: 'Not_A_Name' }, "at '/fullnameOverride'"],
   ])('refuses %j: %s', async (values, message) => {
-    const result = await helm.run(['template', RELEASE, CHART, '--kube-version', KUBE_VERSION, ...helm.valuesArgs(values)]);
+    const result = await helm.run([
+      'template',
+      RELEASE,
+      CHART,
+      '--kube-version',
+      KUBE_VERSION,
+      ...helm.valuesArgs(values),
+    ]);
     expect(result.stderr).toContain(message);
     expect(result.code).not.toBe(0);
   });
@@ -396,15 +527,23 @@ describe('helm template with other values', () => {
     const metrics = find(objects, 'Service', 'sandbox-injector-metrics');
     const selector = at(monitor, 'spec', 'selector', 'matchLabels') as Record<string, string>;
     // The metrics Service alone: not the webhook's Service, whose one port is 443.
-    const selected = objects.filter((o) => o.kind === 'Service' && Object.entries(selector).every(([k, v]) => o.metadata.labels?.[k] === v));
+    const selected = objects.filter(
+      (o) => o.kind === 'Service' && Object.entries(selector).every(([k, v]) => o.metadata.labels?.[k] === v),
+    );
     expect(selected).toEqual([metrics]);
-    expect(at(find(objects, 'Service'), 'spec', 'ports')).toEqual([{ name: 'https', port: 443, targetPort: 'webhook', protocol: 'TCP' }]);
-    expect(at(metrics, 'spec', 'ports')).toEqual([{ name: 'metrics', port: 9090, targetPort: 'metrics', protocol: 'TCP' }]);
+    expect(at(find(objects, 'Service'), 'spec', 'ports')).toEqual([
+      { name: 'https', port: 443, targetPort: 'webhook', protocol: 'TCP' },
+    ]);
+    expect(at(metrics, 'spec', 'ports')).toEqual([
+      { name: 'metrics', port: 9090, targetPort: 'metrics', protocol: 'TCP' },
+    ]);
     expect(at(metrics, 'spec', 'selector')).toEqual(at(find(objects, 'Service'), 'spec', 'selector'));
     expect(at(monitor, 'spec', 'namespaceSelector')).toBeUndefined();
     expect(at(monitor, 'spec', 'jobLabel')).toBe('app.kubernetes.io/name');
     expect(monitor.metadata.namespace).toBe(metrics.metadata.namespace);
-    expect(at(monitor, 'spec', 'endpoints')).toEqual([{ port: 'metrics', path: '/metrics', scheme: 'http', interval: '30s' }]);
+    expect(at(monitor, 'spec', 'endpoints')).toEqual([
+      { port: 'metrics', path: '/metrics', scheme: 'http', interval: '30s' },
+    ]);
   });
 
   it('monitoring off: no metrics Service, and the metrics port is on no Service', () => {
@@ -431,7 +570,9 @@ describe('helm template with other values', () => {
   it('monitoring: the slow-admission threshold is the largest bucket within half of webhook.timeoutSeconds', async () => {
     const expr = async (timeoutSeconds: number): Promise<string> => {
       const objects = await helm.template({ monitoring: { enabled: true }, webhook: { timeoutSeconds } });
-      const groups = at(find(objects, 'PrometheusRule'), 'spec', 'groups') as { rules: { alert: string; expr: string }[] }[];
+      const groups = at(find(objects, 'PrometheusRule'), 'spec', 'groups') as {
+        rules: { alert: string; expr: string }[];
+      }[];
       return groups.flatMap((g) => g.rules).find((r) => r.alert === 'SandboxInjectorSlowAdmissions')?.expr ?? '';
     };
     expect(await expr(5)).toContain('{le="2.5"}');
@@ -445,11 +586,15 @@ describe('helm template with other values', () => {
     expect(objects.filter((o) => o.kind === 'ConfigMap')).toEqual([]);
     const role = find(objects, 'Role');
     expect(role.metadata.namespace).toBe('platform-config');
-    expect(at(role, 'rules')).toEqual([{ apiGroups: [''], resources: ['configmaps'], resourceNames: ['team-runtimes'], verbs: ['get', 'list', 'watch'] }]);
+    expect(at(role, 'rules')).toEqual([
+      { apiGroups: [''], resources: ['configmaps'], resourceNames: ['team-runtimes'], verbs: ['get', 'list', 'watch'] },
+    ]);
     const binding = find(objects, 'RoleBinding');
     expect(binding.metadata.namespace).toBe('platform-config');
     expect(at(binding, 'subjects')).toEqual([{ kind: 'ServiceAccount', name: 'sandbox-injector', namespace: NS }]);
-    expect(args(objects)).toEqual(expect.arrayContaining(['--config-namespace=platform-config', '--config-name=team-runtimes']));
+    expect(args(objects)).toEqual(
+      expect.arrayContaining(['--config-namespace=platform-config', '--config-name=team-runtimes']),
+    );
   });
 
   it('every other value reaches the object it is for', () => {
@@ -459,12 +604,22 @@ describe('helm template with other values', () => {
     expect(at(deployment, 'spec', 'replicas')).toBe(3);
     expect(at(container(objects), 'image')).toBe('registry.example.com/sandbox-injector:1.2.3');
     expect(at(container(objects), 'imagePullPolicy')).toBe('Always');
-    expect(at(container(objects), 'env', 0)).toEqual({ name: 'SANDBOX_INJECTOR_WRAPPER_IMAGE', value: 'registry.example.com/wrapper:9' });
+    expect(at(container(objects), 'env', 0)).toEqual({
+      name: 'SANDBOX_INJECTOR_WRAPPER_IMAGE',
+      value: 'registry.example.com/wrapper:9',
+    });
     // Helm merges a map value with the default: limits.cpu stays unless set to null.
-    expect(at(container(objects), 'resources')).toEqual({ requests: { cpu: '250m', memory: '200Mi' }, limits: { cpu: '1', memory: '512Mi' } });
+    expect(at(container(objects), 'resources')).toEqual({
+      requests: { cpu: '250m', memory: '200Mi' },
+      limits: { cpu: '1', memory: '512Mi' },
+    });
     const defaultArgs = args(render('defaults')) as string[];
     expect(args(objects)).toEqual([
-      ...defaultArgs.map((a) => (a.startsWith('--trusted-creators=') ? '--trusted-creators=group:system:serviceaccounts:sandbox-system,user:ci' : a)),
+      ...defaultArgs.map((a) =>
+        a.startsWith('--trusted-creators=')
+          ? '--trusted-creators=group:system:serviceaccounts:sandbox-system,user:ci'
+          : a,
+      ),
       '--poststart-conflict=merge',
       '--log-level=debug',
       '--allow-annotation-runtimes',
@@ -473,16 +628,25 @@ describe('helm template with other values', () => {
     const webhook = at(find(objects, 'MutatingWebhookConfiguration'), 'webhooks', 0);
     expect(at(webhook, 'failurePolicy')).toBe('Ignore');
     expect(at(webhook, 'timeoutSeconds')).toBe(10);
-    expect(at(webhook, 'objectSelector')).toEqual({ matchExpressions: [{ key: 'agents.kruise.io/created-by', operator: 'Exists' }] });
+    expect(at(webhook, 'objectSelector')).toEqual({
+      matchExpressions: [{ key: 'agents.kruise.io/created-by', operator: 'Exists' }],
+    });
     expect(at(webhook, 'namespaceSelector')).toEqual({ matchLabels: { 'sandboxes.example.com/enabled': 'true' } });
-    expect(at(webhook, 'clientConfig', 'service')).toEqual({ name: 'sandbox-injector', namespace: ns, path: '/mutate', port: 443 });
+    expect(at(webhook, 'clientConfig', 'service')).toEqual({
+      name: 'sandbox-injector',
+      namespace: ns,
+      path: '/mutate',
+      port: 443,
+    });
     // A string is the key's text as it is; a map is written as JSON, which the webhook and the controller read.
     const data = at(find(objects, 'ConfigMap', 'sandbox-injection-config'), 'data') as Record<string, string>;
     expect(Object.keys(data).sort()).toEqual(['agent-runtime', 'gpu']);
     expect(data['agent-runtime']).toBe('{"mainContainer": {"name": ""}}\n');
     expect(JSON.parse(data.gpu ?? '')).toEqual({ mainContainer: { name: '', env: [{ name: 'A', value: 'b' }] } });
     // Without --cert-namespace's default, the webhook must know the chart's namespace and leave it alone.
-    expect(at(find(render('configElsewhere'), 'MutatingWebhookConfiguration'), 'webhooks', 0, 'namespaceSelector')).toEqual({
+    expect(
+      at(find(render('configElsewhere'), 'MutatingWebhookConfiguration'), 'webhooks', 0, 'namespaceSelector'),
+    ).toEqual({
       matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [NS, 'kube-system'] }],
     });
   });
@@ -494,7 +658,10 @@ describe('helm template with other values', () => {
 
   it('webhook.url points the configuration at a URL, with its CA, and drops the cert-manager annotation', async () => {
     const caBundle = Buffer.from('-----BEGIN CERTIFICATE-----\n').toString('base64');
-    const objects = await helm.template({ certificates: { mode: 'cert-manager' }, webhook: { url: 'https://127.0.0.1:9443/mutate', caBundle } });
+    const objects = await helm.template({
+      certificates: { mode: 'cert-manager' },
+      webhook: { url: 'https://127.0.0.1:9443/mutate', caBundle },
+    });
     const config = find(objects, 'MutatingWebhookConfiguration');
     expect(at(config, 'webhooks', 0, 'clientConfig')).toEqual({ url: 'https://127.0.0.1:9443/mutate', caBundle });
     expect(config.metadata.annotations).toBeUndefined();
@@ -529,7 +696,9 @@ async function admittedSandboxPod(name: string): Promise<Record<string, unknown>
         metadata: { name, namespace: PODS_NS },
         spec: {
           runtimes: [{ name: 'agent-runtime' }, { name: 'csi' }],
-          template: { spec: { automountServiceAccountToken: false, containers: [{ name: 'main', image: 'python:3.12' }] } },
+          template: {
+            spec: { automountServiceAccountToken: false, containers: [{ name: 'main', image: 'python:3.12' }] },
+          },
         },
       }),
     }),
@@ -542,15 +711,26 @@ async function admittedSandboxPod(name: string): Promise<Record<string, unknown>
     if (dry.code === 0 && at(JSON.parse(dry.stdout), 'metadata', 'annotations', STATUS) !== undefined) break;
     await sleep(100);
   }
-  return JSON.parse(await cluster.kubectlOk(['create', '-f', '-', '-o', 'json'], { input: pod })) as Record<string, unknown>;
+  return JSON.parse(await cluster.kubectlOk(['create', '-f', '-', '-o', 'json'], { input: pod })) as Record<
+    string,
+    unknown
+  >;
 }
 
 /** The pod got both runtimes from the chart's ConfigMap, and the webhook logged the admission. */
 async function expectInjected(pod: Record<string, unknown>, webhook: WebhookProcess, name: string): Promise<void> {
-  expect(JSON.parse(String(at(pod, 'metadata', 'annotations', STATUS)))).toEqual({ injected: ['agent-runtime', 'csi'], present: [], skipped: [], wrapped: [] });
+  expect(JSON.parse(String(at(pod, 'metadata', 'annotations', STATUS)))).toEqual({
+    injected: ['agent-runtime', 'csi'],
+    present: [],
+    skipped: [],
+    wrapped: [],
+  });
   const initNames = ((at(pod, 'spec', 'initContainers') ?? []) as { name: string }[]).map((c) => c.name);
   expect(initNames).toEqual(['agent-runtime', 'csi-sidecar']);
-  const lines = await webhook.logged((l) => l.msg === 'admission' && l.namespace === PODS_NS && l.pod === name, `admission of ${name}`);
+  const lines = await webhook.logged(
+    (l) => l.msg === 'admission' && l.namespace === PODS_NS && l.pod === name,
+    `admission of ${name}`,
+  );
   expect(lines[0]).toMatchObject({ decision: 'injected' });
 }
 
@@ -571,7 +751,10 @@ describe('helm install of another release into another namespace, --wait, a Sand
 
   // No kubelet: the webhook is the test's process, and the Deployment is scaled to 0 (see the file's top). No
   // caBundle: the process fills it in, as a self-managed replica does.
-  const installValues = (): Record<string, unknown> => ({ replicas: 0, webhook: { url: `https://127.0.0.1:${port}/mutate` } });
+  const installValues = (): Record<string, unknown> => ({
+    replicas: 0,
+    webhook: { url: `https://127.0.0.1:${port}/mutate` },
+  });
 
   const releaseStatus = async (): Promise<unknown> =>
     at(JSON.parse(await helm.runOk(['status', release, '-n', namespace, '-o', 'json'])), 'info', 'status');
@@ -587,7 +770,17 @@ describe('helm install of another release into another namespace, --wait, a Sand
   });
 
   it('install --wait returns once the Deployment is observed and its ReplicaSet exists, not before', async () => {
-    const install = helm.start(['install', release, CHART, '-n', namespace, '--wait', '--timeout', '5m', ...helm.valuesArgs(installValues())]);
+    const install = helm.start([
+      'install',
+      release,
+      CHART,
+      '-n',
+      namespace,
+      '--wait',
+      '--timeout',
+      '5m',
+      ...helm.valuesArgs(installValues()),
+    ]);
     let exited = false;
     void install.done.then(() => (exited = true));
     for (let i = 0; ; i++) {
@@ -614,33 +807,66 @@ describe('helm install of another release into another namespace, --wait, a Sand
     for (const object of installed) {
       const live = await stored(object);
       expect(live, objectKey(object)).toBeDefined();
-      expect(at(live, 'metadata', 'labels'), objectKey(object)).toMatchObject({ 'app.kubernetes.io/managed-by': 'Helm', 'app.kubernetes.io/instance': release });
+      expect(at(live, 'metadata', 'labels'), objectKey(object)).toMatchObject({
+        'app.kubernetes.io/managed-by': 'Helm',
+        'app.kubernetes.io/instance': release,
+      });
     }
     // Installed against the cluster, the render has the hook that helm template leaves out.
     const hooks = parseObjects(await helm.runOk(['get', 'hooks', release, '-n', namespace]));
-    expect(hooks.map((h) => [objectKey(h), h.metadata.annotations?.['helm.sh/hook'], h.webhooks])).toEqual([[`MutatingWebhookConfiguration//${fullname}`, 'pre-delete', []]]);
+    expect(hooks.map((h) => [objectKey(h), h.metadata.annotations?.['helm.sh/hook'], h.webhooks])).toEqual([
+      [`MutatingWebhookConfiguration//${fullname}`, 'pre-delete', []],
+    ]);
   });
 
   it("the Deployment's self-managed flags, run as the chart's ServiceAccount, keep the release's Secret and caBundle", async () => {
     const deployment = find(installed, 'Deployment', fullname);
     const rendered = at(deployment, 'spec', 'template', 'spec', 'containers', 0, 'args') as string[];
     // The flags that name objects; the process's own certificate directory, ports and log level stay the test's.
-    const naming = rendered.filter((a) => /^--(config-namespace|config-name|cert-namespace|cert-secret-name|service-name|webhook-config-name)=/.test(a));
+    const naming = rendered.filter((a) =>
+      /^--(config-namespace|config-name|cert-namespace|cert-secret-name|service-name|webhook-config-name)=/.test(a),
+    );
     expect(naming).toHaveLength(6);
-    const identity = await serviceAccountIdentity(cluster, namespace, String(at(deployment, 'spec', 'template', 'spec', 'serviceAccountName')));
-    webhook = await startWebhookProcess(cluster, { selfManaged: true, port, kubeconfigPath: identity.kubeconfigPath, extraArgs: naming });
+    const identity = await serviceAccountIdentity(
+      cluster,
+      namespace,
+      String(at(deployment, 'spec', 'template', 'spec', 'serviceAccountName')),
+    );
+    webhook = await startWebhookProcess(cluster, {
+      selfManaged: true,
+      port,
+      kubeconfigPath: identity.kubeconfigPath,
+      extraArgs: naming,
+    });
 
-    const secret = JSON.parse(await cluster.kubectlOk(['-n', namespace, 'get', 'secret', `${fullname}-tls`, '-o', 'json'])) as Record<string, unknown>;
+    const secret = JSON.parse(
+      await cluster.kubectlOk(['-n', namespace, 'get', 'secret', `${fullname}-tls`, '-o', 'json']),
+    ) as Record<string, unknown>;
     const cert = new X509Certificate(Buffer.from(String(at(secret, 'data', 'tls.crt')), 'base64'));
-    for (const name of [fullname, `${fullname}.${namespace}`, `${fullname}.${namespace}.svc`, `${fullname}.${namespace}.svc.cluster.local`]) {
+    for (const name of [
+      fullname,
+      `${fullname}.${namespace}`,
+      `${fullname}.${namespace}.svc`,
+      `${fullname}.${namespace}.svc.cluster.local`,
+    ]) {
       expect(cert.subjectAltName).toContain(`DNS:${name}`);
     }
     expect(cert.subject).toContain(`CN=${fullname}.${namespace}.svc`);
     // The process wrote the CA into the release's webhook configuration, with the chart's RBAC alone.
     for (let i = 0; ; i++) {
-      const bundle = await cluster.kubectlOk(['get', 'mutatingwebhookconfiguration', fullname, '-o', 'jsonpath={.webhooks[0].clientConfig.caBundle}']);
-      if (Buffer.from(bundle, 'base64').toString('utf8') === Buffer.from(String(at(secret, 'data', 'ca.crt')), 'base64').toString('utf8')) break;
-      if (i > 300) throw new Error('the caBundle never became the Secret\'s CA');
+      const bundle = await cluster.kubectlOk([
+        'get',
+        'mutatingwebhookconfiguration',
+        fullname,
+        '-o',
+        'jsonpath={.webhooks[0].clientConfig.caBundle}',
+      ]);
+      if (
+        Buffer.from(bundle, 'base64').toString('utf8') ===
+        Buffer.from(String(at(secret, 'data', 'ca.crt')), 'base64').toString('utf8')
+      )
+        break;
+      if (i > 300) throw new Error("the caBundle never became the Secret's CA");
       await sleep(100);
     }
   });
@@ -674,11 +900,21 @@ describe('helm install of another release into another namespace, --wait, a Sand
     // The hook is gone too, and so is the release record; the namespace was not the chart's.
     expect((await cluster.kubectl(['get', 'mutatingwebhookconfiguration', fullname])).stderr).toContain('NotFound');
     expect((await helm.runOk(['list', '-n', namespace, '--all', '-q'])).trim()).toBe('');
-    expect((await cluster.kubectlOk(['-n', namespace, 'get', 'secrets', '-l', 'owner=helm', '-o', 'name'])).trim()).toBe('');
-    expect(at(JSON.parse(await cluster.kubectlOk(['get', 'namespace', namespace, '-o', 'json'])), 'metadata', 'deletionTimestamp')).toBeUndefined();
+    expect(
+      (await cluster.kubectlOk(['-n', namespace, 'get', 'secrets', '-l', 'owner=helm', '-o', 'name'])).trim(),
+    ).toBe('');
+    expect(
+      at(
+        JSON.parse(await cluster.kubectlOk(['get', 'namespace', namespace, '-o', 'json'])),
+        'metadata',
+        'deletionTimestamp',
+      ),
+    ).toBeUndefined();
     // The ReplicaSet the test made for the Deployment belongs to the garbage collector (not run here): it is
     // owned by the Deployment that is now gone.
-    const replicaSets = JSON.parse(await cluster.kubectlOk(['-n', namespace, 'get', 'replicasets', '-o', 'json'])) as { items: unknown[] };
+    const replicaSets = JSON.parse(await cluster.kubectlOk(['-n', namespace, 'get', 'replicasets', '-o', 'json'])) as {
+      items: unknown[];
+    };
     for (const rs of replicaSets.items) expect(at(rs, 'metadata', 'ownerReferences', 0, 'uid')).toBe(deploymentUid);
   });
 
@@ -686,7 +922,9 @@ describe('helm install of another release into another namespace, --wait, a Sand
     const deletes = helmDeletes(auditStart.events).map((d) => `${d.what} ${String(d.code)}`);
     const service = deletes.indexOf(`services/${fullname} 200`);
     const deployment = deletes.indexOf(`deployments/${fullname} 200`);
-    const configs = deletes.flatMap((d, i) => (d.startsWith(`mutatingwebhookconfigurations/${fullname} 200`) ? [i] : []));
+    const configs = deletes.flatMap((d, i) =>
+      d.startsWith(`mutatingwebhookconfigurations/${fullname} 200`) ? [i] : [],
+    );
     expect(service).toBeGreaterThanOrEqual(0);
     expect(deployment).toBeGreaterThanOrEqual(0);
     // The release's configuration (before-hook-creation), then the hook's own empty one (hook-succeeded).
@@ -695,7 +933,12 @@ describe('helm install of another release into another namespace, --wait, a Sand
     // The configuration the hook created in between had no webhooks: nothing was called through it.
     const created = readAuditEvents(auditLog)
       .slice(auditStart.events)
-      .filter((e) => e.verb === 'create' && e.objectRef?.resource === 'mutatingwebhookconfigurations' && (e.userAgent ?? '').startsWith('Helm/'));
+      .filter(
+        (e) =>
+          e.verb === 'create' &&
+          e.objectRef?.resource === 'mutatingwebhookconfigurations' &&
+          (e.userAgent ?? '').startsWith('Helm/'),
+      );
     expect(created.map((e) => (at(e.requestObject, 'webhooks') as unknown[] | undefined)?.length ?? 0)).toEqual([1, 0]);
   });
 });
@@ -716,7 +959,10 @@ describe('helm template | kubectl apply -f -', () => {
   });
 
   it('applies one webhook configuration, the working one, and a Sandbox pod gets its runtimes through it', async () => {
-    const values = { replicas: 0, webhook: { url: webhook.url, caBundle: Buffer.from(webhook.ca.certPem).toString('base64') } };
+    const values = {
+      replicas: 0,
+      webhook: { url: webhook.url, caBundle: Buffer.from(webhook.ca.certPem).toString('base64') },
+    };
     // The plain render, hooks and all, as a GitOps tool would take it.
     const text = await helm.templateText(values, { release, namespace });
     const result = await cluster.kubectl(['apply', '-f', '-'], { input: text });
@@ -724,10 +970,14 @@ describe('helm template | kubectl apply -f -', () => {
     expect(result.code).toBe(0);
     const objects = parseObjects(text);
     expect(result.stdout.trim().split('\n')).toHaveLength(objects.length);
-    const config = JSON.parse(await cluster.kubectlOk(['get', 'mutatingwebhookconfiguration', fullname, '-o', 'json'])) as unknown;
+    const config = JSON.parse(
+      await cluster.kubectlOk(['get', 'mutatingwebhookconfiguration', fullname, '-o', 'json']),
+    ) as unknown;
     expect(at(config, 'webhooks', 0, 'clientConfig', 'url')).toBe(webhook.url);
     expect((at(config, 'webhooks') as unknown[]).length).toBe(1);
-    const all = JSON.parse(await cluster.kubectlOk(['get', 'mutatingwebhookconfigurations', '-o', 'json'])) as { items: unknown[] };
+    const all = JSON.parse(await cluster.kubectlOk(['get', 'mutatingwebhookconfigurations', '-o', 'json'])) as {
+      items: unknown[];
+    };
     expect(all.items.map((c) => at(c, 'metadata', 'name'))).toEqual([fullname]);
     await expectInjected(await admittedSandboxPod('sbx-applied'), webhook, 'sbx-applied');
   });
@@ -754,17 +1004,37 @@ describe('helm upgrade and helm uninstall --no-hooks', () => {
     await helm.runOk(['install', RELEASE, CHART, '-n', SECOND_NS]);
     // What a self-managed replica (or cert-manager's CA injector) does once it has a CA.
     const caBundle = Buffer.from(cluster.caPem).toString('base64');
-    await cluster.kubectlOk(['patch', 'mutatingwebhookconfiguration', RELEASE, '--type=json', '-p',
-      JSON.stringify([{ op: 'add', path: '/webhooks/0/clientConfig/caBundle', value: caBundle }])]);
+    await cluster.kubectlOk([
+      'patch',
+      'mutatingwebhookconfiguration',
+      RELEASE,
+      '--type=json',
+      '-p',
+      JSON.stringify([{ op: 'add', path: '/webhooks/0/clientConfig/caBundle', value: caBundle }]),
+    ]);
 
-    await helm.runOk(['upgrade', RELEASE, CHART, '-n', SECOND_NS, ...helm.valuesArgs({ webhook: { timeoutSeconds: 7 }, autoscaling: { enabled: true } })]);
+    await helm.runOk([
+      'upgrade',
+      RELEASE,
+      CHART,
+      '-n',
+      SECOND_NS,
+      ...helm.valuesArgs({ webhook: { timeoutSeconds: 7 }, autoscaling: { enabled: true } }),
+    ]);
     const config = await storedConfig();
     expect(at(config, 'webhooks', 0, 'timeoutSeconds')).toBe(7);
     expect(at(config, 'webhooks', 0, 'clientConfig', 'caBundle')).toBe(caBundle);
-    expect(at(config, 'webhooks', 0, 'clientConfig', 'service')).toEqual({ name: RELEASE, namespace: SECOND_NS, path: '/mutate', port: 443 });
+    expect(at(config, 'webhooks', 0, 'clientConfig', 'service')).toEqual({
+      name: RELEASE,
+      namespace: SECOND_NS,
+      path: '/mutate',
+      port: 443,
+    });
     // Without the chart's lookup of the live count, Helm would delete spec.replicas and the API server would
     // default it to 1.
-    const deployment = JSON.parse(await cluster.kubectlOk(['-n', SECOND_NS, 'get', 'deployment', RELEASE, '-o', 'json'])) as unknown;
+    const deployment = JSON.parse(
+      await cluster.kubectlOk(['-n', SECOND_NS, 'get', 'deployment', RELEASE, '-o', 'json']),
+    ) as unknown;
     expect(at(deployment, 'spec', 'replicas')).toBe(2);
     expect((await cluster.kubectl(['-n', SECOND_NS, 'get', 'horizontalpodautoscaler', RELEASE])).code).toBe(0);
   });

@@ -7,7 +7,18 @@
 // a pod has it. kube-apiserver calls the webhook in the image for a Sandbox pod; the wrapper init container's
 // command from that very patch runs from the same image; and what a security review checks is asserted on the
 // image's files.
-import { chmodSync, chownSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { request } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -19,7 +30,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
 import { serviceAccountIdentity, type Identity } from './support/identities.js';
 import { at } from './support/json.js';
-import { buildImage, openImage, standInBuildah, STAND_IN_NOTICE, treeBytes, type Buildah, type OpenedImage } from './support/image-build.js';
+import {
+  buildImage,
+  openImage,
+  standInBuildah,
+  STAND_IN_NOTICE,
+  treeBytes,
+  type Buildah,
+  type OpenedImage,
+} from './support/image-build.js';
 import { runContainer, startContainer, type ContainerSpec, type RunningContainer } from './support/oci-container.js';
 import { createSandbox, sandboxPod } from './support/sandbox-pods.js';
 import { freePort } from './support/webhook-process.js';
@@ -77,7 +96,8 @@ function scratchDir(prefix: string, parent = tmpdir()): string {
 /** The Sandbox pod as kube-apiserver stored it after calling the webhook in the image. */
 let injectedPod: Json | undefined;
 
-const isRecord = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isRecord = (value: unknown): value is Json =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** The JSON log lines of a container's output; other lines are left out. */
 function jsonLines(text: string): Json[] {
@@ -140,7 +160,9 @@ async function untilStatus(
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-  throw new Error(`${url} did not answer ${status} within ${timeoutMs} ms (last: ${String(last)}); its output:\n${container?.output() ?? ''}`);
+  throw new Error(
+    `${url} did not answer ${status} within ${timeoutMs} ms (last: ${String(last)}); its output:\n${container?.output() ?? ''}`,
+  );
 }
 
 /** A container of the image as the Deployment's pod template describes it, with the overrides a test needs. */
@@ -154,7 +176,9 @@ beforeAll(async () => {
   [buildah, cluster] = await Promise.all([standInBuildah(), startCluster()]);
   process.stderr.write(`image e2e: stand-in bases ready after ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
   const build = await buildImage(buildah, TAG, 'Dockerfile', VERSION);
-  process.stderr.write(`image e2e: buildah bud of the Dockerfile ${build.ok ? 'built' : 'FAILED'} in ${build.seconds.toFixed(0)} s\n`);
+  process.stderr.write(
+    `image e2e: buildah bud of the Dockerfile ${build.ok ? 'built' : 'FAILED'} in ${build.seconds.toFixed(0)} s\n`,
+  );
   if (!build.ok) throw new Error(`the Dockerfile did not build:\n${build.output.slice(-4000)}`);
   image = await openImage(buildah, TAG);
 }, 1_800_000);
@@ -214,11 +238,16 @@ describe('the image built from the Dockerfile', () => {
     const entries = Object.entries(lock.packages).filter(([key]) => key.startsWith('node_modules/'));
     const production = new Set(entries.filter(([, p]) => p.dev !== true).map(([key]) => key));
     const dev = entries.filter(([, p]) => p.dev === true).map(([key]) => key);
-    const installed = walk(path.join(image.rootfs, 'app'))
-      .filter((p) => /(^|\/)node_modules\/(@[^/]+\/)?[^/@][^/]*$/.test(p) && existsSync(path.join(image.rootfs, 'app', p, 'package.json')));
+    const installed = walk(path.join(image.rootfs, 'app')).filter(
+      (p) =>
+        /(^|\/)node_modules\/(@[^/]+\/)?[^/@][^/]*$/.test(p) &&
+        existsSync(path.join(image.rootfs, 'app', p, 'package.json')),
+    );
     expect(installed.filter((p) => !production.has(p))).toEqual([]);
     expect(dev.filter((p) => existsSync(path.join(image.rootfs, 'app', p)))).toEqual([]);
-    const required = [...production].filter((key) => lock.packages[key]?.optional !== true && lock.packages[key]?.devOptional !== true);
+    const required = [...production].filter(
+      (key) => lock.packages[key]?.optional !== true && lock.packages[key]?.devOptional !== true,
+    );
     expect(required.filter((key) => !installed.includes(key))).toEqual([]);
   });
 
@@ -231,7 +260,9 @@ describe('the image built from the Dockerfile', () => {
     expect(dist).toContain(path.join('cli', 'main.js'));
     expect(dist.filter((p) => p.endsWith('.map'))).toEqual([]);
     expect(dist.filter((p) => /(^|\/)(test|tests|__tests__)(\/|$)|\.(test|spec)\.js$/.test(p))).toEqual([]);
-    const mapped = dist.filter((p) => p.endsWith('.js') && readFileSync(path.join(app, 'dist', p), 'utf8').includes('sourceMappingURL'));
+    const mapped = dist.filter(
+      (p) => p.endsWith('.js') && readFileSync(path.join(app, 'dist', p), 'utf8').includes('sourceMappingURL'),
+    );
     expect(mapped).toEqual([]);
   });
 
@@ -287,7 +318,11 @@ describe('serve from the image, run as manifests/base/deployment.yaml runs it, i
       await cluster.applyObject(object);
     }
     await cluster.ensureNamespace(NS);
-    await cluster.applyObject({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: CONTROLLER_SA, namespace: CONFIG_NS } });
+    await cluster.applyObject({
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: CONTROLLER_SA, namespace: CONFIG_NS },
+    });
     await cluster.applyObject({
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'Role',
@@ -307,13 +342,18 @@ describe('serve from the image, run as manifests/base/deployment.yaml runs it, i
     const podSpec = at(deployment, 'spec', 'template', 'spec') as Json;
     const serviceAccount = podSpec.serviceAccountName as string;
     const saDir = scratchDir('si-e2e-image-sa-');
-    writeFileSync(path.join(saDir, 'token'), (await cluster.kubectlOk(['create', 'token', serviceAccount, '-n', CONFIG_NS, '--duration=1h'])).trim());
+    writeFileSync(
+      path.join(saDir, 'token'),
+      (await cluster.kubectlOk(['create', 'token', serviceAccount, '-n', CONFIG_NS, '--duration=1h'])).trim(),
+    );
     writeFileSync(path.join(saDir, 'ca.crt'), cluster.caPem);
     writeFileSync(path.join(saDir, 'namespace'), CONFIG_NS);
     chmodSync(saDir, 0o755);
 
     const container = (podSpec.containers as Json[])[0] as Json;
-    const env = Object.fromEntries(((container.env as { name: string; value: string }[] | undefined) ?? []).map((e) => [e.name, e.value]));
+    const env = Object.fromEntries(
+      ((container.env as { name: string; value: string }[] | undefined) ?? []).map((e) => [e.name, e.value]),
+    );
     const mounts = container.volumeMounts as { name: string; mountPath: string }[];
     const certMount = mounts.find((m) => m.name === 'certs');
     if (certMount === undefined) throw new Error('the Deployment no longer mounts its certs volume');
@@ -371,7 +411,13 @@ describe('serve from the image, run as manifests/base/deployment.yaml runs it, i
     const filled = Date.now() + 60_000;
     let bundle = '';
     while (bundle === '' && Date.now() < filled) {
-      bundle = await cluster.kubectlOk(['get', 'mutatingwebhookconfiguration', 'sandbox-injector', '-o', 'jsonpath={.webhooks[0].clientConfig.caBundle}']);
+      bundle = await cluster.kubectlOk([
+        'get',
+        'mutatingwebhookconfiguration',
+        'sandbox-injector',
+        '-o',
+        'jsonpath={.webhooks[0].clientConfig.caBundle}',
+      ]);
       if (bundle === '') await new Promise((resolve) => setTimeout(resolve, 250));
     }
     expect(Buffer.from(bundle, 'base64').toString('utf8')).toContain('BEGIN CERTIFICATE');
@@ -394,15 +440,26 @@ describe('serve from the image, run as manifests/base/deployment.yaml runs it, i
   });
 
   it('is called by kube-apiserver for a Sandbox pod, and its patch is in the stored pod', async () => {
-    const uid = await createSandbox(cluster, NS, 'sbx', { runtimes: [{ name: 'agent-runtime' }], envVarsInjectionPolicy: 'Auto', template: {} });
+    const uid = await createSandbox(cluster, NS, 'sbx', {
+      runtimes: [{ name: 'agent-runtime' }],
+      envVarsInjectionPolicy: 'Auto',
+      template: {},
+    });
     const pod = sandboxPod(NS, 'sbx', uid, [{ name: 'main', image: 'python:3.12', command: ['python', 'app.py'] }]);
     const created = await controller.kubectl(['create', '-f', '-', '-o', 'json'], { input: JSON.stringify(pod) });
     expect(created.code, created.stderr).toBe(0);
     injectedPod = JSON.parse(created.stdout) as Json;
     const initNames = ((at(injectedPod, 'spec', 'initContainers') as Json[] | undefined) ?? []).map((c) => c.name);
     expect(initNames).toEqual(['agent-runtime', 'sandbox-env-wrapper']);
-    expect(at(injectedPod, 'spec', 'containers', 0, 'command')).toEqual(['/bin/bash', '/var/sandbox/run_with_envs.sh', '--']);
-    await webhook?.waitForOutput((text) => jsonLines(text).some((l) => l.msg === 'admission' && l.namespace === NS), 'the admission log line');
+    expect(at(injectedPod, 'spec', 'containers', 0, 'command')).toEqual([
+      '/bin/bash',
+      '/var/sandbox/run_with_envs.sh',
+      '--',
+    ]);
+    await webhook?.waitForOutput(
+      (text) => jsonLines(text).some((l) => l.msg === 'admission' && l.namespace === NS),
+      'the admission log line',
+    );
   });
 
   it('drains on SIGTERM (/readyz turns 503 first) and exits 0', async () => {
@@ -412,11 +469,15 @@ describe('serve from the image, run as manifests/base/deployment.yaml runs it, i
     await untilStatus(`https://127.0.0.1:${webhookPort}/readyz`, true, 503, 5_000);
     const code = await Promise.race([
       running.exited,
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still running 30 s after SIGTERM:\n${running.output()}`)), 30_000)),
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error(`still running 30 s after SIGTERM:\n${running.output()}`)), 30_000),
+      ),
     ]);
     expect(code).toBe(0);
     const lines = jsonLines(running.output());
-    expect(lines.filter((l) => l.msg === 'shutting down: draining in-flight admissions').map((l) => l.signal)).toEqual(['SIGTERM']);
+    expect(lines.filter((l) => l.msg === 'shutting down: draining in-flight admissions').map((l) => l.signal)).toEqual([
+      'SIGTERM',
+    ]);
     expect(lines.filter((l) => l.msg === 'stopped').map((l) => l.forced)).toEqual([false]);
   });
 });
@@ -424,23 +485,40 @@ describe('serve from the image, run as manifests/base/deployment.yaml runs it, i
 describe('the wrapper init container, from the same image', () => {
   it('runs the command of the injected init container and leaves run_with_envs.sh, byte for byte, mode 0755', async () => {
     if (injectedPod === undefined) throw new Error('needs the Sandbox pod injected by the image (test above)');
-    const init = ((at(injectedPod, 'spec', 'initContainers') as Json[]) ?? []).find((c) => c.name === 'sandbox-env-wrapper') as Json;
+    const init = ((at(injectedPod, 'spec', 'initContainers') as Json[]) ?? []).find(
+      (c) => c.name === 'sandbox-env-wrapper',
+    ) as Json;
     const mount = (init.volumeMounts as { mountPath: string }[])[0];
     if (mount === undefined) throw new Error('the wrapper init container mounts nothing');
     // The same image the webhook runs: SANDBOX_INJECTOR_WRAPPER_IMAGE equals the Deployment's image.
-    const deployed = at(rendered(await cluster.kubectlOk(['kustomize', path.join(repoRoot, 'manifests')])).find((o) => o.kind === 'Deployment'), 'spec', 'template', 'spec', 'containers', 0) as Json;
+    const deployed = at(
+      rendered(await cluster.kubectlOk(['kustomize', path.join(repoRoot, 'manifests')])).find(
+        (o) => o.kind === 'Deployment',
+      ),
+      'spec',
+      'template',
+      'spec',
+      'containers',
+      0,
+    ) as Json;
     expect(init.image).toBe(deployed.image);
     // A fresh emptyDir: world-writable, as the kubelet makes it.
     const dir = scratchDir('si-e2e-image-wrapper-');
     chmodSync(dir, 0o777);
     const result = await runContainer(
-      asDeployed({ command: init.command as string[], args: [], volumes: [{ mountPath: mount.mountPath, hostPath: dir }] }),
+      asDeployed({
+        command: init.command as string[],
+        args: [],
+        volumes: [{ mountPath: mount.mountPath, hostPath: dir }],
+      }),
     );
     expect(result.output).toContain(`installed ${path.join(mount.mountPath, 'run_with_envs.sh')}`);
     expect(result.code).toBe(0);
     expect(readdirSync(dir)).toEqual(['run_with_envs.sh']);
     const script = path.join(dir, 'run_with_envs.sh');
-    expect(readFileSync(script).equals(readFileSync(path.join(repoRoot, 'src', 'wrapper', 'run_with_envs.sh')))).toBe(true);
+    expect(readFileSync(script).equals(readFileSync(path.join(repoRoot, 'src', 'wrapper', 'run_with_envs.sh')))).toBe(
+      true,
+    );
     expect(statSync(script).mode & 0o7777).toBe(0o755);
     expect(lstatSync(script).uid).toBe(UID);
 
@@ -448,7 +526,9 @@ describe('the wrapper init container, from the same image', () => {
     const envDir = scratchDir('si-e2e-image-env-');
     writeFileSync(path.join(envDir, 'env.sh'), "GREETING='from the image'\n");
     writeFileSync(path.join(envDir, '.env_ready'), '');
-    const { stdout } = await run('bash', [script, '--', 'printenv', 'GREETING'], { env: { ...process.env, SANDBOX_ENV_DIR: envDir } });
+    const { stdout } = await run('bash', [script, '--', 'printenv', 'GREETING'], {
+      env: { ...process.env, SANDBOX_ENV_DIR: envDir },
+    });
     expect(stdout).toBe('from the image\n');
   });
 });
@@ -459,7 +539,7 @@ describe('deliver-env, from the same image', () => {
   const TOKEN = 'tok-image-e2e';
   const VARS = { GREETING: "from the image's deliver-env", QUOTED: 'say "hi" to $HOME' };
 
-  it('runs as the component\'s container runs it, and delivers a claim through the envd double', async () => {
+  it("runs as the component's container runs it, and delivers a claim through the envd double", async () => {
     const objects = readdirSync(COMPONENT)
       .filter((file) => file.endsWith('.yaml') && file !== 'kustomization.yaml')
       .flatMap((file) => rendered(readFileSync(path.join(COMPONENT, file), 'utf8')));
@@ -477,7 +557,14 @@ describe('deliver-env, from the same image', () => {
     // The pod's service-account volume, as the kubelet projects it for the component's service account.
     const podSpec = at(deployment, 'spec', 'template', 'spec') as Json;
     const saDir = scratchDir('si-e2e-image-deliver-sa-');
-    const token = await cluster.kubectlOk(['create', 'token', podSpec.serviceAccountName as string, '-n', namespace, '--duration=1h']);
+    const token = await cluster.kubectlOk([
+      'create',
+      'token',
+      podSpec.serviceAccountName as string,
+      '-n',
+      namespace,
+      '--duration=1h',
+    ]);
     writeFileSync(path.join(saDir, 'token'), token.trim());
     writeFileSync(path.join(saDir, 'ca.crt'), cluster.caPem);
     writeFileSync(path.join(saDir, 'namespace'), namespace);
@@ -495,8 +582,17 @@ describe('deliver-env, from the same image', () => {
         gid: at(container, 'securityContext', 'runAsGroup') as number,
         readOnlyRoot: at(container, 'securityContext', 'readOnlyRootFilesystem') === true,
         // The component's args, then loopback instead of a pod network: the listener, and envd on the double's port.
-        args: [...(container.args as string[]), '--host=127.0.0.1', `--metrics-port=${port}`, `--runtime-port=${envd.port}`],
-        env: { SANDBOX_INJECTOR_IDENTITY: 'image-replica', KUBERNETES_SERVICE_HOST: url.hostname, KUBERNETES_SERVICE_PORT: url.port },
+        args: [
+          ...(container.args as string[]),
+          '--host=127.0.0.1',
+          `--metrics-port=${port}`,
+          `--runtime-port=${envd.port}`,
+        ],
+        env: {
+          SANDBOX_INJECTOR_IDENTITY: 'image-replica',
+          KUBERNETES_SERVICE_HOST: url.hostname,
+          KUBERNETES_SERVICE_PORT: url.port,
+        },
         volumes: [{ mountPath: SA_DIR, hostPath: saDir, readOnly: true }],
       }),
     );
@@ -508,20 +604,48 @@ describe('deliver-env, from the same image', () => {
         apiVersion: 'agents.kruise.io/v1alpha1',
         kind: 'Sandbox',
         metadata: { name: 'sbx-image', namespace: DELIVER_NS },
-        spec: { runtimes: [{ name: 'agent-runtime' }], template: { spec: { containers: [{ name: 'main', image: 'app:1' }] } } },
+        spec: {
+          runtimes: [{ name: 'agent-runtime' }],
+          template: { spec: { containers: [{ name: 'main', image: 'app:1' }] } },
+        },
       });
-      const uid = (await cluster.kubectlOk(['-n', DELIVER_NS, 'get', 'sandbox', 'sbx-image', '-o', 'jsonpath={.metadata.uid}'])).trim();
-      await cluster.kubectlOk(['-n', DELIVER_NS, 'patch', 'sandbox', 'sbx-image', '--subresource=status', '--type=merge',
-        '-p', JSON.stringify({ status: { podInfo: { podIP: '127.0.0.1' } } })]);
+      const uid = (
+        await cluster.kubectlOk(['-n', DELIVER_NS, 'get', 'sandbox', 'sbx-image', '-o', 'jsonpath={.metadata.uid}'])
+      ).trim();
+      await cluster.kubectlOk([
+        '-n',
+        DELIVER_NS,
+        'patch',
+        'sandbox',
+        'sbx-image',
+        '--subresource=status',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ status: { podInfo: { podIP: '127.0.0.1' } } }),
+      ]);
       await cluster.applyObject(wrappedSandboxPod({ sandbox: 'sbx-image', sandboxUid: uid, namespace: DELIVER_NS }));
-      await cluster.kubectlOk(['-n', DELIVER_NS, 'annotate', '--overwrite', 'sandbox', 'sbx-image',
+      await cluster.kubectlOk([
+        '-n',
+        DELIVER_NS,
+        'annotate',
+        '--overwrite',
+        'sandbox',
+        'sbx-image',
         `agents.kruise.io/init-runtime-request=${JSON.stringify({ envVars: VARS, accessToken: TOKEN })}`,
-        `agents.kruise.io/claim-timestamp=${new Date().toISOString()}`]);
+        `agents.kruise.io/claim-timestamp=${new Date().toISOString()}`,
+      ]);
 
-      await running.waitForOutput((text) => jsonLines(text).some((l) => l.msg === 'env delivered'), 'the env delivered line', 60_000);
+      await running.waitForOutput(
+        (text) => jsonLines(text).some((l) => l.msg === 'env delivered'),
+        'the env delivered line',
+        60_000,
+      );
       expect(existsSync(path.join(envDir, '.env_ready'))).toBe(true);
-      const { stdout } = await run('bash', [path.join(repoRoot, 'src', 'wrapper', 'run_with_envs.sh'), '--', 'printenv', 'GREETING', 'QUOTED'],
-        { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', SANDBOX_ENV_DIR: envDir } });
+      const { stdout } = await run(
+        'bash',
+        [path.join(repoRoot, 'src', 'wrapper', 'run_with_envs.sh'), '--', 'printenv', 'GREETING', 'QUOTED'],
+        { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', SANDBOX_ENV_DIR: envDir } },
+      );
       expect(stdout).toBe(`${VARS.GREETING}\n${VARS.QUOTED}\n`);
       expect(running.output()).not.toContain(VARS.GREETING);
 

@@ -49,7 +49,9 @@ function find(objects: KubeObject[], kind: string, name: string): KubeObject {
 }
 
 const ids = (objects: KubeObject[]): string[] =>
-  objects.map((o) => `${o.kind}/${o.metadata.namespace === undefined ? '' : `${o.metadata.namespace}/`}${o.metadata.name}`).sort();
+  objects
+    .map((o) => `${o.kind}/${o.metadata.namespace === undefined ? '' : `${o.metadata.namespace}/`}${o.metadata.name}`)
+    .sort();
 
 const asYaml = (objects: KubeObject[]): string => objects.map((o) => toYaml(o)).join('---\n');
 
@@ -99,7 +101,9 @@ describe('kubectl kustomize manifests/', () => {
     // The label the OpenKruise Agents Sandbox controller puts on every pod it creates.
     expect(at(webhook, 'objectSelector')).toEqual({ matchLabels: { 'agents.kruise.io/created-by': 'sandbox' } });
     expect(at(webhook, 'namespaceSelector')).toEqual({
-      matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['sandbox-system', 'kube-system'] }],
+      matchExpressions: [
+        { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['sandbox-system', 'kube-system'] },
+      ],
     });
     expect(at(webhook, 'clientConfig')).toEqual({
       service: { name: 'sandbox-injector', namespace: NS, path: '/mutate', port: 443 },
@@ -130,7 +134,9 @@ describe('kubectl kustomize manifests/', () => {
     expect(at(container, 'image')).toBe('ghcr.io/example/sandbox-injector:0.1.0');
     // The wrapper init container for policy Auto runs the injector's own image.
     expect(at(container, 'env')).toEqual(
-      expect.arrayContaining([{ name: 'SANDBOX_INJECTOR_WRAPPER_IMAGE', value: 'ghcr.io/example/sandbox-injector:0.1.0' }]),
+      expect.arrayContaining([
+        { name: 'SANDBOX_INJECTOR_WRAPPER_IMAGE', value: 'ghcr.io/example/sandbox-injector:0.1.0' },
+      ]),
     );
     expect(at(container, 'args')).toEqual(
       expect.arrayContaining([
@@ -145,14 +151,22 @@ describe('kubectl kustomize manifests/', () => {
         '--cert-dir=/var/run/sandbox-injector/certs',
       ]),
     );
-    for (const [probe, path] of [['livenessProbe', '/healthz'], ['readinessProbe', '/readyz']] as const) {
+    for (const [probe, path] of [
+      ['livenessProbe', '/healthz'],
+      ['readinessProbe', '/readyz'],
+    ] as const) {
       expect(at(container, probe, 'httpGet')).toEqual({ path, port: 'webhook', scheme: 'HTTPS' });
     }
     expect(at(container, 'ports')).toEqual([
       { name: 'webhook', containerPort: 8443, protocol: 'TCP' },
       { name: 'metrics', containerPort: 9090, protocol: 'TCP' },
     ]);
-    const sized = [['requests', 'cpu'], ['requests', 'memory'], ['limits', 'cpu'], ['limits', 'memory']] as const;
+    const sized = [
+      ['requests', 'cpu'],
+      ['requests', 'memory'],
+      ['limits', 'cpu'],
+      ['limits', 'memory'],
+    ] as const;
     for (const [kind, resource] of sized) {
       expect(typeof at(container, 'resources', kind, resource), `${kind} ${resource}`).toBe('string');
     }
@@ -169,11 +183,16 @@ describe('kubectl kustomize manifests/', () => {
     expect(at(pod, 'topologySpreadConstraints', 0, 'topologyKey')).toBe('kubernetes.io/hostname');
 
     const selector = at(deployment, 'spec', 'selector', 'matchLabels');
-    expect(at(find(base, 'PodDisruptionBudget', 'sandbox-injector'), 'spec')).toEqual({ minAvailable: 1, selector: { matchLabels: selector } });
+    expect(at(find(base, 'PodDisruptionBudget', 'sandbox-injector'), 'spec')).toEqual({
+      minAvailable: 1,
+      selector: { matchLabels: selector },
+    });
     const service = find(base, 'Service', 'sandbox-injector');
     expect(at(service, 'spec', 'selector')).toEqual(selector);
     // Only the webhook: the metrics port's Service comes with components/monitoring.
-    expect(at(service, 'spec', 'ports')).toEqual([{ name: 'https', port: 443, targetPort: 'webhook', protocol: 'TCP' }]);
+    expect(at(service, 'spec', 'ports')).toEqual([
+      { name: 'https', port: 443, targetPort: 'webhook', protocol: 'TCP' },
+    ]);
   });
 
   it('is accepted by the API server: server-side apply, dry run, strict validation, Pod Security restricted', async () => {
@@ -197,9 +216,12 @@ describe('kubectl kustomize manifests/', () => {
   it('would be warned about by Pod Security if the container were less locked down (control for the check above)', async () => {
     const deployment = structuredClone(find(base, 'Deployment', 'sandbox-injector'));
     const securityContext = at(deployment, 'spec', 'template', 'spec', 'containers', 0, 'securityContext');
-    if (securityContext === null || typeof securityContext !== 'object') throw new Error('no container securityContext');
+    if (securityContext === null || typeof securityContext !== 'object')
+      throw new Error('no container securityContext');
     delete (securityContext as Record<string, unknown>).allowPrivilegeEscalation;
-    const result = await cluster().kubectl(['apply', '--server-side', '--dry-run=server', '-f', '-'], { input: asYaml([deployment]) });
+    const result = await cluster().kubectl(['apply', '--server-side', '--dry-run=server', '-f', '-'], {
+      input: asYaml([deployment]),
+    });
     expect(result.code).toBe(0);
     expect(result.stderr).toMatch(/would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false/);
   });
@@ -220,19 +242,30 @@ describe('one retag through kustomize images: changes the container image and th
   });
 
   const imagesEntry = (entry: Record<string, string>): string => `images:\n${toYaml([{ name: IMAGE, ...entry }])}`;
-  const appendTo = (file: string, text: string): void => writeFileSync(file, `${readFileSync(file, 'utf8').trimEnd()}\n${text}`);
+  const appendTo = (file: string, text: string): void =>
+    writeFileSync(file, `${readFileSync(file, 'utf8').trimEnd()}\n${text}`);
 
   async function imagesOf(dir: string): Promise<{ image: unknown; wrapper: unknown }> {
-    const deployment = find(parseObjects(await cluster().kubectlOk(['kustomize', dir])), 'Deployment', 'sandbox-injector');
+    const deployment = find(
+      parseObjects(await cluster().kubectlOk(['kustomize', dir])),
+      'Deployment',
+      'sandbox-injector',
+    );
     const container = at(deployment, 'spec', 'template', 'spec', 'containers', 0);
     const env = (at(container, 'env') ?? []) as { name: string; value?: string }[];
-    return { image: at(container, 'image'), wrapper: env.find((e) => e.name === 'SANDBOX_INJECTOR_WRAPPER_IMAGE')?.value };
+    return {
+      image: at(container, 'image'),
+      wrapper: env.find((e) => e.name === 'SANDBOX_INJECTOR_WRAPPER_IMAGE')?.value,
+    };
   }
 
   it('in manifests/kustomization.yaml', async () => {
     const dir = path.join(tree, 'top');
     cpSync(BASE, dir, { recursive: true });
-    appendTo(path.join(dir, 'kustomization.yaml'), imagesEntry({ newName: 'registry.example.com/team/sandbox-injector', newTag: '1.2.3' }));
+    appendTo(
+      path.join(dir, 'kustomization.yaml'),
+      imagesEntry({ newName: 'registry.example.com/team/sandbox-injector', newTag: '1.2.3' }),
+    );
     const image = 'registry.example.com/team/sandbox-injector:1.2.3';
     expect(await imagesOf(dir)).toEqual({ image, wrapper: image });
   });
@@ -241,7 +274,10 @@ describe('one retag through kustomize images: changes the container image and th
     const dir = path.join(tree, 'overlay');
     mkdirSync(dir);
     const digest = `sha256:${'0123456789abcdef'.repeat(4)}`;
-    writeFileSync(path.join(dir, 'kustomization.yaml'), `resources:\n  - ../manifests\n${imagesEntry({ newName: 'registry.example.com/ov/sandbox-injector', digest })}`);
+    writeFileSync(
+      path.join(dir, 'kustomization.yaml'),
+      `resources:\n  - ../manifests\n${imagesEntry({ newName: 'registry.example.com/ov/sandbox-injector', digest })}`,
+    );
     const image = `registry.example.com/ov/sandbox-injector@${digest}`;
     expect(await imagesOf(dir)).toEqual({ image, wrapper: image });
   });
@@ -270,7 +306,12 @@ describe('kubectl kustomize manifests/overlays/cert-manager', () => {
   it('adds the issuers and the Certificate, and drops the rights only self-managed certificates need', () => {
     const expected = ids(base)
       .filter((id) => !id.endsWith('sandbox-injector-certs') && !id.startsWith('ConfigMap/'))
-      .concat([`Certificate/${NS}/sandbox-injector`, `Certificate/${NS}/sandbox-injector-ca`, `Issuer/${NS}/sandbox-injector-ca`, `Issuer/${NS}/sandbox-injector-selfsigned`])
+      .concat([
+        `Certificate/${NS}/sandbox-injector`,
+        `Certificate/${NS}/sandbox-injector-ca`,
+        `Issuer/${NS}/sandbox-injector-ca`,
+        `Issuer/${NS}/sandbox-injector-selfsigned`,
+      ])
       .sort();
     expect(ids(overlay)).toEqual(expected);
     for (const o of overlay.filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole')) {
@@ -288,7 +329,11 @@ describe('kubectl kustomize manifests/overlays/cert-manager', () => {
       'sandbox-injector.sandbox-system.svc',
       'sandbox-injector.sandbox-system.svc.cluster.local',
     ]);
-    expect(at(certificate, 'spec', 'issuerRef')).toEqual({ group: 'cert-manager.io', kind: 'Issuer', name: 'sandbox-injector-ca' });
+    expect(at(certificate, 'spec', 'issuerRef')).toEqual({
+      group: 'cert-manager.io',
+      kind: 'Issuer',
+      name: 'sandbox-injector-ca',
+    });
     expect(at(find(overlay, 'Issuer', 'sandbox-injector-ca'), 'spec', 'ca', 'secretName')).toBe(
       at(find(overlay, 'Certificate', 'sandbox-injector-ca'), 'spec', 'secretName'),
     );
@@ -314,15 +359,36 @@ describe('kubectl kustomize manifests/overlays/cert-manager', () => {
     );
     expect(JSON.stringify(args)).not.toMatch(/self-managed|--cert-dir|--cert-secret-name|--webhook-config-name/);
     // Every other flag of the base (trusted creators, limits, drain) is kept, in order.
-    const baseArgs = at(find(base, 'Deployment', 'sandbox-injector'), 'spec', 'template', 'spec', 'containers', 0, 'args') as string[];
-    const certFlag = /^--(cert-mode|cert-namespace|cert-secret-name|service-name|webhook-config-name|cert-dir|tls-cert-file|tls-key-file)=/;
+    const baseArgs = at(
+      find(base, 'Deployment', 'sandbox-injector'),
+      'spec',
+      'template',
+      'spec',
+      'containers',
+      0,
+      'args',
+    ) as string[];
+    const certFlag =
+      /^--(cert-mode|cert-namespace|cert-secret-name|service-name|webhook-config-name|cert-dir|tls-cert-file|tls-key-file)=/;
     expect((args as string[]).filter((a) => !certFlag.test(a))).toEqual(baseArgs.filter((a) => !certFlag.test(a)));
     expect(args).toContain('--trusted-creators=system:serviceaccount:sandbox-system:sandbox-controller-manager');
-    expect(at(pod, 'containers', 0, 'volumeMounts')).toEqual([{ name: 'tls', mountPath: '/var/run/sandbox-injector/tls', readOnly: true }]);
+    expect(at(pod, 'containers', 0, 'volumeMounts')).toEqual([
+      { name: 'tls', mountPath: '/var/run/sandbox-injector/tls', readOnly: true },
+    ]);
     // The wrapper image stays the injector's own.
-    const baseEnv = at(find(base, 'Deployment', 'sandbox-injector'), 'spec', 'template', 'spec', 'containers', 0, 'env');
+    const baseEnv = at(
+      find(base, 'Deployment', 'sandbox-injector'),
+      'spec',
+      'template',
+      'spec',
+      'containers',
+      0,
+      'env',
+    );
     expect(at(pod, 'containers', 0, 'env')).toEqual(baseEnv);
-    expect(at(pod, 'volumes')).toEqual([{ name: 'tls', secret: { secretName: 'sandbox-injector-tls', defaultMode: 0o440 } }]);
+    expect(at(pod, 'volumes')).toEqual([
+      { name: 'tls', secret: { secretName: 'sandbox-injector-tls', defaultMode: 0o440 } },
+    ]);
   });
 
   it('is accepted by the API server, except the cert-manager kinds it does not know', async () => {
@@ -339,8 +405,17 @@ describe('kubectl kustomize manifests/overlays/cert-manager', () => {
 describe('RBAC of the sandbox-injector service account', () => {
   beforeAll(async () => {
     const c = cluster();
-    const rbacKinds = new Set(['Namespace', 'ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding']);
-    await c.kubectlOk(['apply', '--server-side', '-f', '-'], { input: asYaml(base.filter((o) => rbacKinds.has(o.kind))) });
+    const rbacKinds = new Set([
+      'Namespace',
+      'ServiceAccount',
+      'Role',
+      'RoleBinding',
+      'ClusterRole',
+      'ClusterRoleBinding',
+    ]);
+    await c.kubectlOk(['apply', '--server-side', '-f', '-'], {
+      input: asYaml(base.filter((o) => rbacKinds.has(o.kind))),
+    });
   });
 
   const canI = async (args: string[]): Promise<'yes' | 'no'> => {
@@ -399,7 +474,16 @@ describe('RBAC of the sandbox-injector service account', () => {
   it('lists and watches the one ConfigMap through a metadata.name field selector, and nothing wider', async () => {
     const c = cluster();
     await c.kubectlOk(['apply', '-f', path.join(repoRoot, 'manifests', 'injection-config.yaml')]);
-    const byName = await c.kubectl(['get', 'configmaps', '-n', NS, '--field-selector=metadata.name=sandbox-injection-config', '-o', 'name', `--as=${SA}`]);
+    const byName = await c.kubectl([
+      'get',
+      'configmaps',
+      '-n',
+      NS,
+      '--field-selector=metadata.name=sandbox-injection-config',
+      '-o',
+      'name',
+      `--as=${SA}`,
+    ]);
     expect([byName.code, byName.stdout.trim()]).toEqual([0, 'configmap/sandbox-injection-config']);
     const all = await c.kubectl(['get', 'configmaps', '-n', NS, `--as=${SA}`]);
     expect(all.code).not.toBe(0);
@@ -410,7 +494,8 @@ describe('RBAC of the sandbox-injector service account', () => {
     const c = cluster();
     // What `kubectl apply -k` of the overlay after the base leaves behind once the -certs objects are pruned.
     for (const kind of ['rolebinding', 'role']) await c.kubectlOk(['delete', kind, 'sandbox-injector-certs', '-n', NS]);
-    for (const kind of ['clusterrolebinding', 'clusterrole']) await c.kubectlOk(['delete', kind, 'sandbox-injector-certs']);
+    for (const kind of ['clusterrolebinding', 'clusterrole'])
+      await c.kubectlOk(['delete', kind, 'sandbox-injector-certs']);
     const rbac = overlay.filter((o) => ['Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind));
     await c.kubectlOk(['apply', '--server-side', '-f', '-'], { input: asYaml(rbac) });
 

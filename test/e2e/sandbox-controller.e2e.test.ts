@@ -73,7 +73,10 @@ async function createSandbox(name: string, input: SandboxInput, validate = true)
     spec: {
       runtimes: input.runtimes.map((r) => ({ name: r })),
       template: {
-        metadata: { labels: { app: name }, annotations: { 'example.com/team': 'e2e', ...(input.templateAnnotations ?? {}) } },
+        metadata: {
+          labels: { app: name },
+          annotations: { 'example.com/team': 'e2e', ...(input.templateAnnotations ?? {}) },
+        },
         spec: {
           // Without a token volume the stored pod holds only what the template, the controller and the webhook
           // put there, so pods of different Sandboxes can be compared.
@@ -90,7 +93,11 @@ async function createSandbox(name: string, input: SandboxInput, validate = true)
 
 async function createPod(pod: Json, extra: string[] = []): Promise<{ code: number; stderr: string; pod?: StoredPod }> {
   const result = await c().kubectl(['create', '-f', '-', '-o', 'json', ...extra], { input: JSON.stringify(pod) });
-  return { code: result.code, stderr: result.stderr, pod: result.code === 0 ? (JSON.parse(result.stdout) as StoredPod) : undefined };
+  return {
+    code: result.code,
+    stderr: result.stderr,
+    pod: result.code === 0 ? (JSON.parse(result.stdout) as StoredPod) : undefined,
+  };
 }
 
 async function createPodOk(pod: Json): Promise<{ stderr: string; pod: StoredPod }> {
@@ -110,7 +117,10 @@ const admissionLines = (pod: string, from: WebhookProcess = webhook): Json[] =>
 
 /** The admission log line of `pod`; log lines reach us a little after kube-apiserver has the answer. */
 async function admissionLine(pod: string, from: WebhookProcess = webhook): Promise<Json> {
-  const [line] = await from.logged((l) => l.msg === 'admission' && l.namespace === NS && l.pod === pod, `admission of ${NS}/${pod}`);
+  const [line] = await from.logged(
+    (l) => l.msg === 'admission' && l.namespace === NS && l.pod === pod,
+    `admission of ${NS}/${pod}`,
+  );
   return line ?? {};
 }
 
@@ -166,14 +176,20 @@ describe("today's Sandbox CRD", () => {
       apiVersion: 'agents.kruise.io/v1alpha1',
       kind: 'Sandbox',
       metadata: { name: 'sbx-pruned-field', namespace: NS },
-      spec: { runtimes: [{ name: 'agent-runtime' }], envVarsInjectionPolicy: 'Auto', template: { spec: { containers: [{ name: 'main', image: 'busybox' }] } } },
+      spec: {
+        runtimes: [{ name: 'agent-runtime' }],
+        envVarsInjectionPolicy: 'Auto',
+        template: { spec: { containers: [{ name: 'main', image: 'busybox' }] } },
+      },
     };
     const strict = await c().kubectl(['create', '-f', '-'], { input: JSON.stringify(sandbox) });
     expect(strict.code).not.toBe(0);
     expect(strict.stderr).toContain('unknown field "spec.envVarsInjectionPolicy"');
 
     await c().kubectlOk(['create', '--validate=false', '-f', '-'], { input: JSON.stringify(sandbox) });
-    const stored = JSON.parse(await c().kubectlOk(['get', 'sandbox', '-n', NS, 'sbx-pruned-field', '-o', 'json'])) as Json;
+    const stored = JSON.parse(
+      await c().kubectlOk(['get', 'sandbox', '-n', NS, 'sbx-pruned-field', '-o', 'json']),
+    ) as Json;
     expect(at(stored, 'spec', 'envVarsInjectionPolicy')).toBeUndefined();
     expect(at(stored, 'spec', 'runtimes')).toEqual([{ name: 'agent-runtime' }]);
     expect(at(stored, 'spec', 'template', 'spec', 'containers', 0, 'image')).toBe('busybox');
@@ -182,15 +198,28 @@ describe("today's Sandbox CRD", () => {
 
 describe('the shipped webhook configuration', () => {
   it('is installed as rendered, only clientConfig changed, and selects the label the controller sets', async () => {
-    const stored = JSON.parse(await c().kubectlOk(['get', 'mutatingwebhookconfiguration', String(at(rendered, 'metadata', 'name')), '-o', 'json'])) as Json;
+    const stored = JSON.parse(
+      await c().kubectlOk([
+        'get',
+        'mutatingwebhookconfiguration',
+        String(at(rendered, 'metadata', 'name')),
+        '-o',
+        'json',
+      ]),
+    ) as Json;
     const withoutClient = (config: Json): unknown =>
-      (at(config, 'webhooks') as Json[]).map((w) => Object.fromEntries(Object.entries(w).filter(([k]) => k !== 'clientConfig')));
+      (at(config, 'webhooks') as Json[]).map((w) =>
+        Object.fromEntries(Object.entries(w).filter(([k]) => k !== 'clientConfig')),
+      );
     expect(withoutClient(stored)).toEqual(withoutClient(rendered));
     // Either spelling of the selector; what matters is that the controller's label is what it asks for.
     const selector = at(rendered, 'webhooks', 0, 'objectSelector');
     const byLabels = at(selector, 'matchLabels', CREATED_BY);
     const byExpression = (at(selector, 'matchExpressions') as Json[] | undefined)?.find((e) => e.key === CREATED_BY);
-    expect(byLabels === 'sandbox' || (byExpression?.operator === 'In' && JSON.stringify(byExpression.values) === '["sandbox"]')).toBe(true);
+    expect(
+      byLabels === 'sandbox' ||
+        (byExpression?.operator === 'In' && JSON.stringify(byExpression.values) === '["sandbox"]'),
+    ).toBe(true);
   });
 });
 
@@ -261,14 +290,26 @@ describe('pods as the Sandbox controller creates them', () => {
 
 describe('EnvVarsInjectionPolicy Auto in cluster mode', () => {
   const containers = [
-    { name: 'main', image: 'python:3.12', command: ['python', 'app.py'], args: ['--port', '8080'], readinessProbe: { exec: { command: ['ready'] } } },
+    {
+      name: 'main',
+      image: 'python:3.12',
+      command: ['python', 'app.py'],
+      args: ['--port', '8080'],
+      readinessProbe: { exec: { command: ['ready'] } },
+    },
   ];
 
   function expectWrapped(stored: StoredPod, stderr: string): void {
     const main = stored.spec.containers[0];
     expect(main?.command).toEqual(WRAPPED_COMMAND);
     expect(main?.args).toEqual(['python', 'app.py', '--port', '8080']);
-    expect(at(main, 'readinessProbe', 'exec', 'command')).toEqual(['/bin/bash', '/var/sandbox/run_with_envs.sh', '--probe', '--', 'ready']);
+    expect(at(main, 'readinessProbe', 'exec', 'command')).toEqual([
+      '/bin/bash',
+      '/var/sandbox/run_with_envs.sh',
+      '--probe',
+      '--',
+      'ready',
+    ]);
     expect(names(main?.volumeMounts)).toContain('sandbox-env');
     expect(names(stored.spec.volumes)).toContain('sandbox-env');
     const wrapper = stored.spec.initContainers?.find((c) => c.name === 'sandbox-env-wrapper');
@@ -286,7 +327,11 @@ describe('EnvVarsInjectionPolicy Auto in cluster mode', () => {
   }
 
   it("from the Sandbox's annotation (not copied onto the pod)", async () => {
-    const sandbox = await createSandbox('sbx-auto-sandbox', { runtimes: ['agent-runtime'], annotations: { [POLICY]: 'Auto' }, containers });
+    const sandbox = await createSandbox('sbx-auto-sandbox', {
+      runtimes: ['agent-runtime'],
+      annotations: { [POLICY]: 'Auto' },
+      containers,
+    });
     const pod = podFromSandbox(sandbox, { configData: plainConfig.data });
     expect(at(pod, 'metadata', 'annotations', POLICY)).toBeUndefined();
     const { pod: stored, stderr } = await createPodOk(pod);
@@ -294,7 +339,11 @@ describe('EnvVarsInjectionPolicy Auto in cluster mode', () => {
   });
 
   it('from the template annotation the controller copies onto the pod', async () => {
-    const sandbox = await createSandbox('sbx-auto-template', { runtimes: ['agent-runtime'], templateAnnotations: { [POLICY]: 'Auto' }, containers });
+    const sandbox = await createSandbox('sbx-auto-template', {
+      runtimes: ['agent-runtime'],
+      templateAnnotations: { [POLICY]: 'Auto' },
+      containers,
+    });
     const pod = podFromSandbox(sandbox, { configData: plainConfig.data });
     expect(at(pod, 'metadata', 'annotations', POLICY)).toBe('Auto');
     const { pod: stored, stderr } = await createPodOk(pod);
@@ -313,7 +362,11 @@ describe('EnvVarsInjectionPolicy Auto in cluster mode', () => {
   });
 
   it('spec.envVarsInjectionPolicy, pruned by the CRD, never reaches the webhook: nothing wrapped', async () => {
-    const sandbox = await createSandbox('sbx-auto-pruned', { runtimes: ['agent-runtime'], containers, extraSpec: { envVarsInjectionPolicy: 'Auto' } }, false);
+    const sandbox = await createSandbox(
+      'sbx-auto-pruned',
+      { runtimes: ['agent-runtime'], containers, extraSpec: { envVarsInjectionPolicy: 'Auto' } },
+      false,
+    );
     expect(at(sandbox, 'spec', 'envVarsInjectionPolicy')).toBeUndefined();
     const { pod: stored } = await createPodOk(podFromSandbox(sandbox, { configData: plainConfig.data }));
     expectNotWrapped(stored);
@@ -367,7 +420,15 @@ describe('the wrapper image as the Deployment passes it (SANDBOX_INJECTOR_WRAPPE
  */
 function goMarshalled(raw: string): string {
   const doc = JSON.parse(raw) as Json;
-  for (const field of ['mainContainer', 'csiSidecar', 'volume', 'annotations', 'labels', 'initContainers', 'containers']) {
+  for (const field of [
+    'mainContainer',
+    'csiSidecar',
+    'volume',
+    'annotations',
+    'labels',
+    'initContainers',
+    'containers',
+  ]) {
     doc[field] ??= null;
   }
   const container = (c: Json): void => {
@@ -392,8 +453,14 @@ describe('an injection ConfigMap written by Go code, with null for empty fields'
   it('injects exactly like the plain one, on a freshly started webhook that never saw another version', async () => {
     // The controller reads the ConfigMap in its own namespace; when that is not ours it injects nothing and
     // the webhook injects everything. Both kinds of pod, first with the plain config.
-    const make = async (prefix: string, configData: Record<string, string>): Promise<{ injected: StoredPod; present: StoredPod; stderr: string }> => {
-      const bare = await createSandbox(`${prefix}-bare`, { runtimes: ['agent-runtime', 'csi'], templateAnnotations: { [POLICY]: 'Auto' } });
+    const make = async (
+      prefix: string,
+      configData: Record<string, string>,
+    ): Promise<{ injected: StoredPod; present: StoredPod; stderr: string }> => {
+      const bare = await createSandbox(`${prefix}-bare`, {
+        runtimes: ['agent-runtime', 'csi'],
+        templateAnnotations: { [POLICY]: 'Auto' },
+      });
       const full = await createSandbox(`${prefix}-full`, { runtimes: ['agent-runtime', 'csi'] });
       const a = await createPodOk(podFromSandbox(bare));
       const b = await createPodOk(podFromSandbox(full, { configData }));
@@ -405,7 +472,9 @@ describe('an injection ConfigMap written by Go code, with null for empty fields'
     expect(statusOf(plain.present)).toMatchObject({ present: ['agent-runtime', 'csi'] });
 
     const goStyle: ConfigMapObject = structuredClone(plainConfig);
-    goStyle.data = Object.fromEntries(Object.entries(plainConfig.data).map(([key, value]) => [key, goMarshalled(value)]));
+    goStyle.data = Object.fromEntries(
+      Object.entries(plainConfig.data).map(([key, value]) => [key, goMarshalled(value)]),
+    );
     expect(goStyle.data['csi']).toContain('"initContainers":null');
     await c().applyObject(goStyle);
     await webhook.stop();

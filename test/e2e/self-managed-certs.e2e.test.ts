@@ -10,7 +10,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { connect } from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AdmissionregistrationV1Api, type V1MutatingWebhookConfiguration, type V1Secret } from '@kubernetes/client-node';
+import {
+  AdmissionregistrationV1Api,
+  type V1MutatingWebhookConfiguration,
+  type V1Secret,
+} from '@kubernetes/client-node';
 import { parseAllDocuments, stringify as toYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKubeClients, type KubeClients } from '../../src/sources/kube/clients.js';
@@ -57,7 +61,8 @@ function server(i: number): TlsFileServer {
 }
 
 const decode = (b64: string | undefined): string => Buffer.from(b64 ?? '', 'base64').toString('utf8');
-const pems = (bundle: string): string[] => bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----\n?/g) ?? [];
+const pems = (bundle: string): string[] =>
+  bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----\n?/g) ?? [];
 const fingerprintOf = (pem: string): string => new X509Certificate(pem).fingerprint256;
 
 async function secret(): Promise<V1Secret> {
@@ -104,7 +109,8 @@ function handshake(port: number, ca: string): Promise<Peer> {
     const socket = connect({ host: '127.0.0.1', port, servername: SERVER_NAME, ca, minVersion: 'TLSv1.2' }, () => {
       const peer = socket.getPeerX509Certificate();
       socket.end();
-      if (!socket.authorized || peer === undefined) reject(new Error(`not authorized: ${String(socket.authorizationError)}`));
+      if (!socket.authorized || peer === undefined)
+        reject(new Error(`not authorized: ${String(socket.authorizationError)}`));
       else resolve({ fingerprint: peer.fingerprint256, issuer: peer.issuer });
     });
     socket.setTimeout(5000, () => socket.destroy(new Error('handshake timed out')));
@@ -171,10 +177,15 @@ beforeAll(async () => {
   const compiling = compileReplica();
 
   // The namespace, service account and RBAC exactly as manifests/ install them.
-  const rendered = parseAllDocuments(await c().kubectlOk(['kustomize', path.join(repoRoot, 'manifests')])).map((d) => d.toJS() as { kind: string });
+  const rendered = parseAllDocuments(await c().kubectlOk(['kustomize', path.join(repoRoot, 'manifests')])).map(
+    (d) => d.toJS() as { kind: string },
+  );
   const wanted = new Set(['Namespace', 'ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding']);
   await c().kubectlOk(['apply', '--server-side', '-f', '-'], {
-    input: rendered.filter((o) => wanted.has(o.kind)).map((o) => toYaml(o)).join('---\n'),
+    input: rendered
+      .filter((o) => wanted.has(o.kind))
+      .map((o) => toYaml(o))
+      .join('---\n'),
   });
   await c().ensureNamespace(POD_NS);
 
@@ -186,7 +197,12 @@ beforeAll(async () => {
     toYaml({
       apiVersion: 'v1',
       kind: 'Config',
-      clusters: [{ name: 'e2e', cluster: { server: c().server, 'certificate-authority-data': Buffer.from(c().caPem).toString('base64') } }],
+      clusters: [
+        {
+          name: 'e2e',
+          cluster: { server: c().server, 'certificate-authority-data': Buffer.from(c().caPem).toString('base64') },
+        },
+      ],
       users: [{ name: 'sandbox-injector', user: { token } }],
       contexts: [{ name: 'sa', context: { cluster: 'e2e', user: 'sandbox-injector' } }],
       'current-context': 'sa',
@@ -277,12 +293,20 @@ describe('self-managed certificates with two replicas', () => {
     const ca = new X509Certificate(caPem);
     expect(served.verify(ca.publicKey)).toBe(true);
     expect(served.checkIssued(ca)).toBe(true);
-    for (const name of ['sandbox-injector', 'sandbox-injector.sandbox-system', SERVER_NAME, 'sandbox-injector.sandbox-system.svc.cluster.local']) {
+    for (const name of [
+      'sandbox-injector',
+      'sandbox-injector.sandbox-system',
+      SERVER_NAME,
+      'sandbox-injector.sandbox-system.svc.cluster.local',
+    ]) {
       expect(served.checkHost(name), name).toBe(name);
     }
     expect(served.checkIP('127.0.0.1')).toBe('127.0.0.1');
 
-    for (const r of replicas) servers.push(await startTlsFileServer({ certFile: path.join(r.dir, 'tls.crt'), keyFile: path.join(r.dir, 'tls.key') }));
+    for (const r of replicas)
+      servers.push(
+        await startTlsFileServer({ certFile: path.join(r.dir, 'tls.crt'), keyFile: path.join(r.dir, 'tls.key') }),
+      );
     const bundle = bundles[0] ?? '';
     for (const s of servers) {
       const peer = await handshake(s.port, bundle);
@@ -292,9 +316,20 @@ describe('self-managed certificates with two replicas', () => {
 
   it('is trusted by kube-apiserver: a pod is admitted through the webhook (failurePolicy Fail)', async () => {
     const port = server(0).port;
-    await c().kubectlOk(
-      ['patch', 'mutatingwebhookconfiguration', MWC, '--type=json', '-p', JSON.stringify([0, 1].map((i) => ({ op: 'replace', path: `/webhooks/${i}/clientConfig/url`, value: `https://127.0.0.1:${port}/mutate` })))],
-    );
+    await c().kubectlOk([
+      'patch',
+      'mutatingwebhookconfiguration',
+      MWC,
+      '--type=json',
+      '-p',
+      JSON.stringify(
+        [0, 1].map((i) => ({
+          op: 'replace',
+          path: `/webhooks/${i}/clientConfig/url`,
+          value: `https://127.0.0.1:${port}/mutate`,
+        })),
+      ),
+    ]);
     // Patching the URL keeps the caBundle, which the replicas own.
     expect((await caBundles()).every((b) => pems(b).length === 1)).toBe(true);
     // The API server picks webhook configuration changes up asynchronously.
@@ -359,7 +394,11 @@ describe('self-managed certificates with two replicas', () => {
     await sleep(500);
 
     const [live, rotating] = await Promise.all([perConnection.stop(), duringRotation.stop()]);
-    for (const [name, stats] of [['per connection', live], ['from the start', beforeRotation], ['from during the rotation', rotating]] as const) {
+    for (const [name, stats] of [
+      ['per connection', live],
+      ['from the start', beforeRotation],
+      ['from during the rotation', rotating],
+    ] as const) {
       expect(stats.failures, `${name}: ${stats.failures.slice(0, 3).join('; ')}`).toEqual([]);
       expect(stats.ok, name).toBeGreaterThan(10);
     }
@@ -382,8 +421,18 @@ describe('self-managed certificates with two replicas', () => {
   it('repairs a caBundle that was overwritten (the configuration re-applied by hand)', async () => {
     const expected = await caBundles();
     const foreign = Buffer.from(c().caPem).toString('base64');
-    await c().kubectlOk(['patch', 'mutatingwebhookconfiguration', MWC, '--type=json', '-p', JSON.stringify([{ op: 'replace', path: '/webhooks/1/clientConfig/caBundle', value: foreign }])]);
-    await waitFor('a replica to restore the caBundle on its next poll', async () => JSON.stringify(await caBundles()) === JSON.stringify(expected));
+    await c().kubectlOk([
+      'patch',
+      'mutatingwebhookconfiguration',
+      MWC,
+      '--type=json',
+      '-p',
+      JSON.stringify([{ op: 'replace', path: '/webhooks/1/clientConfig/caBundle', value: foreign }]),
+    ]);
+    await waitFor(
+      'a replica to restore the caBundle on its next poll',
+      async () => JSON.stringify(await caBundles()) === JSON.stringify(expected),
+    );
     await waitFor('the API server to call the webhook again', async () => {
       try {
         await createPodThroughWebhook();
@@ -396,6 +445,10 @@ describe('self-managed certificates with two replicas', () => {
 
   it('stops cleanly', async () => {
     await Promise.all(replicas.map((r) => r.stop()));
-    for (const r of replicas) expect(r.logs.filter((l) => l.level === 'error'), r.describeLogs()).toEqual([]);
+    for (const r of replicas)
+      expect(
+        r.logs.filter((l) => l.level === 'error'),
+        r.describeLogs(),
+      ).toEqual([]);
   });
 });

@@ -36,7 +36,13 @@ function servedCertificate(port: number, caPem: string): Promise<X509Certificate
 }
 
 async function caBundle(): Promise<string> {
-  const out = await cluster.kubectlOk(['get', 'mutatingwebhookconfiguration', 'sandbox-injector', '-o', 'jsonpath={.webhooks[0].clientConfig.caBundle}']);
+  const out = await cluster.kubectlOk([
+    'get',
+    'mutatingwebhookconfiguration',
+    'sandbox-injector',
+    '-o',
+    'jsonpath={.webhooks[0].clientConfig.caBundle}',
+  ]);
   return Buffer.from(out, 'base64').toString('utf8');
 }
 
@@ -50,7 +56,9 @@ beforeAll(async () => {
   // at the first replica, and its caBundle is left for the replicas to fill in.
   const port = await freePort();
   const url = `https://127.0.0.1:${port}/mutate`;
-  await cluster.kubectlOk(['apply', '-f', '-'], { input: JSON.stringify(webhookConfiguration('sandbox-injector', url, undefined)) });
+  await cluster.kubectlOk(['apply', '-f', '-'], {
+    input: JSON.stringify(webhookConfiguration('sandbox-injector', url, undefined)),
+  });
   replicas.push(
     ...(await Promise.all([
       startWebhookProcess(cluster, { selfManaged: true, port, extraArgs: ['--cert-poll-seconds', '1'] }),
@@ -67,7 +75,12 @@ afterAll(async () => {
 describe('self-managed certificates, two serve processes started together', () => {
   it('end with one Secret, and a caBundle that verifies the certificate each replica serves', async () => {
     const secrets = await cluster.kubectlOk(['get', 'secrets', '-n', 'sandbox-system', '-o', 'name']);
-    expect(secrets.trim().split('\n').filter((s) => s.includes('sandbox-injector'))).toEqual(['secret/sandbox-injector-tls']);
+    expect(
+      secrets
+        .trim()
+        .split('\n')
+        .filter((s) => s.includes('sandbox-injector')),
+    ).toEqual(['secret/sandbox-injector-tls']);
 
     let bundle = '';
     const deadline = Date.now() + 90_000;
@@ -89,7 +102,9 @@ describe('self-managed certificates, two serve processes started together', () =
     let names: unknown[] = [];
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline) {
-      const result = await cluster.kubectl(['create', '--dry-run=server', '-f', '-', '-o', 'json'], { input: JSON.stringify(pod) });
+      const result = await cluster.kubectl(['create', '--dry-run=server', '-f', '-', '-o', 'json'], {
+        input: JSON.stringify(pod),
+      });
       if (result.code === 0) {
         const stored = JSON.parse(result.stdout) as { spec: { initContainers?: { name: string }[] } };
         names = (stored.spec.initContainers ?? []).map((c) => c.name);
@@ -106,7 +121,9 @@ describe('self-managed certificates, two serve processes started together', () =
     let ok = 0;
     const failures: string[] = [];
     let looping = true;
-    const review = JSON.stringify(reviewFor({ metadata: { generateName: 'loop-' }, spec: { containers: [{ name: 'main' }] } }));
+    const review = JSON.stringify(
+      reviewFor({ metadata: { generateName: 'loop-' }, spec: { containers: [{ name: 'main' }] } }),
+    );
     const loop = (async () => {
       while (looping) {
         for (const replica of replicas) {
@@ -154,13 +171,26 @@ describe('self-managed certificates, two serve processes started together', () =
 function admit(port: number, caPem: string, body: string): Promise<string> {
   return new Promise((resolve) => {
     const req = request(
-      { host: '127.0.0.1', port, path: '/mutate', method: 'POST', servername: SERVICE_NAME, ca: caPem, agent: false, headers: { 'content-type': 'application/json' } },
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/mutate',
+        method: 'POST',
+        servername: SERVICE_NAME,
+        ca: caPem,
+        agent: false,
+        headers: { 'content-type': 'application/json' },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          resolve(res.statusCode === 200 && text.includes('"allowed":true') ? 'ok' : `HTTP ${res.statusCode ?? 0}: ${text.slice(0, 100)}`);
+          resolve(
+            res.statusCode === 200 && text.includes('"allowed":true')
+              ? 'ok'
+              : `HTTP ${res.statusCode ?? 0}: ${text.slice(0, 100)}`,
+          );
         });
       },
     );

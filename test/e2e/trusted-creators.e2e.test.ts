@@ -48,23 +48,47 @@ function sandboxPod(owned = true): Json {
       labels: { [CREATED_BY]: 'sandbox' },
       annotations: { [CREATED_BY]: 'sandbox' },
       ...(owned
-        ? { ownerReferences: [{ apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name: 'sbx', uid: sandboxUid, controller: true }] }
+        ? {
+            ownerReferences: [
+              {
+                apiVersion: 'agents.kruise.io/v1alpha1',
+                kind: 'Sandbox',
+                name: 'sbx',
+                uid: sandboxUid,
+                controller: true,
+              },
+            ],
+          }
         : {}),
     },
-    spec: { automountServiceAccountToken: false, containers: [{ name: 'main', image: 'python:3.12', command: ['python', 'app.py'] }] },
+    spec: {
+      automountServiceAccountToken: false,
+      containers: [{ name: 'main', image: 'python:3.12', command: ['python', 'app.py'] }],
+    },
   };
 }
 
-async function createAs(who: Identity, pod: Json, extra: string[] = []): Promise<{ code: number; stderr: string; pod?: StoredPod }> {
+async function createAs(
+  who: Identity,
+  pod: Json,
+  extra: string[] = [],
+): Promise<{ code: number; stderr: string; pod?: StoredPod }> {
   const result = await who.kubectl(['create', '-f', '-', '-o', 'json', ...extra], { input: JSON.stringify(pod) });
-  return { code: result.code, stderr: result.stderr, pod: result.code === 0 ? (JSON.parse(result.stdout) as StoredPod) : undefined };
+  return {
+    code: result.code,
+    stderr: result.stderr,
+    pod: result.code === 0 ? (JSON.parse(result.stdout) as StoredPod) : undefined,
+  };
 }
 
 const statusOf = (pod: StoredPod | undefined): unknown => JSON.parse(pod?.metadata.annotations?.[STATUS] ?? 'null');
 
 /** The webhook's `admission` log line for a pod name; lines arrive a little after kube-apiserver has the answer. */
 async function admissionLine(match: (line: Json) => boolean): Promise<Json> {
-  const [line] = await webhook.logged((l) => l.msg === 'admission' && l.namespace === NS && match(l), 'a matching admission line');
+  const [line] = await webhook.logged(
+    (l) => l.msg === 'admission' && l.namespace === NS && match(l),
+    'a matching admission line',
+  );
   return line ?? {};
 }
 
@@ -76,11 +100,19 @@ function postPodAs(who: Identity, pod: Json): Promise<{ status: number; body: Js
   return new Promise((resolve, reject) => {
     const req = request(
       `${c().server}/api/v1/namespaces/${NS}/pods`,
-      { method: 'POST', ca: c().caPem, cert: cert.certPem, key: cert.keyPem, headers: { 'content-type': 'application/json' } },
+      {
+        method: 'POST',
+        ca: c().caPem,
+        cert: cert.certPem,
+        key: cert.keyPem,
+        headers: { 'content-type': 'application/json' },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json }),
+        );
         res.on('error', reject);
       },
     );
@@ -99,23 +131,37 @@ beforeAll(async () => {
   // The same right for all three: whatever refuses one of them below is the webhook, not RBAC.
   await c().kubectlOk(['-n', NS, 'create', 'role', 'pod-creator', '--verb=create', '--resource=pods']);
   await c().kubectlOk([
-    '-n', NS, 'create', 'rolebinding', 'pod-creators', '--role=pod-creator',
-    `--serviceaccount=${CONFIG_NS}:${CONTROLLER_SA}`, '--user=mallory', `--group=${TRUSTED_GROUP}`,
+    '-n',
+    NS,
+    'create',
+    'rolebinding',
+    'pod-creators',
+    '--role=pod-creator',
+    `--serviceaccount=${CONFIG_NS}:${CONTROLLER_SA}`,
+    '--user=mallory',
+    `--group=${TRUSTED_GROUP}`,
   ]);
   controller = await serviceAccountIdentity(cluster, CONFIG_NS, CONTROLLER_SA);
   mallory = certificateIdentity(cluster, 'mallory');
   carol = certificateIdentity(cluster, 'carol', [TRUSTED_GROUP]);
 
-  webhook = await startWebhookProcess(cluster, { extraArgs: ['--trusted-creators', `${CONTROLLER}, group:${TRUSTED_GROUP}`] });
-  await c().kubectlOk(['apply', '-f', '-'], { input: JSON.stringify(webhookConfiguration(WEBHOOK, webhook.url, webhook.ca.certPem)) });
+  webhook = await startWebhookProcess(cluster, {
+    extraArgs: ['--trusted-creators', `${CONTROLLER}, group:${TRUSTED_GROUP}`],
+  });
+  await c().kubectlOk(['apply', '-f', '-'], {
+    input: JSON.stringify(webhookConfiguration(WEBHOOK, webhook.url, webhook.ca.certPem)),
+  });
   const sandbox = {
     apiVersion: 'agents.kruise.io/v1alpha1',
     kind: 'Sandbox',
     metadata: { name: 'sbx', namespace: NS },
     spec: { runtimes: [{ name: 'agent-runtime' }, { name: 'csi' }], template: {} },
   };
-  sandboxUid = (JSON.parse(await c().kubectlOk(['create', '-f', '-', '-o', 'json'], { input: JSON.stringify(sandbox) })) as { metadata: { uid: string } })
-    .metadata.uid;
+  sandboxUid = (
+    JSON.parse(await c().kubectlOk(['create', '-f', '-', '-o', 'json'], { input: JSON.stringify(sandbox) })) as {
+      metadata: { uid: string };
+    }
+  ).metadata.uid;
   // kube-apiserver picks up a new webhook configuration asynchronously: wait until the controller's dry run is
   // injected, so that an admitted pod below can only mean the webhook admitted it.
   await untilWebhookCalled('the webhook', async () => {
@@ -131,8 +177,14 @@ afterAll(async () => {
 
 describe('trusted pod creators on a real kube-apiserver', () => {
   it('authenticates the identities as the names the webhook is given, each allowed by RBAC to create pods', async () => {
-    for (const [who, name] of [[controller, CONTROLLER], [mallory, 'mallory'], [carol, 'carol']] as const) {
-      const review = JSON.parse(await who.kubectl(['auth', 'whoami', '-o', 'json']).then((r) => r.stdout)) as { status: { userInfo: Json } };
+    for (const [who, name] of [
+      [controller, CONTROLLER],
+      [mallory, 'mallory'],
+      [carol, 'carol'],
+    ] as const) {
+      const review = JSON.parse(await who.kubectl(['auth', 'whoami', '-o', 'json']).then((r) => r.stdout)) as {
+        status: { userInfo: Json };
+      };
       expect(review.status.userInfo.username).toBe(name);
       expect((await who.kubectl(['auth', 'can-i', 'create', 'pods', '-n', NS])).stdout.trim()).toBe('yes');
     }
@@ -154,7 +206,9 @@ describe('trusted pod creators on a real kube-apiserver', () => {
         `Sandbox ${NS}/sbx: only the webhook's trusted creators may (--trusted-creators)`,
     );
     expect(await c().kubectlOk(['-n', NS, 'get', 'pods', '-o', 'name'])).toBe(before);
-    expect(await admissionLine((l) => l.decision === 'denied' && String(l.message).startsWith('user "mallory"'))).toMatchObject({
+    expect(
+      await admissionLine((l) => l.decision === 'denied' && String(l.message).startsWith('user "mallory"')),
+    ).toMatchObject({
       pod: 'sbx-',
     });
   });
@@ -163,7 +217,9 @@ describe('trusted pod creators on a real kube-apiserver', () => {
     const { status, body } = await postPodAs(mallory, sandboxPod());
     expect(status).toBe(403);
     expect(body).toMatchObject({ kind: 'Status', status: 'Failure', code: 403 });
-    expect(body.message).toMatch(/denied the request: user "mallory" may not create a pod owned by Sandbox e2e-trusted\/sbx/);
+    expect(body.message).toMatch(
+      /denied the request: user "mallory" may not create a pod owned by Sandbox e2e-trusted\/sbx/,
+    );
   });
 
   it('trusts a member of a listed group, whatever its user name', async () => {
@@ -182,7 +238,10 @@ describe('trusted pod creators on a real kube-apiserver', () => {
   });
 
   it('says at startup whom it trusts', async () => {
-    const [line] = await webhook.logged((l) => l.msg === 'only trusted creators may create pods owned by a Sandbox', 'the trust line');
+    const [line] = await webhook.logged(
+      (l) => l.msg === 'only trusted creators may create pods owned by a Sandbox',
+      'the trust line',
+    );
     expect(line).toMatchObject({
       users: [CONTROLLER],
       groups: [TRUSTED_GROUP],

@@ -37,7 +37,15 @@ async function serviceAccountKubeconfig(): Promise<string> {
     toYaml({
       apiVersion: 'v1',
       kind: 'Config',
-      clusters: [{ name: 'e2e', cluster: { server: cluster.server, 'certificate-authority-data': Buffer.from(cluster.caPem).toString('base64') } }],
+      clusters: [
+        {
+          name: 'e2e',
+          cluster: {
+            server: cluster.server,
+            'certificate-authority-data': Buffer.from(cluster.caPem).toString('base64'),
+          },
+        },
+      ],
       users: [{ name: SA, user: { token } }],
       contexts: [{ name: 'sa', context: { cluster: 'e2e', user: SA } }],
       'current-context': 'sa',
@@ -60,12 +68,33 @@ describe('the ConfigMap watch recovers from errors by itself', () => {
       expect(await probe('/readyz', port, ca.certPem)).toBe(503);
       await sleep(200);
     }
-    const failures = await webhook.logged((l) => l.msg === 'injection ConfigMap watch failed; restarting', 'watch restarts', 2);
+    const failures = await webhook.logged(
+      (l) => l.msg === 'injection ConfigMap watch failed; restarting',
+      'watch restarts',
+      2,
+    );
     expect(failures.length).toBeGreaterThanOrEqual(2);
 
     const grantedAt = Date.now();
-    await cluster.kubectlOk(['create', 'role', 'read-injection-config', '-n', NS, '--verb=get,list,watch', '--resource=configmaps', '--resource-name=sandbox-injection-config']);
-    await cluster.kubectlOk(['create', 'rolebinding', 'read-injection-config', '-n', NS, '--role=read-injection-config', `--serviceaccount=${NS}:${SA}`]);
+    await cluster.kubectlOk([
+      'create',
+      'role',
+      'read-injection-config',
+      '-n',
+      NS,
+      '--verb=get,list,watch',
+      '--resource=configmaps',
+      '--resource-name=sandbox-injection-config',
+    ]);
+    await cluster.kubectlOk([
+      'create',
+      'rolebinding',
+      'read-injection-config',
+      '-n',
+      NS,
+      '--role=read-injection-config',
+      `--serviceaccount=${NS}:${SA}`,
+    ]);
     let status = 0;
     while (status !== 200 && Date.now() - grantedAt < 60_000) {
       status = await probe('/readyz', port, ca.certPem);
@@ -74,7 +103,10 @@ describe('the ConfigMap watch recovers from errors by itself', () => {
     expect(status).toBe(200);
     console.info(`ready ${Date.now() - grantedAt} ms after the RoleBinding was created`);
 
-    const pod = { metadata: { generateName: 'sbx-', annotations: { 'agents.kruise.io/runtimes': 'agent-runtime' } }, spec: { containers: [{ name: 'main' }] } };
+    const pod = {
+      metadata: { generateName: 'sbx-', annotations: { 'agents.kruise.io/runtimes': 'agent-runtime' } },
+      spec: { containers: [{ name: 'main' }] },
+    };
     const response = await fetchReview(port, ca.certPem, JSON.stringify(reviewFor(pod)));
     expect(response.allowed).toBe(true);
     const ops = decodePatch(response.patch ?? '');
@@ -86,11 +118,23 @@ async function fetchReview(port: number, caPem: string, body: string): Promise<{
   const { request } = await import('node:https');
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: '127.0.0.1', port, path: '/mutate', method: 'POST', ca: caPem, headers: { 'content-type': 'application/json' } },
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/mutate',
+        method: 'POST',
+        ca: caPem,
+        headers: { 'content-type': 'application/json' },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve((JSON.parse(Buffer.concat(chunks).toString('utf8')) as { response: { allowed: boolean; patch?: string } }).response));
+        res.on('end', () =>
+          resolve(
+            (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { response: { allowed: boolean; patch?: string } })
+              .response,
+          ),
+        );
       },
     );
     req.on('error', reject);

@@ -34,7 +34,12 @@ async function createSandbox(name: string, runtimes: string[], policy?: string):
   const spec: Json = { runtimes: runtimes.map((r) => ({ name: r })), template: {} };
   if (policy !== undefined) spec.envVarsInjectionPolicy = policy;
   const out = await c().kubectlOk(['create', '-f', '-', '-o', 'json'], {
-    input: JSON.stringify({ apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', metadata: { name, namespace: NS }, spec }),
+    input: JSON.stringify({
+      apiVersion: 'agents.kruise.io/v1alpha1',
+      kind: 'Sandbox',
+      metadata: { name, namespace: NS },
+      spec,
+    }),
   });
   return (JSON.parse(out) as { metadata: { uid: string } }).metadata.uid;
 }
@@ -42,7 +47,7 @@ async function createSandbox(name: string, runtimes: string[], policy?: string):
 /** A pod as the Sandbox controller creates it: owned by the Sandbox, labelled and annotated created-by. */
 function ownedPod(sandbox: string, uid: string, base: Json = {}): Json {
   const pod = structuredClone(base) as { metadata?: Json; spec?: Json };
-  const metadata = (pod.metadata ?? {});
+  const metadata = pod.metadata ?? {};
   const labels = (metadata.labels ?? {}) as Record<string, string>;
   const annotations = (metadata.annotations ?? {}) as Record<string, string>;
   return {
@@ -55,7 +60,9 @@ function ownedPod(sandbox: string, uid: string, base: Json = {}): Json {
       namespace: NS,
       labels: { ...labels, 'agents.kruise.io/created-by': 'sandbox' },
       annotations: { ...annotations, 'agents.kruise.io/created-by': 'sandbox' },
-      ownerReferences: [{ apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name: sandbox, uid, controller: true }],
+      ownerReferences: [
+        { apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name: sandbox, uid, controller: true },
+      ],
     },
     spec: {
       // Without a token volume the stored pod holds only what the test and the webhook put there.
@@ -68,7 +75,11 @@ function ownedPod(sandbox: string, uid: string, base: Json = {}): Json {
 
 async function create(pod: Json, extra: string[] = []): Promise<{ code: number; pod?: StoredPod; stderr: string }> {
   const result = await c().kubectl(['create', '-f', '-', '-o', 'json', ...extra], { input: JSON.stringify(pod) });
-  return { code: result.code, stderr: result.stderr, pod: result.code === 0 ? (JSON.parse(result.stdout) as StoredPod) : undefined };
+  return {
+    code: result.code,
+    stderr: result.stderr,
+    pod: result.code === 0 ? (JSON.parse(result.stdout) as StoredPod) : undefined,
+  };
 }
 
 async function createOk(pod: Json, extra: string[] = []): Promise<{ pod: StoredPod; stderr: string }> {
@@ -97,7 +108,11 @@ function expectSubset(actual: unknown, expected: unknown, where = ''): void {
 }
 
 /** Retries a dry-run creation until `done` holds: config and webhook changes reach kube-apiserver asynchronously. */
-async function eventually(pod: Json, done: (stored: StoredPod | undefined, stderr: string) => boolean, timeoutMs = 20_000): Promise<number> {
+async function eventually(
+  pod: Json,
+  done: (stored: StoredPod | undefined, stderr: string) => boolean,
+  timeoutMs = 20_000,
+): Promise<number> {
   const started = Date.now();
   for (;;) {
     const result = await create(pod, ['--dry-run=server']);
@@ -131,7 +146,13 @@ describe('kube-apiserver calls the webhook for Sandbox pods', () => {
       ownedPod('sbx-auto', uid, {
         spec: {
           containers: [
-            { name: 'main', image: 'python:3.12', command: ['python', 'app.py'], args: ['--port', '8080'], readinessProbe: { exec: { command: ['ready'] } } },
+            {
+              name: 'main',
+              image: 'python:3.12',
+              command: ['python', 'app.py'],
+              args: ['--port', '8080'],
+              readinessProbe: { exec: { command: ['ready'] } },
+            },
           ],
         },
       }),
@@ -140,11 +161,20 @@ describe('kube-apiserver calls the webhook for Sandbox pods', () => {
     const main = pod.spec.containers[0] as Json;
     expect(main.command).toEqual(['/bin/bash', '/var/sandbox/run_with_envs.sh', '--']);
     expect(main.args).toEqual(['python', 'app.py', '--port', '8080']);
-    expect((main.readinessProbe as { exec: Json }).exec.command).toEqual(['/bin/bash', '/var/sandbox/run_with_envs.sh', '--probe', '--', 'ready']);
+    expect((main.readinessProbe as { exec: Json }).exec.command).toEqual([
+      '/bin/bash',
+      '/var/sandbox/run_with_envs.sh',
+      '--probe',
+      '--',
+      'ready',
+    ]);
     expect(names(main.env as Json[])).toEqual(['ENVD_DIR', 'RUNTIME', 'CSI_MOUNT_ROOT', 'LOG_LEVEL']);
     expect(names(main.volumeMounts as Json[])).toEqual(['envd-volume', 'csi-volume', 'sandbox-env']);
     expect(names(pod.spec.volumes)).toEqual(['envd-volume', 'csi-volume', 'csi-socket', 'sandbox-env']);
-    expect(JSON.parse(pod.metadata.annotations?.[STATUS] ?? '{}')).toMatchObject({ injected: ['agent-runtime', 'csi'], wrapped: ['main'] });
+    expect(JSON.parse(pod.metadata.annotations?.[STATUS] ?? '{}')).toMatchObject({
+      injected: ['agent-runtime', 'csi'],
+      wrapped: ['main'],
+    });
   });
 
   it('ignores runtime annotations on owned pods and on pods without an owner (no --allow-annotation-runtimes)', async () => {
@@ -165,7 +195,9 @@ describe('kube-apiserver calls the webhook for Sandbox pods', () => {
 
   it('answers dry-run requests like others: kubectl create --dry-run=server shows the mutation, stores nothing', async () => {
     const uid = await createSandbox('sbx-dry', ['agent-runtime']);
-    const out = await c().kubectlOk(['create', '--dry-run=server', '-o', 'yaml', '-f', '-'], { input: JSON.stringify(ownedPod('sbx-dry', uid)) });
+    const out = await c().kubectlOk(['create', '--dry-run=server', '-o', 'yaml', '-f', '-'], {
+      input: JSON.stringify(ownedPod('sbx-dry', uid)),
+    });
     const shown = parseYaml(out) as StoredPod;
     expect(names(shown.spec.initContainers)).toEqual(['agent-runtime']);
     const stored = await c().kubectlOk(['get', 'pods', '-n', NS, '-o', 'name']);
@@ -177,7 +209,9 @@ describe('conformance cases replayed through kube-apiserver', () => {
   // 06 uses a ConfigMap of its own and 09 has none: both are covered by the config tests below. Cases with
   // serve flags of their own (`flags`) need a webhook started with them; the CLI and HTTPS suites run those.
   const withFlags = (k: ConformanceCase): boolean => ((k as { flags?: unknown[] }).flags ?? []).length > 0;
-  const replayed = loadConformanceCases().filter((k) => !k.file.startsWith('06-') && !k.file.startsWith('09-') && !withFlags(k));
+  const replayed = loadConformanceCases().filter(
+    (k) => !k.file.startsWith('06-') && !k.file.startsWith('09-') && !withFlags(k),
+  );
 
   beforeAll(async () => {
     // The cases share one ConfigMap, with a generic runtime that the example in manifests/ does not have.
@@ -218,12 +252,14 @@ describe('conformance cases replayed through kube-apiserver', () => {
 });
 
 describe('the injection ConfigMap, watched', () => {
-  const baseConfig = (): { data: Record<string, string> } & Json => parseYaml(readFileSync(CONFIGMAP, 'utf8')) as { data: Record<string, string> } & Json;
+  const baseConfig = (): { data: Record<string, string> } & Json =>
+    parseYaml(readFileSync(CONFIGMAP, 'utf8')) as { data: Record<string, string> } & Json;
 
   it('applies an update to the next admission, falls back on a bad key with a warning, and injects nothing once deleted', async () => {
     const uid = await createSandbox('sbx-config', ['agent-runtime']);
     const pod = ownedPod('sbx-config', uid);
-    const hasEnv = (p: StoredPod | undefined, name: string): boolean => names((p?.spec.containers[0]?.env as Json[] | undefined) ?? []).includes(name);
+    const hasEnv = (p: StoredPod | undefined, name: string): boolean =>
+      names((p?.spec.containers[0]?.env as Json[] | undefined) ?? []).includes(name);
 
     const updated = baseConfig();
     const agent = JSON.parse(updated.data['agent-runtime'] ?? '{}') as { mainContainer: { env: Json[] } };
@@ -267,19 +303,33 @@ describe('reinvocation', () => {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
-        const review = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { request: { uid: string; object: StoredPod } };
+        const review = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+          request: { uid: string; object: StoredPod };
+        };
         const labels = review.request.object.metadata.labels ?? {};
-        const patch = Object.hasOwn(labels, 'e2e/second') ? [] : [{ op: 'add', path: '/metadata/labels/e2e~1second', value: 'yes' }];
+        const patch = Object.hasOwn(labels, 'e2e/second')
+          ? []
+          : [{ op: 'add', path: '/metadata/labels/e2e~1second', value: 'yes' }];
         const response: Json = { uid: review.request.uid, allowed: true };
-        if (patch.length > 0) Object.assign(response, { patchType: 'JSONPatch', patch: Buffer.from(JSON.stringify(patch)).toString('base64') });
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response }));
+        if (patch.length > 0)
+          Object.assign(response, {
+            patchType: 'JSONPatch',
+            patch: Buffer.from(JSON.stringify(patch)).toString('base64'),
+          });
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response }));
       });
     });
-    const port = await new Promise<number>((resolve) => second?.listen(0, '127.0.0.1', () => {
-      const address = second?.address();
-      resolve(typeof address === 'object' && address !== null ? address.port : 0);
-    }));
-    const config = webhookConfiguration('zz-second-webhook', `https://127.0.0.1:${port}/`, webhook.ca.certPem) as { webhooks: Json[] };
+    const port = await new Promise<number>((resolve) =>
+      second?.listen(0, '127.0.0.1', () => {
+        const address = second?.address();
+        resolve(typeof address === 'object' && address !== null ? address.port : 0);
+      }),
+    );
+    const config = webhookConfiguration('zz-second-webhook', `https://127.0.0.1:${port}/`, webhook.ca.certPem) as {
+      webhooks: Json[];
+    };
     const [entry] = config.webhooks;
     if (entry !== undefined) entry.reinvocationPolicy = 'Never';
     await c().applyObject(config);
@@ -334,6 +384,9 @@ function withoutName(pod: Json): Json {
 
 function askedFor(testCase: ConformanceCase): { runtimes: string[]; policy: string | undefined } {
   const annotations = ((testCase.pod.metadata as Json | undefined)?.annotations ?? {}) as Record<string, string>;
-  const runtimes = (annotations['agents.kruise.io/runtimes'] ?? '').split(',').map((r) => r.trim()).filter((r) => r !== '');
+  const runtimes = (annotations['agents.kruise.io/runtimes'] ?? '')
+    .split(',')
+    .map((r) => r.trim())
+    .filter((r) => r !== '');
   return { runtimes, policy: annotations['agents.kruise.io/env-vars-injection-policy'] };
 }

@@ -77,7 +77,7 @@ describe('writeEnvFile round trip through run_with_envs.sh', () => {
 
   it('round-trips arbitrary strings without NUL (property)', async () => {
     // Characters that matter to the shell are over-represented; the rest of Unicode comes from 'binary'.
-    const shellChar = fc.constantFrom(..."'\"\\$`\n\t\r()!*;#~ ");
+    const shellChar = fc.constantFrom(...'\'"\\$`\n\t\r()!*;#~ ');
     const piece = fc.oneof(shellChar, fc.string({ unit: 'binary', maxLength: 4 }));
     const value = fc.array(piece, { maxLength: 24 }).map((parts) => parts.join('').replaceAll('\0', ''));
     const name = fc.stringMatching(/^[A-Za-z0-9_]{0,10}$/).map((suffix) => `PROP_${suffix}`);
@@ -170,7 +170,14 @@ describe('writeEnvFile refusals write nothing', () => {
     'refuses the whole request for bad key %j, naming it',
     async (bad) => {
       const named = new RegExp(escapeRegExp(JSON.stringify(bad)));
-      await expectRefused([['GOOD_BEFORE', 'x'], [bad, 'v'], ['GOOD_AFTER', 'y']], named);
+      await expectRefused(
+        [
+          ['GOOD_BEFORE', 'x'],
+          [bad, 'v'],
+          ['GOOD_AFTER', 'y'],
+        ],
+        named,
+      );
     },
   );
 

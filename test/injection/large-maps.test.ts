@@ -23,14 +23,18 @@ describe('large label and annotation maps', () => {
     const { map, enumerations } = watchedMap(manyEntries(5_000));
     const result = inject(pod([main], {}, { name: 'p', annotations: map }), ['agent-runtime', 'csi'], 'Auto');
     const onAnnotations = result.operations.filter((o) => o.path.startsWith('/metadata/annotations'));
-    expect(onAnnotations.map((o) => o.path)).toEqual(['/metadata/annotations/agents.kruise.io~1runtime-injection-status']);
+    expect(onAnnotations.map((o) => o.path)).toEqual([
+      '/metadata/annotations/agents.kruise.io~1runtime-injection-status',
+    ]);
     expect(enumerations()).toBe(0);
   });
 
-  it('adds a generic runtime\'s labels and annotations without enumerating either map', () => {
+  it("adds a generic runtime's labels and annotations without enumerating either map", () => {
     const annotations = watchedMap(manyEntries(5_000));
     const labels = watchedMap(manyEntries(5_000));
-    const result = inject(pod([main], {}, { name: 'p', annotations: annotations.map, labels: labels.map }), ['traffic-proxy']);
+    const result = inject(pod([main], {}, { name: 'p', annotations: annotations.map, labels: labels.map }), [
+      'traffic-proxy',
+    ]);
     expect(result.report.injected).toEqual(['traffic-proxy']);
     expect(annotations.enumerations() + labels.enumerations()).toBe(0);
     expect(result.operations.filter((o) => o.path.startsWith('/metadata/')).map((o) => o.path)).toEqual([

@@ -28,7 +28,10 @@ describe('order', () => {
   });
 
   it('one runtime skipped for a conflict does not affect another', () => {
-    const { pod: out, report } = inject(pod([main()], { initContainers: [{ name: 'agent-runtime' }] }), ['agent-runtime', 'csi']);
+    const { pod: out, report } = inject(pod([main()], { initContainers: [{ name: 'agent-runtime' }] }), [
+      'agent-runtime',
+      'csi',
+    ]);
     expect(report.injected).toEqual(['csi']);
     expect(report.skipped.map((s) => [s.runtime, s.reason])).toEqual([['agent-runtime', 'container-name-conflict']]);
     expect(names(out.spec.initContainers)).toEqual(['agent-runtime', 'csi-sidecar']);
@@ -60,7 +63,9 @@ describe('agent-runtime', () => {
     const merge = (input: Pod) => inject(input, ['agent-runtime'], 'None', CONFIGS, undefined, 'merge');
 
     it('chains two exec hooks: the config command, "--", then the container\'s own', () => {
-      const { pod: out, report } = merge(pod([main({ lifecycle: { postStart: { exec: { command: ['sh', '-c', 'hi'] } } } })]));
+      const { pod: out, report } = merge(
+        pod([main({ lifecycle: { postStart: { exec: { command: ['sh', '-c', 'hi'] } } } })]),
+      );
       expect(first(out).lifecycle?.postStart).toEqual({
         exec: { command: ['bash', '/mnt/envd/envd-run.sh', '--', 'sh', '-c', 'hi'] },
       });
@@ -68,7 +73,7 @@ describe('agent-runtime', () => {
       expect(report.warnings).toEqual([]);
     });
 
-    it('keeps a hook that is not exec, drops the config\'s with a warning, and injects the rest', () => {
+    it("keeps a hook that is not exec, drops the config's with a warning, and injects the rest", () => {
       const own = { httpGet: { port: 80 } };
       const { pod: out, report } = merge(pod([main({ lifecycle: { postStart: own } })]));
       expect(first(out).lifecycle?.postStart).toEqual(own);
@@ -90,16 +95,24 @@ describe('agent-runtime', () => {
     expect(first(out).lifecycle?.postStart).toEqual(AGENT_CONFIG.mainContainer?.lifecycle?.postStart);
   });
 
-  it('sets the config postStart and keeps the main container\'s other hooks', () => {
+  it("sets the config postStart and keeps the main container's other hooks", () => {
     const preStop = { exec: { command: ['drain'] } };
     const { pod: out } = inject(pod([main({ lifecycle: { preStop } })]), ['agent-runtime']);
     expect(first(out).lifecycle).toEqual({ preStop, postStart: AGENT_CONFIG.mainContainer?.lifecycle?.postStart });
   });
 
-  it('a config without postStart leaves the main container\'s own hook', () => {
+  it("a config without postStart leaves the main container's own hook", () => {
     const own = { exec: { command: ['mine'] } };
-    const configs = new Map(CONFIGS).set('agent-runtime', { ...AGENT_CONFIG, mainContainer: { name: '', env: [{ name: 'A', value: '1' }] } });
-    const { pod: out, report } = inject(pod([main({ lifecycle: { postStart: own } })]), ['agent-runtime'], 'None', configs);
+    const configs = new Map(CONFIGS).set('agent-runtime', {
+      ...AGENT_CONFIG,
+      mainContainer: { name: '', env: [{ name: 'A', value: '1' }] },
+    });
+    const { pod: out, report } = inject(
+      pod([main({ lifecycle: { postStart: own } })]),
+      ['agent-runtime'],
+      'None',
+      configs,
+    );
     expect(report.injected).toEqual(['agent-runtime']);
     expect(first(out).lifecycle?.postStart).toEqual(own);
   });
@@ -210,7 +223,9 @@ describe('runtimes already present (the Sandbox controller injected them)', () =
   const sidecar = (name: string, image: string): Container => ({ name, image, restartPolicy: 'Always' });
 
   it('a runtime whose containers are all there with the same name and image is present: no change, no warning', () => {
-    const input = pod([main()], { initContainers: [sidecar('agent-runtime', 'agent-runtime:1'), sidecar('csi-sidecar', 'csi:1')] });
+    const input = pod([main()], {
+      initContainers: [sidecar('agent-runtime', 'agent-runtime:1'), sidecar('csi-sidecar', 'csi:1')],
+    });
     const { pod: out, report } = inject(input, ['agent-runtime', 'csi']);
     expect(report).toMatchObject({ injected: [], present: ['agent-runtime', 'csi'], skipped: [], warnings: [] });
     expect(withoutStatus(out)).toEqual(input);
@@ -223,13 +238,18 @@ describe('runtimes already present (the Sandbox controller injected them)', () =
     });
     expect(inject(input, ['traffic-proxy']).report.present).toEqual(['traffic-proxy']);
     const inWrongList = pod([main()], {
-      initContainers: [{ name: 'proxy-init', image: 'proxy-init:1' }, { name: 'traffic-proxy', image: 'proxy:2' }],
+      initContainers: [
+        { name: 'proxy-init', image: 'proxy-init:1' },
+        { name: 'traffic-proxy', image: 'proxy:2' },
+      ],
     });
     expect(inject(inWrongList, ['traffic-proxy']).report.skipped[0]?.reason).toBe('container-name-conflict');
   });
 
   it('the same name with another image is still a name conflict', () => {
-    const { report } = inject(pod([main()], { initContainers: [sidecar('agent-runtime', 'agent-runtime:0')] }), ['agent-runtime']);
+    const { report } = inject(pod([main()], { initContainers: [sidecar('agent-runtime', 'agent-runtime:0')] }), [
+      'agent-runtime',
+    ]);
     expect(report.present).toEqual([]);
     expect(report.skipped[0]).toMatchObject({ runtime: 'agent-runtime', reason: 'container-name-conflict' });
   });
@@ -271,9 +291,13 @@ describe('runtimes already present (the Sandbox controller injected them)', () =
     expect(out.spec.containers.find((c) => c.name === 'traffic-proxy')?.command).toEqual(['proxy']);
   });
 
-  it('Auto wraps a container of the pod that only shares its name with a skipped runtime\'s template', () => {
+  it("Auto wraps a container of the pod that only shares its name with a skipped runtime's template", () => {
     const own = { name: 'traffic-proxy', image: 'my-proxy:7', command: ['serve'] };
-    const { pod: out, report } = inject(pod([main({ command: ['run'] }), own]), ['agent-runtime', 'traffic-proxy'], 'Auto');
+    const { pod: out, report } = inject(
+      pod([main({ command: ['run'] }), own]),
+      ['agent-runtime', 'traffic-proxy'],
+      'Auto',
+    );
     expect(report.skipped.map((s) => s.runtime)).toEqual(['traffic-proxy']);
     expect(out.spec.containers.find((c) => c.name === 'traffic-proxy')?.command).toEqual([...W, '--']);
     expect(report.wrapped).toEqual(['main', 'traffic-proxy']);
@@ -301,7 +325,10 @@ describe('EnvVarsInjectionPolicy Auto', () => {
     expect(c.lifecycle?.preStop).toEqual({ exec: { command: ['bye'] } });
     expect(c.volumeMounts).toContainEqual({ name: 'sandbox-env', mountPath: '/var/sandbox' });
     expect(out.spec.volumes).toContainEqual({ name: 'sandbox-env', emptyDir: {} });
-    expect(out.spec.initContainers?.[0]?.volumeMounts).toContainEqual({ name: 'sandbox-env', mountPath: '/var/sandbox' });
+    expect(out.spec.initContainers?.[0]?.volumeMounts).toContainEqual({
+      name: 'sandbox-env',
+      mountPath: '/var/sandbox',
+    });
     expect(report.wrapped).toEqual(['main']);
     expect(report.warnings).toEqual([]);
   });
@@ -330,7 +357,11 @@ describe('EnvVarsInjectionPolicy Auto', () => {
   });
 
   it('does not wrap a container that mounts something else at /var/sandbox, with a warning', () => {
-    const blocked = main({ name: 'worker', command: ['run'], volumeMounts: [{ name: 'data', mountPath: '/var/sandbox' }] });
+    const blocked = main({
+      name: 'worker',
+      command: ['run'],
+      volumeMounts: [{ name: 'data', mountPath: '/var/sandbox' }],
+    });
     const { pod: out, report } = inject(pod([main(), blocked]), ['agent-runtime'], 'Auto');
     expect(out.spec.containers[1]?.command).toEqual(['run']);
     expect(report.warnings.join()).toMatch(/"worker" not wrapped, "data" is mounted at \/var\/sandbox/);
@@ -344,7 +375,9 @@ describe('EnvVarsInjectionPolicy Auto', () => {
     expect(out.spec.volumes?.some((v) => v.name === 'sandbox-env')).toBe(false);
     expect(out.spec.initContainers?.[0]?.volumeMounts?.some((m) => m.name === 'sandbox-env')).toBe(false);
     expect(report.wrapped).toEqual([]);
-    expect(report.warnings.join()).toMatch(/commands not wrapped, main container "main" mounts "data" at \/var\/sandbox/);
+    expect(report.warnings.join()).toMatch(
+      /commands not wrapped, main container "main" mounts "data" at \/var\/sandbox/,
+    );
   });
 
   it('mounts sandbox-env on a main container without command, which envd writes from, and wraps the others', () => {
@@ -361,7 +394,11 @@ describe('EnvVarsInjectionPolicy Auto', () => {
   it('keeps an existing sandbox-env mount and volume', () => {
     const own = { name: 'sandbox-env', mountPath: '/var/sandbox', readOnly: true };
     const volume = { name: 'sandbox-env', emptyDir: { medium: 'Memory' } };
-    const { pod: out } = inject(pod([main({ command: ['run'], volumeMounts: [own] })], { volumes: [volume] }), ['agent-runtime'], 'Auto');
+    const { pod: out } = inject(
+      pod([main({ command: ['run'], volumeMounts: [own] })], { volumes: [volume] }),
+      ['agent-runtime'],
+      'Auto',
+    );
     expect(first(out).volumeMounts?.filter((m) => m.name === 'sandbox-env')).toEqual([own]);
     expect(out.spec.volumes?.filter((v) => v.name === 'sandbox-env')).toEqual([volume]);
   });
@@ -396,7 +433,10 @@ describe('idempotency and the status annotation', () => {
   it('records injected and skipped runtimes when the pod changes', () => {
     const { pod: out } = inject(pod([main()], { initContainers: [{ name: 'csi-sidecar' }] }), ['agent-runtime', 'csi']);
     const status = JSON.parse(out.metadata.annotations?.[STATUS_ANNOTATION] ?? '{}') as Record<string, unknown>;
-    expect(status).toMatchObject({ injected: ['agent-runtime'], skipped: [{ runtime: 'csi', reason: 'container-name-conflict' }] });
+    expect(status).toMatchObject({
+      injected: ['agent-runtime'],
+      skipped: [{ runtime: 'csi', reason: 'container-name-conflict' }],
+    });
   });
 
   it('records the status on a pod where every runtime was skipped, and only once', () => {
@@ -406,7 +446,13 @@ describe('idempotency and the status annotation', () => {
     expect(statusOf(once.pod)).toEqual({
       injected: [],
       present: [],
-      skipped: [{ runtime: 'csi', reason: 'container-name-conflict', message: 'container name conflict: "csi-sidecar" already exists' }],
+      skipped: [
+        {
+          runtime: 'csi',
+          reason: 'container-name-conflict',
+          message: 'container name conflict: "csi-sidecar" already exists',
+        },
+      ],
       wrapped: [],
     });
     expect(inject(once.pod, ['csi']).changed).toBe(false);
@@ -419,14 +465,22 @@ describe('idempotency and the status annotation', () => {
 
   it('keeps what an earlier admission injected, found and wrapped in the record', () => {
     const sidecar = { name: 'csi-sidecar', image: 'csi:1', restartPolicy: 'Always' };
-    const once = inject(pod([main({ command: ['run'] })], { initContainers: [sidecar] }), ['agent-runtime', 'csi'], 'Auto');
+    const once = inject(
+      pod([main({ command: ['run'] })], { initContainers: [sidecar] }),
+      ['agent-runtime', 'csi'],
+      'Auto',
+    );
     expect(statusOf(once.pod)).toMatchObject({ injected: ['agent-runtime'], present: ['csi'], wrapped: ['main'] });
     const twice = inject(once.pod, ['agent-runtime', 'csi'], 'Auto');
     expect(twice.changed).toBe(false);
   });
 
   it('never writes to the input pod or the configs', () => {
-    const input = pod([main({ command: ['run'], env: [{ name: 'A', value: '1' }] })], { volumes: [{ name: 'v' }] }, { annotations: {} });
+    const input = pod(
+      [main({ command: ['run'], env: [{ name: 'A', value: '1' }] })],
+      { volumes: [{ name: 'v' }] },
+      { annotations: {} },
+    );
     const snapshot = structuredClone(input);
     const configs = structuredClone(CONFIGS);
     inject(input, ['agent-runtime', 'csi', 'traffic-proxy'], 'Auto');

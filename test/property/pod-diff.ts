@@ -33,7 +33,12 @@ function diffValue(before: unknown, after: unknown, path: string, out: PatchOper
   }
 }
 
-function diffObject(before: Record<string, unknown>, after: Record<string, unknown>, path: string, out: PatchOperation[]): void {
+function diffObject(
+  before: Record<string, unknown>,
+  after: Record<string, unknown>,
+  path: string,
+  out: PatchOperation[],
+): void {
   for (const key of Object.keys(before)) {
     const child = `${path}/${escapePointer(key)}`;
     if (!Object.hasOwn(after, key)) out.push({ op: 'remove', path: child });

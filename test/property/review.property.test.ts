@@ -18,7 +18,10 @@ store.update({
   csi: JSON.stringify(CSI_CONFIG),
   'traffic-proxy': JSON.stringify(PROXY_CONFIG),
 });
-const annotationDeps: ReviewDeps = { config: (): ConfigSnapshot => store.snapshot(), selectRuntimes: runtimesFromAnnotations };
+const annotationDeps: ReviewDeps = {
+  config: (): ConfigSnapshot => store.snapshot(),
+  selectRuntimes: runtimesFromAnnotations,
+};
 
 /** Cluster mode's selection, with every lookup answered by a Sandbox of arbitrary (possibly nonsense) spec. */
 function ownerDeps(sandbox: unknown): ReviewDeps {
@@ -28,7 +31,11 @@ function ownerDeps(sandbox: unknown): ReviewDeps {
   };
 }
 
-const keys = ['agents.kruise.io/runtimes', 'agents.kruise.io/env-vars-injection-policy', 'agents.kruise.io/runtime-injection-status'];
+const keys = [
+  'agents.kruise.io/runtimes',
+  'agents.kruise.io/env-vars-injection-policy',
+  'agents.kruise.io/runtime-injection-status',
+];
 
 /** A valid sandbox pod with one part replaced by arbitrary JSON: where a malformed request hides its damage. */
 const damagedPod = fc
@@ -91,37 +98,57 @@ const DAMAGED = propertyRuns(2000);
 const OTHERS = propertyRuns(1000);
 
 describe('reviews with damaged parts never crash, never patch what they cannot', () => {
-  it(`${DAMAGED} pods with a part replaced by arbitrary JSON, runtimes from annotations`, async () => {
-    await fc.assert(
-      fc.asyncProperty(damagedPod, async (pod) => expectSound(reviewFor(pod), annotationDeps, pod)),
-      { numRuns: DAMAGED },
-    );
-  }, propertyTimeout(DAMAGED));
+  it(
+    `${DAMAGED} pods with a part replaced by arbitrary JSON, runtimes from annotations`,
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(damagedPod, async (pod) => expectSound(reviewFor(pod), annotationDeps, pod)),
+        { numRuns: DAMAGED },
+      );
+    },
+    propertyTimeout(DAMAGED),
+  );
 
-  it(`${OTHERS} owned pods whose Sandbox has an arbitrary spec`, async () => {
-    const owned = podArbitrary.map((pod): Pod => ({
-      ...pod,
-      metadata: { ...pod.metadata, ownerReferences: [{ apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name: 's', uid: 'u', controller: true }] },
-    }));
-    await fc.assert(
-      fc.asyncProperty(owned, fc.jsonValue({ maxDepth: 3 }), async (pod, spec) =>
-        expectSound(reviewFor(pod), ownerDeps({ metadata: { uid: 'u' }, spec }), pod),
-      ),
-      { numRuns: OTHERS },
-    );
-  }, propertyTimeout(OTHERS));
+  it(
+    `${OTHERS} owned pods whose Sandbox has an arbitrary spec`,
+    async () => {
+      const owned = podArbitrary.map((pod): Pod => ({
+        ...pod,
+        metadata: {
+          ...pod.metadata,
+          ownerReferences: [
+            { apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name: 's', uid: 'u', controller: true },
+          ],
+        },
+      }));
+      await fc.assert(
+        fc.asyncProperty(owned, fc.jsonValue({ maxDepth: 3 }), async (pod, spec) =>
+          expectSound(reviewFor(pod), ownerDeps({ metadata: { uid: 'u' }, spec }), pod),
+        ),
+        { numRuns: OTHERS },
+      );
+    },
+    propertyTimeout(OTHERS),
+  );
 
-  it(`${OTHERS} arbitrary bodies and envelopes are answered, not thrown`, async () => {
-    const envelope = fc.record({
-      apiVersion: fc.oneof(fc.constant('admission.k8s.io/v1'), fc.jsonValue()),
-      kind: fc.oneof(fc.constant('AdmissionReview'), fc.jsonValue()),
-      request: fc.oneof(fc.jsonValue(), fc.record({ uid: fc.jsonValue(), kind: fc.jsonValue(), operation: fc.jsonValue(), object: fc.jsonValue() })),
-    });
-    await fc.assert(
-      fc.asyncProperty(fc.oneof(fc.jsonValue(), envelope), async (body) => {
-        await expect(reviewAdmission(body, annotationDeps)).resolves.toBeDefined();
-      }),
-      { numRuns: OTHERS },
-    );
-  }, propertyTimeout(OTHERS));
+  it(
+    `${OTHERS} arbitrary bodies and envelopes are answered, not thrown`,
+    async () => {
+      const envelope = fc.record({
+        apiVersion: fc.oneof(fc.constant('admission.k8s.io/v1'), fc.jsonValue()),
+        kind: fc.oneof(fc.constant('AdmissionReview'), fc.jsonValue()),
+        request: fc.oneof(
+          fc.jsonValue(),
+          fc.record({ uid: fc.jsonValue(), kind: fc.jsonValue(), operation: fc.jsonValue(), object: fc.jsonValue() }),
+        ),
+      });
+      await fc.assert(
+        fc.asyncProperty(fc.oneof(fc.jsonValue(), envelope), async (body) => {
+          await expect(reviewAdmission(body, annotationDeps)).resolves.toBeDefined();
+        }),
+        { numRuns: OTHERS },
+      );
+    },
+    propertyTimeout(OTHERS),
+  );
 });

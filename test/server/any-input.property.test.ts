@@ -47,29 +47,39 @@ const body = fc.oneof(
   }),
 );
 const RUNS = propertyRuns(1000);
-const contentType = fc.constantFrom('application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', '');
+const contentType = fc.constantFrom(
+  'application/json',
+  'application/json; charset=utf-8',
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  '',
+);
 
 describe('POST /mutate with any input', () => {
-  it(`answers ${RUNS} arbitrary bodies and content types without a 5xx`, async () => {
-    const server = app();
-    try {
-      await fc.assert(
-        fc.asyncProperty(body, contentType, async (payload, type) => {
-          const headers = type === '' ? {} : { 'content-type': type };
-          const response = await server.inject({ method: 'POST', url: '/mutate', payload, headers });
-          expect(response.statusCode).toBeLessThan(500);
-          const answer = response.json<Record<string, unknown>>();
-          if (response.statusCode === 200) {
-            const sent = JSON.parse(payload) as { request: { uid: string } };
-            expect(answer).toMatchObject({ kind: 'AdmissionReview', response: { uid: sent.request.uid } });
-          } else {
-            expect(typeof answer.message).toBe('string');
-          }
-        }),
-        { numRuns: RUNS },
-      );
-    } finally {
-      await server.close();
-    }
-  }, propertyTimeout(RUNS));
+  it(
+    `answers ${RUNS} arbitrary bodies and content types without a 5xx`,
+    async () => {
+      const server = app();
+      try {
+        await fc.assert(
+          fc.asyncProperty(body, contentType, async (payload, type) => {
+            const headers = type === '' ? {} : { 'content-type': type };
+            const response = await server.inject({ method: 'POST', url: '/mutate', payload, headers });
+            expect(response.statusCode).toBeLessThan(500);
+            const answer = response.json<Record<string, unknown>>();
+            if (response.statusCode === 200) {
+              const sent = JSON.parse(payload) as { request: { uid: string } };
+              expect(answer).toMatchObject({ kind: 'AdmissionReview', response: { uid: sent.request.uid } });
+            } else {
+              expect(typeof answer.message).toBe('string');
+            }
+          }),
+          { numRuns: RUNS },
+        );
+      } finally {
+        await server.close();
+      }
+    },
+    propertyTimeout(RUNS),
+  );
 });

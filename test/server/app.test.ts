@@ -88,7 +88,18 @@ describe('POST /mutate', () => {
     expect(logs).toHaveLength(1);
     expect(logs[0]).toMatchObject({ level: 'info', message: 'admission' });
     expect(Object.keys(logs[0]?.fields ?? {}).sort()).toEqual(
-      ['decision', 'durationMs', 'namespace', 'patchBytes', 'pod', 'present', 'runtimes', 'skipped', 'uid', 'warnings'].sort(),
+      [
+        'decision',
+        'durationMs',
+        'namespace',
+        'patchBytes',
+        'pod',
+        'present',
+        'runtimes',
+        'skipped',
+        'uid',
+        'warnings',
+      ].sort(),
     );
     expect(await metricValue(metrics, 'sandbox_injector_admissions_total', { outcome: 'injected' })).toBe(1);
   });
@@ -99,12 +110,17 @@ describe('POST /mutate', () => {
     pod.metadata.annotations['agents.kruise.io/runtimes'] = 'gpu';
     const res = await app.inject({ method: 'POST', url: '/mutate', payload: reviewFor(pod, 'u-2') });
     expect(res.json<{ response: { allowed: boolean } }>().response.allowed).toBe(false);
-    expect(logs[0]?.fields).toMatchObject({ decision: 'denied', message: expect.stringContaining('runtime "gpu" has no key') as unknown });
+    expect(logs[0]?.fields).toMatchObject({
+      decision: 'denied',
+      message: expect.stringContaining('runtime "gpu" has no key') as unknown,
+    });
   });
 
   it('cuts what the log line takes from the request: names, uid and lists', async () => {
     const { app, logs } = harness();
-    const pod = structuredClone(basic.pod) as { metadata: { generateName?: string; name?: string; annotations: Record<string, string> } };
+    const pod = structuredClone(basic.pod) as {
+      metadata: { generateName?: string; name?: string; annotations: Record<string, string> };
+    };
     pod.metadata.name = 'p'.repeat(5000);
     const runtimes = Array.from({ length: 40 }, (_, i) => `runtime-${i}-${'r'.repeat(300)}`);
     pod.metadata.annotations['agents.kruise.io/runtimes'] = runtimes.join(',');
@@ -204,7 +220,7 @@ describe('POST /mutate', () => {
       return res.json<{ response: { allowed: boolean; status?: { message: string } } }>().response;
     };
 
-    it('denies annotations past 256 KiB with the walk\'s message', async () => {
+    it("denies annotations past 256 KiB with the walk's message", async () => {
       const answer = await denial(largeReview(over));
       expect(answer.allowed).toBe(false);
       expect(answer.status?.message).toContain('metadata.annotations exceed 262144 bytes');
@@ -229,7 +245,10 @@ describe('POST /mutate', () => {
       const pod = structuredClone(basic.pod) as { metadata: { labels: Record<string, string> } };
       pod.metadata.labels = { ...pod.metadata.labels, ...labels };
       const res = await app.inject({ method: 'POST', url: '/mutate', payload: reviewFor(pod) });
-      expect(res.json<{ response: { allowed: boolean; patch?: string } }>().response).toMatchObject({ allowed: true, patch: expect.any(String) as unknown });
+      expect(res.json<{ response: { allowed: boolean; patch?: string } }>().response).toMatchObject({
+        allowed: true,
+        patch: expect.any(String) as unknown,
+      });
     });
   });
 

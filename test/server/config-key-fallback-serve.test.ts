@@ -37,7 +37,9 @@ async function fallbackSeries(): Promise<Record<string, string>> {
   const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
   expect(text).toMatch(/^# TYPE sandbox_injector_config_key_fallback gauge$/m);
   const series: Record<string, string> = {};
-  for (const [, key = '', value = ''] of text.matchAll(/^sandbox_injector_config_key_fallback\{key="([^"]*)"\} (\S+)$/gm)) {
+  for (const [, key = '', value = ''] of text.matchAll(
+    /^sandbox_injector_config_key_fallback\{key="([^"]*)"\} (\S+)$/gm,
+  )) {
     series[key] = value;
   }
   return series;
@@ -49,11 +51,16 @@ beforeAll(async () => {
   await writeConfig({ 'agent-runtime': good, csi: good });
   server = await spawnServer(
     [
-      '--host', '127.0.0.1',
-      '--port', '0',
-      '--metrics-port', String(metricsPort),
-      '--config-file', `${dir}/config.json`,
-      '--self-signed-dir', `${dir}/certs`,
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      '--metrics-port',
+      String(metricsPort),
+      '--config-file',
+      `${dir}/config.json`,
+      '--self-signed-dir',
+      `${dir}/certs`,
     ],
     dir,
   );

@@ -32,7 +32,9 @@ function rig(): Rig {
 /** The keys with a fallback series, and their values. */
 function fallbackSeries(text: string): Record<string, string> {
   const series: Record<string, string> = {};
-  for (const [, key = '', value = ''] of text.matchAll(/^sandbox_injector_config_key_fallback\{key="([^"]*)"\} (\S+)$/gm)) {
+  for (const [, key = '', value = ''] of text.matchAll(
+    /^sandbox_injector_config_key_fallback\{key="([^"]*)"\} (\S+)$/gm,
+  )) {
     series[key] = value;
   }
   return series;

@@ -89,15 +89,19 @@ function connectRefused(port: number): Promise<boolean> {
   });
 }
 
-
 /** serve on free loopback ports, with the test's config file and a self-signed pair in the test's dir. */
 function localServeArgs(): string[] {
   return [
-    '--host', '127.0.0.1',
-    '--port', '0',
-    '--metrics-port', '0',
-    '--config-file', `${dir}/config.json`,
-    '--self-signed-dir', `${dir}/certs`,
+    '--host',
+    '127.0.0.1',
+    '--port',
+    '0',
+    '--metrics-port',
+    '0',
+    '--config-file',
+    `${dir}/config.json`,
+    '--self-signed-dir',
+    `${dir}/certs`,
   ];
 }
 
@@ -109,18 +113,15 @@ describe('SIGTERM', () => {
   });
 
   it('finishes every in-flight admission, stops accepting, and exits 0', async () => {
-    const started = await spawnServer(
-      [
-        ...localServeArgs(),
-      ],
-      dir,
-    );
+    const started = await spawnServer([...localServeArgs()], dir);
     server = started;
     const ca = await readFile(`${dir}/certs/ca.crt`);
 
     // An idle keep-alive connection, which must not keep the process alive.
     const idle = new Agent({ keepAlive: true });
-    expect((await postJson(`https://127.0.0.1:${started.port}/mutate`, reviewFor(basic.pod), { ca, agent: idle })).status).toBe(200);
+    expect(
+      (await postJson(`https://127.0.0.1:${started.port}/mutate`, reviewFor(basic.pod), { ca, agent: idle })).status,
+    ).toBe(200);
 
     let release: () => void = () => undefined;
     const released = new Promise<void>((resolve) => (release = resolve));
@@ -146,7 +147,9 @@ describe('SIGTERM', () => {
 
 /** The `--shutdown-delay-seconds` the Deployment in manifests/base runs with. */
 async function manifestShutdownDelay(): Promise<number> {
-  const deployment = parseYaml(await readFile(new URL('../../manifests/base/deployment.yaml', import.meta.url), 'utf8')) as {
+  const deployment = parseYaml(
+    await readFile(new URL('../../manifests/base/deployment.yaml', import.meta.url), 'utf8'),
+  ) as {
     spec: { template: { spec: { containers: { args: string[] }[] } } };
   };
   const args = deployment.spec.template.spec.containers[0]?.args ?? [];
@@ -177,13 +180,27 @@ function sendReview(port: number, ca: Buffer, agent: Agent, uid: string): Promis
   return new Promise((resolve) => {
     let established = false;
     const req = request(
-      { host: '127.0.0.1', port, path: '/mutate', method: 'POST', ca, servername: 'localhost', agent, headers: { 'content-type': 'application/json' } },
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/mutate',
+        method: 'POST',
+        ca,
+        servername: 'localhost',
+        agent,
+        headers: { 'content-type': 'application/json' },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => {
           const answer = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { response?: { uid?: string } };
-          resolve({ kind: 'answered', status: res.statusCode ?? 0, uid: answer.response?.uid, connection: res.headers.connection });
+          resolve({
+            kind: 'answered',
+            status: res.statusCode ?? 0,
+            uid: answer.response?.uid,
+            connection: res.headers.connection,
+          });
         });
       },
     );
@@ -192,7 +209,9 @@ function sendReview(port: number, ca: Buffer, agent: Agent, uid: string): Promis
       if (!tls.connecting && !tls.pending) established = true;
       else tls.once('secureConnect', () => (established = true));
     });
-    req.on('error', (error: NodeJS.ErrnoException) => resolve({ kind: 'failed', code: error.code ?? error.message, established }));
+    req.on('error', (error: NodeJS.ErrnoException) =>
+      resolve({ kind: 'failed', code: error.code ?? error.message, established }),
+    );
     req.end(body);
   });
 }
@@ -230,15 +249,9 @@ describe('SIGTERM under keep-alive load', () => {
     if (server !== undefined && server.child.exitCode === null) server.child.kill('SIGKILL');
   });
 
-  it('answers every review sent on 16 kept-alive connections through the drain with the manifests\' delay', async () => {
+  it("answers every review sent on 16 kept-alive connections through the drain with the manifests' delay", async () => {
     const delay = await manifestShutdownDelay();
-    const started = await spawnServer(
-      [
-        ...localServeArgs(),
-        '--shutdown-delay-seconds', String(delay),
-      ],
-      dir,
-    );
+    const started = await spawnServer([...localServeArgs(), '--shutdown-delay-seconds', String(delay)], dir);
     server = started;
     const ca = await readFile(`${dir}/certs/ca.crt`);
 

@@ -41,7 +41,11 @@ function handshake(port: number, options: Partial<ConnectionOptions>): Promise<s
   });
 }
 
-const tls12 = (ciphers: string): Partial<ConnectionOptions> => ({ minVersion: 'TLSv1.2', maxVersion: 'TLSv1.2', ciphers });
+const tls12 = (ciphers: string): Partial<ConnectionOptions> => ({
+  minVersion: 'TLSv1.2',
+  maxVersion: 'TLSv1.2',
+  ciphers,
+});
 
 describe('the default TLS policy', () => {
   it.each([
@@ -61,13 +65,21 @@ describe('the default TLS policy', () => {
   );
 
   it('refuses TLS 1.1 and accepts TLS 1.3', async () => {
-    expect(await handshake(server.port, { minVersion: 'TLSv1.1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT@SECLEVEL=0' })).toBe('refused');
+    expect(
+      await handshake(server.port, { minVersion: 'TLSv1.1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT@SECLEVEL=0' }),
+    ).toBe('refused');
     expect(await handshake(server.port, { minVersion: 'TLSv1.3' })).toMatch(/^TLSv1\.3 /);
   });
 
   it('refuses a renegotiation the client starts', async () => {
     const outcome = await new Promise<string>((resolve) => {
-      const socket = connect({ host: '127.0.0.1', port: server.port, servername: 'localhost', rejectUnauthorized: false, maxVersion: 'TLSv1.2' });
+      const socket = connect({
+        host: '127.0.0.1',
+        port: server.port,
+        servername: 'localhost',
+        rejectUnauthorized: false,
+        maxVersion: 'TLSv1.2',
+      });
       socket.once('secureConnect', () => {
         socket.renegotiate({ rejectUnauthorized: false }, (error) => {
           resolve(error === null ? 'renegotiated' : 'refused');
@@ -94,7 +106,9 @@ describe('the default TLS policy', () => {
     try {
       expect((await reloader.reload()).kind).toBe('reloaded');
       expect(await handshake(server.port, tls12('AES128-SHA'))).toBe('refused');
-      expect(await handshake(server.port, tls12('ECDHE-RSA-AES128-GCM-SHA256'))).toBe('TLSv1.2 ECDHE-RSA-AES128-GCM-SHA256');
+      expect(await handshake(server.port, tls12('ECDHE-RSA-AES128-GCM-SHA256'))).toBe(
+        'TLSv1.2 ECDHE-RSA-AES128-GCM-SHA256',
+      );
     } finally {
       await reloader.close();
     }
@@ -110,7 +124,9 @@ describe('--tls-min-version and --tls-cipher-suites', () => {
     });
     try {
       expect(await handshake(narrow.port, tls12('ECDHE-RSA-AES128-GCM-SHA256'))).toBe('refused');
-      expect(await handshake(narrow.port, tls12('ECDHE-RSA-AES256-GCM-SHA384'))).toBe('TLSv1.2 ECDHE-RSA-AES256-GCM-SHA384');
+      expect(await handshake(narrow.port, tls12('ECDHE-RSA-AES256-GCM-SHA384'))).toBe(
+        'TLSv1.2 ECDHE-RSA-AES256-GCM-SHA384',
+      );
       expect(await handshake(narrow.port, { minVersion: 'TLSv1.3' })).toMatch(/^TLSv1\.3 /);
     } finally {
       await narrow.close();
@@ -118,7 +134,11 @@ describe('--tls-min-version and --tls-cipher-suites', () => {
   });
 
   it('VersionTLS13 refuses TLS 1.2', async () => {
-    const modern = await startTestServer({ tls: tlsFiles, caFile: tlsFiles.caCertFile, flags: ['--tls-min-version', 'VersionTLS13'] });
+    const modern = await startTestServer({
+      tls: tlsFiles,
+      caFile: tlsFiles.caCertFile,
+      flags: ['--tls-min-version', 'VersionTLS13'],
+    });
     try {
       expect(await handshake(modern.port, tls12('ECDHE-RSA-AES128-GCM-SHA256'))).toBe('refused');
       expect(await handshake(modern.port, { minVersion: 'TLSv1.3' })).toMatch(/^TLSv1\.3 /);

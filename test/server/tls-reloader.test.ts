@@ -166,7 +166,8 @@ describe('startTlsReloader', () => {
       target: { setSecureContext: (options) => applied.push(options) },
       watch: (watched) => (dirs.push(...watched), { close: () => undefined }),
       sleep: () => Promise.resolve(),
-      readFile: (path) => Promise.resolve(path === files.keyFile ? pairA.key : path === files.certFile ? pairA.cert : pairB.cert),
+      readFile: (path) =>
+        Promise.resolve(path === files.keyFile ? pairA.key : path === files.certFile ? pairA.cert : pairB.cert),
       attempts: 1,
       retryDelayMs: 0,
       onResult: () => undefined,

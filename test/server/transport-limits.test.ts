@@ -342,7 +342,10 @@ describe('the in-flight byte budget (--max-inflight-bytes)', () => {
       expect(busy.status).toBe(503);
       expect(busy.headers['retry-after']).toBe('1');
       expect(busy.headers.connection).toBe('keep-alive');
-      expect(JSON.parse(busy.body)).toMatchObject({ code: 'SI_BUSY', message: expect.stringContaining('busy') as unknown });
+      expect(JSON.parse(busy.body)).toMatchObject({
+        code: 'SI_BUSY',
+        message: expect.stringContaining('busy') as unknown,
+      });
 
       const free = nextEvent<number>(server.transport, 'inflight', (bytes) => bytes === 0);
       await holder.write(first.subarray(100));
@@ -365,7 +368,9 @@ describe('the in-flight byte budget (--max-inflight-bytes)', () => {
 
       const chunked = open();
       await chunked.secure;
-      await chunked.write('POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n');
+      await chunked.write(
+        'POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n',
+      );
       const chunk = 'x'.repeat(8 * 1024);
       for (let i = 0; i < 4; i += 1) await chunked.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`);
       await chunked.closed;
@@ -380,32 +385,45 @@ describe('the in-flight byte budget (--max-inflight-bytes)', () => {
 
 describe('bodies that stall while others wait for the byte budget', () => {
   it('closes the body arriving longest past the grace, hands its bytes back, and serves the new one', async () => {
-    await withServer({ maxBodyBytes: 48 * 1024, maxInflightBytes: 64 * 1024, slowClientGraceMs: 0 }, async (server, open) => {
-      const size = 40 * 1024;
-      const staller = open();
-      await staller.secure;
-      const held = nextEvent<number>(server.transport, 'inflight', (bytes) => bytes >= size);
-      const stalled = reviewOfSize(size, 'stalled');
-      await staller.write(postHead(stalled.length) + stalled.subarray(0, 100).toString('latin1'));
-      await held;
+    await withServer(
+      { maxBodyBytes: 48 * 1024, maxInflightBytes: 64 * 1024, slowClientGraceMs: 0 },
+      async (server, open) => {
+        const size = 40 * 1024;
+        const staller = open();
+        await staller.secure;
+        const held = nextEvent<number>(server.transport, 'inflight', (bytes) => bytes >= size);
+        const stalled = reviewOfSize(size, 'stalled');
+        await staller.write(postHead(stalled.length) + stalled.subarray(0, 100).toString('latin1'));
+        await held;
 
-      const next = open();
-      await next.secure;
-      const review = reviewOfSize(size, 'next');
-      await next.write(Buffer.concat([Buffer.from(postHead(review.length)), review]));
-      expect(parseHead(await next.receivedText('"uid":"next"')).status).toBe(200);
-      expect(await staller.closed).toBeDefined();
-      expect(staller.received()).toBe('');
-      expect(await refusals(server, 'evicted')).toBe(1);
-      expect(await refusals(server, 'busy')).toBe(0);
-    });
+        const next = open();
+        await next.secure;
+        const review = reviewOfSize(size, 'next');
+        await next.write(Buffer.concat([Buffer.from(postHead(review.length)), review]));
+        expect(parseHead(await next.receivedText('"uid":"next"')).status).toBe(200);
+        expect(await staller.closed).toBeDefined();
+        expect(staller.received()).toBe('');
+        expect(await refusals(server, 'evicted')).toBe(1);
+        expect(await refusals(server, 'busy')).toBe(0);
+      },
+    );
   });
 });
 
 describe("the HTTP parser's refusals, in our shape", () => {
   it.each([
-    ['a malformed header line', 'GET /healthz HTTP/1.1\r\nHost: localhost\r\nno colon here\r\n\r\n', 400, 'SI_BAD_HTTP'],
-    ['headers over the size limit', `GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'y'.repeat(20_000)}\r\n\r\n`, 431, 'SI_HEADERS_TOO_LARGE'],
+    [
+      'a malformed header line',
+      'GET /healthz HTTP/1.1\r\nHost: localhost\r\nno colon here\r\n\r\n',
+      400,
+      'SI_BAD_HTTP',
+    ],
+    [
+      'headers over the size limit',
+      `GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'y'.repeat(20_000)}\r\n\r\n`,
+      431,
+      'SI_HEADERS_TOO_LARGE',
+    ],
   ])('%s: answered $2 {message, code} with Connection: close, then closed', async (_what, bytes, status, code) => {
     await withServer({}, async (server, open) => {
       const client = open();

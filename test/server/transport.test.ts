@@ -96,7 +96,9 @@ describe('the TLS listener', () => {
 
 describe('client certificates (--tls-client-ca-file)', () => {
   it('refuses a client without a certificate', async () => {
-    await expect(httpsRequest(`${mtlsServer.url}/healthz`, 'GET', undefined, { ca: mtlsServer.caPem })).rejects.toThrow();
+    await expect(
+      httpsRequest(`${mtlsServer.url}/healthz`, 'GET', undefined, { ca: mtlsServer.caPem }),
+    ).rejects.toThrow();
   });
 
   it('refuses a client whose certificate comes from another CA', async () => {

@@ -178,7 +178,9 @@ describe('startConfigFileWatch', () => {
     expect(watch.first).toMatchObject({ kind: 'loaded', invalidKeys: [] });
     const lines = logs.filter((line) => line.message.includes('ignores'));
     expect(lines).toHaveLength(1);
-    expect(lines[0]?.fields).toMatchObject({ fields: ['csi/csiSidecar/0/imagePullSecret', 'csi/sidecar', 'gpu/extra'] });
+    expect(lines[0]?.fields).toMatchObject({
+      fields: ['csi/csiSidecar/0/imagePullSecret', 'csi/sidecar', 'gpu/extra'],
+    });
   });
 
   it('fails to start when the directory cannot be watched', async () => {

@@ -30,7 +30,7 @@ describe('parseRuntimeConfig', () => {
   });
 });
 
-describe('parseRuntimeConfig reads a key as the Sandbox controller\'s Go code does', () => {
+describe("parseRuntimeConfig reads a key as the Sandbox controller's Go code does", () => {
   const read = (text: string) => {
     const parsed = parseRuntimeConfig(text);
     if (!parsed.ok) throw new Error(parsed.message);
@@ -49,21 +49,34 @@ describe('parseRuntimeConfig reads a key as the Sandbox controller\'s Go code do
   });
 
   it('matches field names case-insensitively, an exact match first, and the later of two duplicates wins', () => {
-    const { config } = read('{"CsiSidecar":[{"NAME":"s","Image":"i:1","volumemounts":[{"Name":"v","MountPath":"/v"}]}],"Volume":[{"name":"v","EmptyDir":{}}]}');
+    const { config } = read(
+      '{"CsiSidecar":[{"NAME":"s","Image":"i:1","volumemounts":[{"Name":"v","MountPath":"/v"}]}],"Volume":[{"name":"v","EmptyDir":{}}]}',
+    );
     expect(config).toEqual({
       csiSidecar: [{ name: 's', image: 'i:1', volumeMounts: [{ name: 'v', mountPath: '/v' }] }],
       volume: [{ name: 'v', emptyDir: {} }],
     });
-    expect(read('{"labels":{"a":"1"},"Labels":{"b":"2"},"volume":[{"name":"x"}],"VOLUME":[{"name":"y"}]}').config).toEqual({
+    expect(
+      read('{"labels":{"a":"1"},"Labels":{"b":"2"},"volume":[{"name":"x"}],"VOLUME":[{"name":"y"}]}').config,
+    ).toEqual({
       labels: { a: '1', b: '2' },
       volume: [{ name: 'y' }],
     });
   });
 
   it('drops fields Go does not know and reports where they were', () => {
-    const parsed = read('{"csiSidecar":[{"name":"s","imagePullSecret":"x"}],"sidecars":[],"mainContainer":{"lifecycle":{"postStart":{"exec":{"command":["a"],"shell":true}}}}}');
-    expect(parsed.config).toEqual({ csiSidecar: [{ name: 's' }], mainContainer: { name: '', lifecycle: { postStart: { exec: { command: ['a'] } } } } });
-    expect(parsed.unknownFields).toEqual(['/csiSidecar/0/imagePullSecret', '/sidecars', '/mainContainer/lifecycle/postStart/exec/shell']);
+    const parsed = read(
+      '{"csiSidecar":[{"name":"s","imagePullSecret":"x"}],"sidecars":[],"mainContainer":{"lifecycle":{"postStart":{"exec":{"command":["a"],"shell":true}}}}}',
+    );
+    expect(parsed.config).toEqual({
+      csiSidecar: [{ name: 's' }],
+      mainContainer: { name: '', lifecycle: { postStart: { exec: { command: ['a'] } } } },
+    });
+    expect(parsed.unknownFields).toEqual([
+      '/csiSidecar/0/imagePullSecret',
+      '/sidecars',
+      '/mainContainer/lifecycle/postStart/exec/shell',
+    ]);
   });
 
   it('gives fields Go always writes their zero value, and a null list element its zero value', () => {
@@ -120,11 +133,16 @@ describe('parseConfigMapManifest', () => {
   it('reads YAML and JSON manifests', () => {
     const yaml = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n  csi: |\n    {"volume": []}\n';
     expect(parseConfigMapManifest(yaml, 'cm.yaml')).toEqual({ csi: '{"volume": []}\n' });
-    expect(parseConfigMapManifest('{"apiVersion":"v1","kind":"ConfigMap","data":{"a":"{}"}}', 'cm.json')).toEqual({ a: '{}' });
+    expect(parseConfigMapManifest('{"apiVersion":"v1","kind":"ConfigMap","data":{"a":"{}"}}', 'cm.json')).toEqual({
+      a: '{}',
+    });
   });
 
   it('keeps a key named __proto__ as a key (a valid ConfigMap key), not as the prototype', () => {
-    const data = parseConfigMapManifest('apiVersion: v1\nkind: ConfigMap\ndata:\n  __proto__: "{}"\n  csi: "{}"\n', 'cm');
+    const data = parseConfigMapManifest(
+      'apiVersion: v1\nkind: ConfigMap\ndata:\n  __proto__: "{}"\n  csi: "{}"\n',
+      'cm',
+    );
     expect(Object.keys(data)).toEqual(['__proto__', 'csi']);
     const snapshot = new InjectionConfigStore();
     snapshot.update(data);
@@ -133,7 +151,10 @@ describe('parseConfigMapManifest', () => {
   });
 
   it.each([
-    ['apiVersion: v1\nkind: Secret\ndata: {}\n', /cm: not a ConfigMap \(apiVersion v1, kind ConfigMap\); found kind "Secret"/],
+    [
+      'apiVersion: v1\nkind: Secret\ndata: {}\n',
+      /cm: not a ConfigMap \(apiVersion v1, kind ConfigMap\); found kind "Secret"/,
+    ],
     ['apiVersion: v1\nkind: ConfigMap\ndata:\n  a: 1\n', /cm: field data\.a must be a string, found number/],
     ['a: [1,\n', /cm: not valid YAML or JSON/],
     ['', /cm: expected one ConfigMap manifest, found 0 documents/],
@@ -156,7 +177,18 @@ describe('pod annotations', () => {
   });
 
   it('reads runtimes and policy from the pod', () => {
-    const pod = { metadata: { annotations: { 'agents.kruise.io/runtimes': 'csi', 'agents.kruise.io/env-vars-injection-policy': 'Auto' } }, spec: { containers: [] } };
-    expect(runtimesFromAnnotations(pod)).toEqual({ ok: true, runtimes: ['csi'], policy: 'Auto', source: 'annotation agents.kruise.io/runtimes', policySource: 'annotation agents.kruise.io/env-vars-injection-policy' });
+    const pod = {
+      metadata: {
+        annotations: { 'agents.kruise.io/runtimes': 'csi', 'agents.kruise.io/env-vars-injection-policy': 'Auto' },
+      },
+      spec: { containers: [] },
+    };
+    expect(runtimesFromAnnotations(pod)).toEqual({
+      ok: true,
+      runtimes: ['csi'],
+      policy: 'Auto',
+      source: 'annotation agents.kruise.io/runtimes',
+      policySource: 'annotation agents.kruise.io/env-vars-injection-policy',
+    });
   });
 });

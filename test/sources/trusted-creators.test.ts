@@ -17,10 +17,18 @@ function parseTrustedCreators(list: string): TrustedCreators {
 const CONTROLLER = 'system:serviceaccount:sandbox-system:sandbox-controller-manager';
 const SA_GROUPS = ['system:serviceaccounts', 'system:serviceaccounts:sandbox-system', 'system:authenticated'];
 const owner = { apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name: 'sbx', uid: 'uid-1', controller: true };
-const stored: Sandbox = { metadata: { name: 'sbx', namespace: 'team-a', uid: 'uid-1' }, spec: { runtimes: [{ name: 'csi' }] } };
+const stored: Sandbox = {
+  metadata: { name: 'sbx', namespace: 'team-a', uid: 'uid-1' },
+  spec: { runtimes: [{ name: 'csi' }] },
+};
 
 function request(userInfo?: unknown): AdmissionRequest {
-  const base: AdmissionRequest = { uid: 'u', kind: { group: '', version: 'v1', kind: 'Pod' }, operation: 'CREATE', namespace: 'team-a' };
+  const base: AdmissionRequest = {
+    uid: 'u',
+    kind: { group: '', version: 'v1', kind: 'Pod' },
+    operation: 'CREATE',
+    namespace: 'team-a',
+  };
   // userInfo goes in as the wire would carry it, malformed shapes included.
   return userInfo === undefined ? base : ({ ...base, userInfo } as AdmissionRequest);
 }
@@ -65,9 +73,10 @@ describe('the --trusted-creators syntax', () => {
     expect(options([]).trustedCreators).toBeUndefined();
     expect(options([], { SANDBOX_INJECTOR_TRUSTED_CREATORS: '' }).trustedCreators).toBeUndefined();
     expect(options([], { SANDBOX_INJECTOR_TRUSTED_CREATORS: 'group:a' }).trustedCreators).toBe('group:a');
-    expect(options(['--trusted-creators', `${CONTROLLER},group:a`], { SANDBOX_INJECTOR_TRUSTED_CREATORS: 'b' }).trustedCreators).toBe(
-      `${CONTROLLER},group:a`,
-    );
+    expect(
+      options(['--trusted-creators', `${CONTROLLER},group:a`], { SANDBOX_INJECTOR_TRUSTED_CREATORS: 'b' })
+        .trustedCreators,
+    ).toBe(`${CONTROLLER},group:a`);
   });
 
   // The option schema and the parser are two readings of one syntax: every value must get the same verdict.
@@ -97,7 +106,8 @@ describe('the --trusted-creators syntax', () => {
       }
     })();
     expect(problems.length === 0).toBe(accepted);
-    if (!accepted) expect(problems).toEqual([expect.stringMatching(/^--trusted-creators \(SANDBOX_INJECTOR_TRUSTED_CREATORS\): /)]);
+    if (!accepted)
+      expect(problems).toEqual([expect.stringMatching(/^--trusted-creators \(SANDBOX_INJECTOR_TRUSTED_CREATORS\): /)]);
     expect(readTrustedCreators(value).ok).toBe(accepted);
   });
 });
@@ -125,7 +135,11 @@ describe('a list the options refuse', () => {
 describe('matching the review userInfo', () => {
   it.each<[string, unknown, boolean]>([
     ['the listed user name', { username: CONTROLLER, groups: SA_GROUPS }, true],
-    ['a listed group, under another user name', { username: 'carol', groups: ['system:authenticated', 'sandbox-controllers'] }, true],
+    [
+      'a listed group, under another user name',
+      { username: 'carol', groups: ['system:authenticated', 'sandbox-controllers'] },
+      true,
+    ],
     ['a listed group without a user name', { groups: ['sandbox-controllers'] }, true],
     ['another user', { username: 'mallory', groups: ['system:authenticated'] }, false],
     ['the user name in another case', { username: CONTROLLER.toUpperCase() }, false],
@@ -206,8 +220,14 @@ describe('runtimes from the owning Sandbox, with trusted creators', () => {
   });
 
   it('trusts every creator when the flag is unset, even a review without userInfo', async () => {
-    expect(await select({ username: 'mallory' }, undefined)).toMatchObject({ selection: { ok: true, runtimes: ['csi'] }, lookups: 1 });
-    expect(await select(undefined, undefined)).toMatchObject({ selection: { ok: true, runtimes: ['csi'] }, lookups: 1 });
+    expect(await select({ username: 'mallory' }, undefined)).toMatchObject({
+      selection: { ok: true, runtimes: ['csi'] },
+      lookups: 1,
+    });
+    expect(await select(undefined, undefined)).toMatchObject({
+      selection: { ok: true, runtimes: ['csi'] },
+      lookups: 1,
+    });
   });
 
   it('leaves pods without a Sandbox owner alone: nothing, or their annotations when allowed', async () => {
@@ -216,7 +236,9 @@ describe('runtimes from the owning Sandbox, with trusted creators', () => {
       selection: { ok: true, runtimes: [], policy: 'None', source: 'no Sandbox owner' },
       lookups: 0,
     });
-    expect(await select(mallory, trusted, false, true)).toMatchObject({ selection: { ok: true, runtimes: ['agent-runtime'] } });
+    expect(await select(mallory, trusted, false, true)).toMatchObject({
+      selection: { ok: true, runtimes: ['agent-runtime'] },
+    });
   });
 
   it('reaches kube-apiserver as a denied AdmissionReview with status 403', async () => {
@@ -238,7 +260,9 @@ describe('runtimes from the owning Sandbox, with trusted creators', () => {
           status: {
             code: 403,
             reason: 'Forbidden',
-            message: expect.stringMatching(/^user "mallory" may not create a pod owned by Sandbox team-a\/sbx/) as unknown,
+            message: expect.stringMatching(
+              /^user "mallory" may not create a pod owned by Sandbox team-a\/sbx/,
+            ) as unknown,
           },
         },
       },

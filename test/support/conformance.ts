@@ -32,7 +32,10 @@ export function loadConformanceCases(): ConformanceCase[] {
   return readdirSync(CONFORMANCE_DIR)
     .filter((f) => f.endsWith('.json'))
     .sort()
-    .map((file) => ({ file, ...(JSON.parse(readFileSync(join(CONFORMANCE_DIR, file), 'utf8')) as Omit<ConformanceCase, 'file'>) }));
+    .map((file) => ({
+      file,
+      ...(JSON.parse(readFileSync(join(CONFORMANCE_DIR, file), 'utf8')) as Omit<ConformanceCase, 'file'>),
+    }));
 }
 
 /** The review kube-apiserver would send for creating the case's pod in `default`: the CLI's own envelope. */
@@ -54,7 +57,10 @@ export function decodePatch(patch: string): PatchOperation[] {
 }
 
 /** The pod the response produces, by a strict applier; the status annotation is returned apart. */
-export function admittedPod(pod: unknown, response: ReviewResponseLike): { pod: Record<string, unknown>; status?: string } {
+export function admittedPod(
+  pod: unknown,
+  response: ReviewResponseLike,
+): { pod: Record<string, unknown>; status?: string } {
   const result = response.patch === undefined ? structuredClone(pod) : applyStrict(pod, decodePatch(response.patch));
   return withoutStatus(result as Record<string, unknown>, pod);
 }
@@ -65,7 +71,10 @@ type WithAnnotations = { metadata?: { annotations?: Record<string, string> } };
  * The pod without the status annotation (its format is ours, so cases do not spell it out). An annotations
  * map that only the status created is dropped too.
  */
-export function withoutStatus(pod: Record<string, unknown>, original: unknown): { pod: Record<string, unknown>; status?: string } {
+export function withoutStatus(
+  pod: Record<string, unknown>,
+  original: unknown,
+): { pod: Record<string, unknown>; status?: string } {
   const copy = structuredClone(pod) as WithAnnotations;
   const annotations = copy.metadata?.annotations;
   const status = annotations?.[STATUS_ANNOTATION];

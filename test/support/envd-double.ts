@@ -23,14 +23,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { dirname, join, posix } from 'node:path';
 
-export type EnvdBehaviour =
-  | 'normal'
-  | { status: number }
-  | 'slow'
-  | 'truncated'
-  | 'redirect'
-  | 'huge'
-  | 'hang-up';
+export type EnvdBehaviour = 'normal' | { status: number } | 'slow' | 'truncated' | 'redirect' | 'huge' | 'hang-up';
 
 export interface EnvdRequestRecord {
   operation: 'get' | 'upload' | 'move' | 'other';
@@ -90,7 +83,13 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
     const body = await readBody(request);
     const isMove = url.pathname === '/filesystem.Filesystem/Move';
     const isFiles = url.pathname === '/files';
-    const operation: EnvdRequestRecord['operation'] = isMove ? 'move' : isFiles ? (request.method === 'GET' ? 'get' : 'upload') : 'other';
+    const operation: EnvdRequestRecord['operation'] = isMove
+      ? 'move'
+      : isFiles
+        ? request.method === 'GET'
+          ? 'get'
+          : 'upload'
+        : 'other';
     const record = (status: number, path?: string): EnvdRequestRecord => ({
       operation,
       path: path ?? url.searchParams.get('path') ?? undefined,
@@ -135,7 +134,8 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
         return connectError(response, 415, 'invalid_argument', 'expected application/json', record);
       }
       const user = basicUser(request.headers.authorization);
-      if (user === undefined || !users.has(user)) return connectError(response, 401, 'unauthenticated', 'unknown user', record);
+      if (user === undefined || !users.has(user))
+        return connectError(response, 401, 'unauthenticated', 'unknown user', record);
       let move: { source?: unknown; destination?: unknown };
       try {
         move = JSON.parse(body.toString('utf8')) as typeof move;
@@ -147,14 +147,24 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
       const from = localPath(source);
       const to = localPath(destination);
       if (to === undefined && destination !== null) outside.push(destination);
-      if (from === undefined || to === undefined) return connectError(response, 400, 'invalid_argument', 'path outside the volume', record, destination ?? undefined);
+      if (from === undefined || to === undefined)
+        return connectError(
+          response,
+          400,
+          'invalid_argument',
+          'path outside the volume',
+          record,
+          destination ?? undefined,
+        );
       try {
         await mkdir(dirname(to), { recursive: true });
         await rename(from, to);
       } catch {
         return connectError(response, 404, 'not_found', 'source not found', record, destination ?? undefined);
       }
-      sendJson(response, 200, { entry: { name: posix.basename(destination ?? ''), type: 'FILE_TYPE_FILE', path: destination } });
+      sendJson(response, 200, {
+        entry: { name: posix.basename(destination ?? ''), type: 'FILE_TYPE_FILE', path: destination },
+      });
       return record(200, destination ?? undefined);
     }
     return jsonError(response, 404, 'not found', record);
@@ -164,7 +174,13 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
     handle(request, response)
       .then((entry) => requests.push(entry))
       .catch(() => {
-        if (!response.headersSent) jsonError(response, 500, 'double failed', () => ({ operation: 'other', path: undefined, status: 500, at: Date.now() }));
+        if (!response.headersSent)
+          jsonError(response, 500, 'double failed', () => ({
+            operation: 'other',
+            path: undefined,
+            status: 500,
+            at: Date.now(),
+          }));
         else response.destroy();
       });
   });
@@ -243,7 +259,12 @@ function sendJson(response: ServerResponse, status: number, value: unknown): voi
   response.end(text);
 }
 
-function jsonError(response: ServerResponse, status: number, message: string, record: (status: number) => EnvdRequestRecord): EnvdRequestRecord {
+function jsonError(
+  response: ServerResponse,
+  status: number,
+  message: string,
+  record: (status: number) => EnvdRequestRecord,
+): EnvdRequestRecord {
   sendJson(response, status, { code: status, message });
   return record(status);
 }

@@ -18,7 +18,9 @@ export function applyStrict<T>(document: T, operations: readonly PatchOperation[
     try {
       root = applyOne(root, operation);
     } catch (error) {
-      throw new Error(`patch op ${index} (${operation.op} ${operation.path}): ${(error as Error).message}`, { cause: error });
+      throw new Error(`patch op ${index} (${operation.op} ${operation.path}): ${(error as Error).message}`, {
+        cause: error,
+      });
     }
   }
   return root as T;

@@ -54,10 +54,12 @@ describe('directoryWatcher', () => {
   /** A watcher with a resync interval, on timers the test fires, counting its calls. */
   function resyncingWatcher() {
     const state = { calls: 0, timers: manualTimers() };
-    const watcher = directoryWatcher({ debounceMs: 100, resyncMs: 60_000, timers: state.timers, onError: () => undefined })(
-      [dir],
-      () => (state.calls += 1),
-    );
+    const watcher = directoryWatcher({
+      debounceMs: 100,
+      resyncMs: 60_000,
+      timers: state.timers,
+      onError: () => undefined,
+    })([dir], () => (state.calls += 1));
     return { state, watcher };
   }
 

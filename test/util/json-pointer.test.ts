@@ -15,6 +15,11 @@ describe('JSON pointer tokens', () => {
   });
 
   it('gives back every key it escaped', () => {
-    fc.assert(fc.property(fc.string({ unit: fc.constantFrom('a', '~', '/', '0', '1') }), (key) => unescapePointer(escapePointer(key)) === key));
+    fc.assert(
+      fc.property(
+        fc.string({ unit: fc.constantFrom('a', '~', '/', '0', '1') }),
+        (key) => unescapePointer(escapePointer(key)) === key,
+      ),
+    );
   });
 });

@@ -121,7 +121,11 @@ export function parseEnv0(output: Buffer): Map<string, Buffer> {
  * /proc): for the wrapper, a `sleep` child means it is inside its wait loop, after its traps are set, and a new
  * one means another round of it. An event to wait for instead of a guessed time.
  */
-export async function waitForChildNamed(pid: number, name: string, seen: ReadonlySet<number> = new Set()): Promise<number> {
+export async function waitForChildNamed(
+  pid: number,
+  name: string,
+  seen: ReadonlySet<number> = new Set(),
+): Promise<number> {
   for (;;) {
     for (const entry of await readdir('/proc')) {
       if (!/^\d+$/.test(entry)) continue;

@@ -35,7 +35,8 @@ export class ClusterReads {
     const cluster = this.kubeConfig.getCurrentCluster();
     if (cluster === null) throw new CliError('the kubeconfig has no current cluster');
     const url = new URL(cluster.server.replace(/\/$/, '') + path);
-    if (url.protocol !== 'https:') throw new CliError(`${cluster.server}: explain talks to the API server over https only`);
+    if (url.protocol !== 'https:')
+      throw new CliError(`${cluster.server}: explain talks to the API server over https only`);
     const options: RequestOptions = {
       method: 'GET',
       hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'),
@@ -49,7 +50,8 @@ export class ClusterReads {
     if (status === 404) return undefined;
     if (status < 200 || status > 299) throw new CliError(`GET ${path}: ${status}: ${statusMessage(body)}`);
     const value = parseJsonInput(body, `GET ${path}`);
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new CliError(`GET ${path}: not an object`);
+    if (value === null || typeof value !== 'object' || Array.isArray(value))
+      throw new CliError(`GET ${path}: not an object`);
     return value as Record<string, unknown>;
   }
 }
@@ -71,7 +73,9 @@ function send(options: RequestOptions, href: string): Promise<{ status: number; 
       res.on('error', reject);
     });
     req.on('timeout', () => req.destroy(new CliError(`GET ${href}: no answer within ${REQUEST_TIMEOUT_MS / 1000} s`)));
-    req.on('error', (error) => reject(error instanceof CliError ? error : new CliError(`GET ${href}: ${errorMessage(error)}`)));
+    req.on('error', (error) =>
+      reject(error instanceof CliError ? error : new CliError(`GET ${href}: ${errorMessage(error)}`)),
+    );
     req.end();
   });
 }

@@ -38,17 +38,25 @@ export async function clusterTarget(kubeconfig: string, flags: ClusterTargetFlag
   const { pod, origin, notes } = await targetPod(reads, flags, io);
   const namespace = pod.metadata.namespace ?? reads.defaultNamespace();
   const namespaceObject = await reads.get(`/api/v1/namespaces/${encodeURIComponent(namespace)}`);
-  if (namespaceObject === undefined) notes.push(`namespace ${namespace} does not exist: its labels are taken to be only ${NAMESPACE_NAME_LABEL}`);
+  if (namespaceObject === undefined)
+    notes.push(`namespace ${namespace} does not exist: its labels are taken to be only ${NAMESPACE_NAME_LABEL}`);
   const namespaceLabels = labelsOf(namespaceObject) ?? { [NAMESPACE_NAME_LABEL]: namespace };
-  const webhook = await webhookCheck(reads, flags['webhook-configuration'], { pod: pod.metadata.labels ?? {}, namespace: namespaceLabels });
+  const webhook = await webhookCheck(reads, flags['webhook-configuration'], {
+    pod: pod.metadata.labels ?? {},
+    namespace: namespaceLabels,
+  });
 
   const configNamespace = flags['config-namespace'] ?? DEFAULT_CONFIG_NAMESPACE;
   const configName = flags['config-name'] ?? DEFAULT_CONFIG_NAME;
-  const configMap = await reads.get(`/api/v1/namespaces/${encodeURIComponent(configNamespace)}/configmaps/${encodeURIComponent(configName)}`);
+  const configMap = await reads.get(
+    `/api/v1/namespaces/${encodeURIComponent(configNamespace)}/configmaps/${encodeURIComponent(configName)}`,
+  );
   const store = new InjectionConfigStore(`${configNamespace}/${configName}`);
   const report = store.update(configMap === undefined ? undefined : stringMap(configMap.data));
   if (report.invalidKeys.length > 0) {
-    notes.push('the ConfigMap is read once: a key that is bad now shows as invalid, though a running webhook that saw a valid version keeps using it');
+    notes.push(
+      'the ConfigMap is read once: a key that is bad now shows as invalid, though a running webhook that saw a valid version keeps using it',
+    );
   }
 
   const lookup: SandboxLookup = async (ns, name, uid) => {
@@ -69,9 +77,17 @@ export async function clusterTarget(kubeconfig: string, flags: ClusterTargetFlag
   };
 }
 
-async function targetPod(reads: ClusterReads, flags: ClusterTargetFlags, io: CliIo): Promise<{ pod: Pod; origin: string; notes: string[] }> {
+async function targetPod(
+  reads: ClusterReads,
+  flags: ClusterTargetFlags,
+  io: CliIo,
+): Promise<{ pod: Pod; origin: string; notes: string[] }> {
   if (flags.filename !== undefined) {
-    return { pod: parsePod(await readInput(flags.filename, io), flags.filename), origin: `file ${flags.filename}`, notes: [] };
+    return {
+      pod: parsePod(await readInput(flags.filename, io), flags.filename),
+      origin: `file ${flags.filename}`,
+      notes: [],
+    };
   }
   if (flags.pod !== undefined) {
     const [namespace, name] = namespacedName(flags.pod, '--pod');
@@ -97,7 +113,11 @@ async function targetPod(reads: ClusterReads, flags: ClusterTargetFlags, io: Cli
   };
 }
 
-async function webhookCheck(reads: ClusterReads, name: string, labels: Parameters<typeof evaluateWebhooks>[1]): Promise<WebhookCheck> {
+async function webhookCheck(
+  reads: ClusterReads,
+  name: string,
+  labels: Parameters<typeof evaluateWebhooks>[1],
+): Promise<WebhookCheck> {
   const configuration = await reads.get(`${MWC_PATH}/${encodeURIComponent(name)}`);
   if (configuration === undefined) return { state: 'not-installed', configuration: name };
   const webhooks = evaluateWebhooks((configuration.webhooks ?? []) as WebhookEntry[], labels);
@@ -107,7 +127,8 @@ async function webhookCheck(reads: ClusterReads, name: string, labels: Parameter
 
 function namespacedName(value: string, flag: string): [string, string] {
   const parts = value.split('/');
-  if (parts.length !== 2 || parts[0] === '' || parts[1] === '') throw new UsageError(`${flag}: "${value}" is not NAMESPACE/NAME`);
+  if (parts.length !== 2 || parts[0] === '' || parts[1] === '')
+    throw new UsageError(`${flag}: "${value}" is not NAMESPACE/NAME`);
   return [parts[0] ?? '', parts[1] ?? ''];
 }
 
@@ -123,5 +144,7 @@ function labelsOf(object: Record<string, unknown> | undefined): Record<string, s
 
 function stringMap(value: unknown): Record<string, string> {
   if (value === null || typeof value !== 'object') return {};
-  return Object.fromEntries(Object.entries(value).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+  return Object.fromEntries(
+    Object.entries(value).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
+  );
 }

@@ -59,7 +59,8 @@ export async function explainPod(input: ExplainInput): Promise<Explanation> {
   const { pod, namespace, deps } = input;
   let selection: RuntimeSelection | undefined;
   // The review's own selection, kept on its way through, so the sources shown are the ones the review used.
-  const selectRuntimes: ReviewDeps['selectRuntimes'] = async (...args) => (selection = await deps.selectRuntimes(...args));
+  const selectRuntimes: ReviewDeps['selectRuntimes'] = async (...args) =>
+    (selection = await deps.selectRuntimes(...args));
   const snapshot = deps.config();
   const outcome = await reviewAdmission(podCreateReview(pod, namespace, 'sandbox-injector-explain'), {
     ...deps,
@@ -72,7 +73,10 @@ export async function explainPod(input: ExplainInput): Promise<Explanation> {
   const chosen = selection?.ok === true ? selection : undefined;
   const asked = chosen?.runtimes ?? [];
   const mutated = response?.allowed === true ? applyResponsePatch(pod, response.patch) : pod;
-  const denial = summary.code === undefined ? undefined : { code: summary.code, status: response?.status?.code ?? 0, message: summary.message ?? '' };
+  const denial =
+    summary.code === undefined
+      ? undefined
+      : { code: summary.code, status: response?.status?.code ?? 0, message: summary.message ?? '' };
   const name = podName(pod.metadata) ?? '';
   return {
     pod: `${namespace}/${name}`,
@@ -96,7 +100,10 @@ export async function explainPod(input: ExplainInput): Promise<Explanation> {
     wrapped: [...recordedStatus(mutated).wrapped],
     warnings: response?.warnings ?? [],
     patch: decodePatch(response?.patch),
-    diff: unifiedDiff(asYaml(pod), asYaml(mutated), { from: `pod ${namespace}/${name} as created`, to: `pod ${namespace}/${name} as admitted` }),
+    diff: unifiedDiff(asYaml(pod), asYaml(mutated), {
+      from: `pod ${namespace}/${name} as created`,
+      to: `pod ${namespace}/${name} as admitted`,
+    }),
   };
 }
 
@@ -119,12 +126,15 @@ function whyNoRecord(snapshot: ConfigSnapshot, denial: Explanation['denial']): s
 /** Each asked runtime's fate as the status annotation after the review records it. */
 function fates(asked: readonly string[], before: RecordedStatus, after: RecordedStatus, why: string): RuntimeFate[] {
   const earlier = (runtime: string): boolean =>
-    before.injected.includes(runtime) || before.present.includes(runtime) || before.skipped.some((s) => s.runtime === runtime);
+    before.injected.includes(runtime) ||
+    before.present.includes(runtime) ||
+    before.skipped.some((s) => s.runtime === runtime);
   return asked.map((runtime): RuntimeFate => {
     if (after.injected.includes(runtime)) return { runtime, fate: 'injected', earlier: earlier(runtime) };
     if (after.present.includes(runtime)) return { runtime, fate: 'present', earlier: earlier(runtime) };
     const skip = after.skipped.find((s) => s.runtime === runtime);
-    if (skip !== undefined) return { runtime, fate: 'skipped', reason: skip.reason, message: skip.message, earlier: earlier(runtime) };
+    if (skip !== undefined)
+      return { runtime, fate: 'skipped', reason: skip.reason, message: skip.message, earlier: earlier(runtime) };
     return { runtime, fate: 'none', why };
   });
 }

@@ -30,20 +30,27 @@ export function evaluateSelector(selector: LabelSelector | null | undefined, lab
   }
   for (const [index, requirement] of (selector?.matchExpressions ?? []).entries()) {
     const reason = requirementFails(requirement, labels);
-    if (reason !== undefined) failed.push({ term: `matchExpressions[${index}] ${describeRequirement(requirement)}`, reason });
+    if (reason !== undefined)
+      failed.push({ term: `matchExpressions[${index}] ${describeRequirement(requirement)}`, reason });
   }
   return { matches: failed.length === 0, failed };
 }
 
 /** `key In (a, b)`, `key Exists`, as kubectl and the API docs write them. */
 export function describeRequirement({ key, operator, values }: LabelSelectorRequirement): string {
-  return values === undefined || values.length === 0 ? `${key} ${operator}` : `${key} ${operator} (${values.join(', ')})`;
+  return values === undefined || values.length === 0
+    ? `${key} ${operator}`
+    : `${key} ${operator} (${values.join(', ')})`;
 }
 
 /** Why the requirement fails on `labels`, or undefined when it holds. */
-function requirementFails({ key, operator, values = [] }: LabelSelectorRequirement, labels: Labels): string | undefined {
+function requirementFails(
+  { key, operator, values = [] }: LabelSelectorRequirement,
+  labels: Labels,
+): string | undefined {
   const takesValues = operator === 'In' || operator === 'NotIn';
-  if (takesValues && values.length === 0) return `invalid: ${operator} needs at least one value (kube-apiserver refuses this selector)`;
+  if (takesValues && values.length === 0)
+    return `invalid: ${operator} needs at least one value (kube-apiserver refuses this selector)`;
   if ((operator === 'Exists' || operator === 'DoesNotExist') && values.length > 0) {
     return `invalid: ${operator} takes no values (kube-apiserver refuses this selector)`;
   }
@@ -52,7 +59,9 @@ function requirementFails({ key, operator, values = [] }: LabelSelectorRequireme
     case 'In':
       return inFails(key, values, labels);
     case 'NotIn':
-      return value !== undefined && values.includes(value) ? `label ${key} is "${value}", one of the excluded values` : undefined;
+      return value !== undefined && values.includes(value)
+        ? `label ${key} is "${value}", one of the excluded values`
+        : undefined;
     case 'Exists':
       return value === undefined ? `label ${key} is not set` : undefined;
     case 'DoesNotExist':
@@ -66,5 +75,7 @@ function inFails(key: string, values: readonly string[], labels: Labels): string
   const value = Object.hasOwn(labels, key) ? labels[key] : undefined;
   if (value === undefined) return `label ${key} is not set`;
   if (values.includes(value)) return undefined;
-  return values.length === 1 ? `label ${key} is "${value}", not "${values[0] ?? ''}"` : `label ${key} is "${value}", none of the listed values`;
+  return values.length === 1
+    ? `label ${key} is "${value}", not "${values[0] ?? ''}"`
+    : `label ${key} is "${value}", none of the listed values`;
 }

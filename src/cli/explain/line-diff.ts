@@ -73,7 +73,11 @@ function editScript(a: readonly string[], b: readonly string[]): Edit[] {
     endB -= 1;
   }
   const same = (line: string): Edit => ({ kind: ' ', line });
-  return [...a.slice(0, head).map(same), ...myers(a.slice(head, endA), b.slice(head, endB)), ...a.slice(endA).map(same)];
+  return [
+    ...a.slice(0, head).map(same),
+    ...myers(a.slice(head, endA), b.slice(head, endB)),
+    ...a.slice(endA).map(same),
+  ];
 }
 
 /** The shortest edit script from a to b. `frontiers[d]` holds the furthest x on each diagonal k in [-d, d]. */

@@ -7,9 +7,17 @@ import type { WebhookVerdict } from './webhook-match.js';
 export function renderText(explanation: Explanation): string {
   const lines: string[] = [`Pod ${explanation.pod} (${explanation.origin})`];
   for (const note of explanation.notes) lines.push(`  note: ${note}`);
-  lines.push('', ...webhookSection(explanation.webhook), '', ...selectionSection(explanation), '', ...configSection(explanation));
+  lines.push(
+    '',
+    ...webhookSection(explanation.webhook),
+    '',
+    ...selectionSection(explanation),
+    '',
+    ...configSection(explanation),
+  );
   lines.push('', ...resultSection(explanation));
-  if (explanation.warnings.length > 0) lines.push('', 'Warnings the webhook answers with', ...explanation.warnings.map((w) => `  ${w}`));
+  if (explanation.warnings.length > 0)
+    lines.push('', 'Warnings the webhook answers with', ...explanation.warnings.map((w) => `  ${w}`));
   lines.push('', ...patchSection(explanation));
   return `${lines.join('\n')}\n`;
 }
@@ -17,9 +25,13 @@ export function renderText(explanation: Explanation): string {
 function webhookSection(check: WebhookCheck): string[] {
   switch (check.state) {
     case 'offline':
-      return ['Webhook selection: not checked offline (no --kubeconfig: the webhook configuration and the namespace labels are unknown)'];
+      return [
+        'Webhook selection: not checked offline (no --kubeconfig: the webhook configuration and the namespace labels are unknown)',
+      ];
     case 'not-installed':
-      return [`Webhook selection: MutatingWebhookConfiguration ${check.configuration} is not installed: no pod is sent to the webhook`];
+      return [
+        `Webhook selection: MutatingWebhookConfiguration ${check.configuration} is not installed: no pod is sent to the webhook`,
+      ];
     case 'checked': {
       const verdict = check.selected ? 'selected' : 'NOT selected: kube-apiserver never calls the webhook for this pod';
       const lines = [`Webhook selection (MutatingWebhookConfiguration ${check.configuration}): ${verdict}`];
@@ -48,7 +60,9 @@ function selectorLines(name: string, verdict: SelectorVerdict): string[] {
 
 function selectionSection({ selection, denial }: Explanation): string[] {
   if (selection === undefined) {
-    return [`Runtimes and policy: not chosen, the pod is denied first${denial === undefined ? '' : ` (${denial.code})`}`];
+    return [
+      `Runtimes and policy: not chosen, the pod is denied first${denial === undefined ? '' : ` (${denial.code})`}`,
+    ];
   }
   const runtimes = selection.runtimes.length === 0 ? '(none)' : selection.runtimes.join(', ');
   return [
@@ -93,5 +107,8 @@ function fateLine(fate: RuntimeFate): string {
 function patchSection({ patch, diff, denial }: Explanation): string[] {
   if (denial !== undefined) return ['Patch: none, the pod is denied (see Result)'];
   if (patch.length === 0) return ['Patch: none, the pod is admitted as it is'];
-  return [`Patch: ${patch.length} JSON patch operation${patch.length === 1 ? '' : 's'}, as a diff of the pod`, diff.trimEnd()];
+  return [
+    `Patch: ${patch.length} JSON patch operation${patch.length === 1 ? '' : 's'}, as a diff of the pod`,
+    diff.trimEnd(),
+  ];
 }

@@ -39,7 +39,8 @@ export function evaluateWebhooks(webhooks: readonly WebhookEntry[], labels: PodL
 
 /** `*` stands for any value in every list; `*` and `*\/*` cover pods as a resource, `pods/*` only its subresources. */
 function coversPodCreate(rule: WebhookRule): boolean {
-  const has = (list: string[] | undefined, ...wanted: string[]): boolean => (list ?? []).some((item) => item === '*' || wanted.includes(item));
+  const has = (list: string[] | undefined, ...wanted: string[]): boolean =>
+    (list ?? []).some((item) => item === '*' || wanted.includes(item));
   return (
     has(rule.operations, 'CREATE') &&
     has(rule.apiGroups, '') &&

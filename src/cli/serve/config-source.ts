@@ -37,7 +37,14 @@ export async function startConfigSource(deps: ConfigSourceDeps): Promise<ReviewD
   return deps.target.mode === 'local' ? startLocalSources(deps) : startClusterSources(deps, deps.target.kube);
 }
 
-async function startLocalSources({ options, store, watch, metrics, logger, lifetime }: ConfigSourceDeps): Promise<ReviewDeps> {
+async function startLocalSources({
+  options,
+  store,
+  watch,
+  metrics,
+  logger,
+  lifetime,
+}: ConfigSourceDeps): Promise<ReviewDeps> {
   await requireConfigDirectory(options.configFile);
   const configWatch = await startConfigFileWatch({
     file: options.configFile,
@@ -48,7 +55,9 @@ async function startLocalSources({ options, store, watch, metrics, logger, lifet
   });
   lifetime.onClose(() => configWatch.close());
   if (options.trustedCreators !== undefined) {
-    logger.warn('--trusted-creators has no effect in local mode: runtimes come from pod annotations, whoever wrote them');
+    logger.warn(
+      '--trusted-creators has no effect in local mode: runtimes come from pod annotations, whoever wrote them',
+    );
   }
   return { config: () => store.snapshot(), selectRuntimes: (pod) => runtimesFromAnnotations(pod) };
 }
@@ -64,9 +73,14 @@ async function startClusterSources(
   // kubeconfig) is not broken by it; the manifests set it, and the warning says what unset means.
   const trustedCreators = options.trusted;
   if (trustedCreators === undefined) {
-    logger.warn('every pod creator is trusted: any pod naming a Sandbox as its controller owner gets its runtimes (see --trusted-creators)');
+    logger.warn(
+      'every pod creator is trusted: any pod naming a Sandbox as its controller owner gets its runtimes (see --trusted-creators)',
+    );
   } else {
-    logger.info({ users: [...trustedCreators.users], groups: [...trustedCreators.groups] }, 'only trusted creators may create pods owned by a Sandbox');
+    logger.info(
+      { users: [...trustedCreators.users], groups: [...trustedCreators.groups] },
+      'only trusted creators may create pods owned by a Sandbox',
+    );
   }
   const configWatch = watchInjectionConfigMap({
     clients: kube,

@@ -42,13 +42,19 @@ export async function resolveTlsFiles(
       serviceName: options.serviceName,
       webhookConfigName: options.webhookConfigName,
       dir: options.certDir,
-      extraSans: (options.certExtraSans ?? '').split(',').map((s) => s.trim()).filter((s) => s !== ''),
+      extraSans: (options.certExtraSans ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== ''),
       pollIntervalMs: durationsMs(options).certPollMs,
       logger,
     });
     lifetime.onClose(() => certificates.stop());
     await certificates.ready;
-    logger.info({ secret: `${options.certNamespace}/${options.certSecretName}`, dir: options.certDir }, 'self-managed certificate ready');
+    logger.info(
+      { secret: `${options.certNamespace}/${options.certSecretName}`, dir: options.certDir },
+      'self-managed certificate ready',
+    );
     return { certFile: certificates.files.certFile, keyFile: certificates.files.keyFile, ...clientCa };
   }
   const { files, outcome } = await ensureSelfSignedCertificates(options.selfSignedDir);
@@ -94,7 +100,10 @@ function recordTlsReload(logger: Logger, metrics: ServerMetrics, result: TlsRelo
     metrics.tlsReload('success');
     metrics.tlsCertificate(result.material.notAfter);
     const { subject, notAfter } = result.material;
-    logger.info({ subject, notAfter: notAfter.toISOString(), attempts: result.attempts }, 'serving certificate reloaded');
+    logger.info(
+      { subject, notAfter: notAfter.toISOString(), attempts: result.attempts },
+      'serving certificate reloaded',
+    );
   } else if (result.kind === 'failed') {
     metrics.tlsReload('failure');
     logger.warn(

@@ -48,7 +48,11 @@ export async function loadTlsMaterial(files: TlsFiles, readFile: ReadFile = fsRe
     files.clientCaFile === undefined ? undefined : readOrThrow(readFile, files.clientCaFile),
   ]);
 
-  const leaf = parse(STARTUP_ERRORS.tlsCertificateInvalid, `certificate ${files.certFile}`, () => new X509Certificate(cert));
+  const leaf = parse(
+    STARTUP_ERRORS.tlsCertificateInvalid,
+    `certificate ${files.certFile}`,
+    () => new X509Certificate(cert),
+  );
   const privateKey = parse(STARTUP_ERRORS.tlsKeyInvalid, `private key ${files.keyFile}`, () => createPrivateKey(key));
   if (!leaf.checkPrivateKey(privateKey)) {
     throw new TlsMaterialError(STARTUP_ERRORS.tlsKeyMismatch(files.keyFile, files.certFile));
@@ -97,7 +101,10 @@ function sameOptionalBuffer(a: Buffer | undefined, b: Buffer | undefined): boole
  * The policy (versions, ciphers, no renegotiation) lives in the context too, so a reload must carry it or
  * the new context would fall back to Node's defaults.
  */
-export function secureContextOptions(material: TlsMaterial, policy: TlsPolicy = DEFAULT_TLS_POLICY): SecureContextOptions {
+export function secureContextOptions(
+  material: TlsMaterial,
+  policy: TlsPolicy = DEFAULT_TLS_POLICY,
+): SecureContextOptions {
   const options: SecureContextOptions = {
     cert: material.cert,
     key: material.key,

@@ -93,7 +93,10 @@ export function splitCipherSuites(value: string): string[] {
 }
 
 /** One problem per name that is unknown or refused, each saying why; empty when the list is usable. */
-export function cipherSuiteProblems(names: readonly string[], minVersion: TlsMinVersionName = 'VersionTLS12'): string[] {
+export function cipherSuiteProblems(
+  names: readonly string[],
+  minVersion: TlsMinVersionName = 'VersionTLS12',
+): string[] {
   const problems: string[] = [];
   for (const name of names) {
     if (TLS12_SUITES.has(name) || (TLS13_SUITES as readonly string[]).includes(name)) continue;
@@ -112,7 +115,10 @@ export function cipherSuiteProblems(names: readonly string[], minVersion: TlsMin
 }
 
 /** Throws on names `cipherSuiteProblems` refuses; the options parser reports them before this is called. */
-export function tlsPolicy(minVersion: TlsMinVersionName, cipherSuites: readonly string[] = DEFAULT_TLS_CIPHER_SUITES): TlsPolicy {
+export function tlsPolicy(
+  minVersion: TlsMinVersionName,
+  cipherSuites: readonly string[] = DEFAULT_TLS_CIPHER_SUITES,
+): TlsPolicy {
   const problems = cipherSuiteProblems(cipherSuites, minVersion);
   if (problems.length > 0) throw new Error(problems.join('; '));
   const tls12 = [...new Set(cipherSuites.flatMap((name) => TLS12_SUITES.get(name) ?? []))];

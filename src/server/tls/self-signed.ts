@@ -93,7 +93,11 @@ function lastsBeyond(cert: X509Certificate, when: Date): boolean {
 }
 
 function servingStillGood(serving: CertifiedKey, ca: CertifiedKey, renewBy: Date): boolean {
-  return lastsBeyond(serving.cert, renewBy) && issuedBy(serving.cert, ca.cert) && coversNames(serving.cert, SELF_SIGNED_NAMES);
+  return (
+    lastsBeyond(serving.cert, renewBy) &&
+    issuedBy(serving.cert, ca.cert) &&
+    coversNames(serving.cert, SELF_SIGNED_NAMES)
+  );
 }
 
 /** Write-then-rename, so a server starting concurrently never reads half a file. */

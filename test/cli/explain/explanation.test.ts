@@ -12,7 +12,11 @@ import { AGENT_CONFIG, CSI_CONFIG, PROXY_CONFIG, pod } from '../../support/build
 
 const RUNTIMES = 'agents.kruise.io/runtimes';
 const POLICY = 'agents.kruise.io/env-vars-injection-policy';
-const ALL_KEYS = { 'agent-runtime': JSON.stringify(AGENT_CONFIG), csi: JSON.stringify(CSI_CONFIG), 'traffic-proxy': JSON.stringify(PROXY_CONFIG) };
+const ALL_KEYS = {
+  'agent-runtime': JSON.stringify(AGENT_CONFIG),
+  csi: JSON.stringify(CSI_CONFIG),
+  'traffic-proxy': JSON.stringify(PROXY_CONFIG),
+};
 
 function storeOf(...versions: (Record<string, string> | undefined)[]): InjectionConfigStore {
   const store = new InjectionConfigStore('sandbox-system/sandbox-injection-config');
@@ -21,11 +25,23 @@ function storeOf(...versions: (Record<string, string> | undefined)[]): Injection
 }
 
 function annotated(runtimes: string, extra: Partial<Pod['spec']> = {}, policy?: string): Pod {
-  const annotations: Record<string, string> = { [RUNTIMES]: runtimes, ...(policy === undefined ? {} : { [POLICY]: policy }) };
-  return pod([{ name: 'main', image: 'python:3.12', command: ['python', 'app.py'] }], extra, { name: 'p', namespace: 'team-a', annotations });
+  const annotations: Record<string, string> = {
+    [RUNTIMES]: runtimes,
+    ...(policy === undefined ? {} : { [POLICY]: policy }),
+  };
+  return pod([{ name: 'main', image: 'python:3.12', command: ['python', 'app.py'] }], extra, {
+    name: 'p',
+    namespace: 'team-a',
+    annotations,
+  });
 }
 
-function explain(input: Pod, store: InjectionConfigStore, more: Partial<ExplainInput> = {}, selectRuntimes: ReviewDeps['selectRuntimes'] = runtimesFromAnnotations) {
+function explain(
+  input: Pod,
+  store: InjectionConfigStore,
+  more: Partial<ExplainInput> = {},
+  selectRuntimes: ReviewDeps['selectRuntimes'] = runtimesFromAnnotations,
+) {
   return explainPod({
     pod: input,
     namespace: 'team-a',
@@ -74,13 +90,15 @@ describe('explainPod', () => {
     expect(explanation.diff).toContain('\n+        - /var/sandbox/run_with_envs.sh\n');
   });
 
-  it('says where the runtimes and the policy came from, through the server\'s own Sandbox resolution', async () => {
+  it("says where the runtimes and the policy came from, through the server's own Sandbox resolution", async () => {
     const sandbox: Sandbox = {
       metadata: { name: 'sbx', namespace: 'team-a', uid: 'uid-1', annotations: { [POLICY]: 'Auto' } },
       spec: { runtimes: [{ name: 'csi' }] },
     };
     const owned = annotated('agent-runtime');
-    owned.metadata.ownerReferences = [{ apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name: 'sbx', uid: 'uid-1', controller: true }];
+    owned.metadata.ownerReferences = [
+      { apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name: 'sbx', uid: 'uid-1', controller: true },
+    ];
     const explanation = await explain(owned, storeOf(ALL_KEYS), {}, (p, request) =>
       runtimesFromOwner(p, request, () => Promise.resolve(sandbox), false),
     );
@@ -94,12 +112,20 @@ describe('explainPod', () => {
 
   it('says so when no source sets the policy', async () => {
     const explanation = await explain(annotated('csi'), storeOf(ALL_KEYS));
-    expect(explanation.selection).toEqual({ runtimes: ['csi'], runtimesFrom: `annotation ${RUNTIMES}`, policy: 'None' });
+    expect(explanation.selection).toEqual({
+      runtimes: ['csi'],
+      runtimesFrom: `annotation ${RUNTIMES}`,
+      policy: 'None',
+    });
     expect(renderText(explanation)).toContain('  policy:   None  (set nowhere: None by default)\n');
   });
 
   it('reports each asked key: valid, on its last valid version, invalid, missing', async () => {
-    const store = storeOf(ALL_KEYS, { 'agent-runtime': '{"csiSidecar": 3}', csi: JSON.stringify(CSI_CONFIG), gpu: 'not json' });
+    const store = storeOf(ALL_KEYS, {
+      'agent-runtime': '{"csiSidecar": 3}',
+      csi: JSON.stringify(CSI_CONFIG),
+      gpu: 'not json',
+    });
     const explanation = await explain(annotated('agent-runtime,csi,gpu,traffic-proxy'), store);
     expect(explanation.configMap).toEqual({
       name: 'sandbox-system/sandbox-injection-config',
@@ -125,7 +151,9 @@ describe('explainPod', () => {
   it('says nothing is injected when the ConfigMap does not exist', async () => {
     const explanation = await explain(annotated('csi'), storeOf(undefined));
     expect(explanation.configMap).toEqual({ name: 'sandbox-system/sandbox-injection-config', exists: false, keys: [] });
-    expect(explanation.runtimes).toEqual([{ runtime: 'csi', fate: 'none', why: expect.stringContaining('does not exist') as unknown }]);
+    expect(explanation.runtimes).toEqual([
+      { runtime: 'csi', fate: 'none', why: expect.stringContaining('does not exist') as unknown },
+    ]);
     expect(explanation.patch).toEqual([]);
     expect(explanation.diff).toBe('');
   });
@@ -142,25 +170,47 @@ describe('explainPod', () => {
 
   it('shows the denial when the runtimes cannot be chosen', async () => {
     const owned = annotated('csi');
-    owned.metadata.ownerReferences = [{ apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name: 'gone', uid: 'u', controller: true }];
-    const explanation = await explain(owned, storeOf(ALL_KEYS), {}, (p, request) => runtimesFromOwner(p, request, () => Promise.resolve(undefined), false));
+    owned.metadata.ownerReferences = [
+      { apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name: 'gone', uid: 'u', controller: true },
+    ];
+    const explanation = await explain(owned, storeOf(ALL_KEYS), {}, (p, request) =>
+      runtimesFromOwner(p, request, () => Promise.resolve(undefined), false),
+    );
     expect(explanation.selection).toBeUndefined();
     expect(explanation.denial).toMatchObject({ code: 'SI_SANDBOX_NOT_FOUND', status: 404 });
-    expect(renderText(explanation)).toContain('Runtimes and policy: not chosen, the pod is denied first (SI_SANDBOX_NOT_FOUND)');
+    expect(renderText(explanation)).toContain(
+      'Runtimes and policy: not chosen, the pod is denied first (SI_SANDBOX_NOT_FOUND)',
+    );
   });
 });
 
 describe('renderText', () => {
   const checked = (podLabels: Record<string, string>): WebhookCheck => {
     const webhooks = evaluateWebhooks(
-      [{ name: 'w.example.com', rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }], objectSelector: { matchLabels: { 'agents.kruise.io/created-by': 'sandbox' } } }],
+      [
+        {
+          name: 'w.example.com',
+          rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }],
+          objectSelector: { matchLabels: { 'agents.kruise.io/created-by': 'sandbox' } },
+        },
+      ],
       { pod: podLabels, namespace: {} },
     );
-    return { state: 'checked', configuration: 'sandbox-injector', selected: webhooks.some((w) => w.selected), webhooks, notes: [] };
+    return {
+      state: 'checked',
+      configuration: 'sandbox-injector',
+      selected: webhooks.some((w) => w.selected),
+      webhooks,
+      notes: [],
+    };
   };
 
   it('prints every section for a selected pod, the fates and the diff', async () => {
-    const text = renderText(await explain(annotated('agent-runtime,csi'), storeOf(ALL_KEYS), { webhook: checked({ 'agents.kruise.io/created-by': 'sandbox' }) }));
+    const text = renderText(
+      await explain(annotated('agent-runtime,csi'), storeOf(ALL_KEYS), {
+        webhook: checked({ 'agents.kruise.io/created-by': 'sandbox' }),
+      }),
+    );
     const lines = text.split('\n');
     expect(lines[0]).toBe('Pod team-a/p (test)');
     expect(lines).toContain('Webhook selection (MutatingWebhookConfiguration sandbox-injector): selected');
@@ -175,14 +225,22 @@ describe('renderText', () => {
 
   it('names the failing selector term and calls the result hypothetical for an unselected pod', async () => {
     const text = renderText(await explain(annotated('csi'), storeOf(ALL_KEYS), { webhook: checked({}) }));
-    expect(text).toContain('Webhook selection (MutatingWebhookConfiguration sandbox-injector): NOT selected: kube-apiserver never calls the webhook for this pod');
-    expect(text).toContain('    objectSelector (pod labels): FAILS\n      matchLabels agents.kruise.io/created-by=sandbox: label agents.kruise.io/created-by is not set\n');
+    expect(text).toContain(
+      'Webhook selection (MutatingWebhookConfiguration sandbox-injector): NOT selected: kube-apiserver never calls the webhook for this pod',
+    );
+    expect(text).toContain(
+      '    objectSelector (pod labels): FAILS\n      matchLabels agents.kruise.io/created-by=sandbox: label agents.kruise.io/created-by is not set\n',
+    );
     expect(text).toContain('Result if the webhook were called: injected');
   });
 
   it('says when the selectors could not be checked, or the configuration is not installed', async () => {
-    expect(renderText(await explain(annotated('csi'), storeOf(ALL_KEYS)))).toContain('Webhook selection: not checked offline');
-    const missing = await explain(annotated('csi'), storeOf(ALL_KEYS), { webhook: { state: 'not-installed', configuration: 'si' } });
+    expect(renderText(await explain(annotated('csi'), storeOf(ALL_KEYS)))).toContain(
+      'Webhook selection: not checked offline',
+    );
+    const missing = await explain(annotated('csi'), storeOf(ALL_KEYS), {
+      webhook: { state: 'not-installed', configuration: 'si' },
+    });
     expect(renderText(missing)).toContain('MutatingWebhookConfiguration si is not installed');
   });
 

@@ -17,16 +17,32 @@ describe('evaluateSelector', () => {
     ['In, label unset', { matchExpressions: [{ key: 'team', operator: 'In', values: ['a'] }] }, false],
     ['NotIn, value listed', { matchExpressions: [{ key: 'app', operator: 'NotIn', values: ['web'] }] }, false],
     ['NotIn, value not listed', { matchExpressions: [{ key: 'app', operator: 'NotIn', values: ['db'] }] }, true],
-    ['NotIn, label unset (holds, as Kubernetes defines it)', { matchExpressions: [{ key: 'team', operator: 'NotIn', values: ['a'] }] }, true],
+    [
+      'NotIn, label unset (holds, as Kubernetes defines it)',
+      { matchExpressions: [{ key: 'team', operator: 'NotIn', values: ['a'] }] },
+      true,
+    ],
     ['Exists, set', { matchExpressions: [{ key: 'tier', operator: 'Exists' }] }, true],
     ['Exists, set to the empty string', { matchExpressions: [{ key: 'empty', operator: 'Exists' }] }, true],
     ['Exists, unset', { matchExpressions: [{ key: 'team', operator: 'Exists' }] }, false],
     ['DoesNotExist, unset', { matchExpressions: [{ key: 'team', operator: 'DoesNotExist' }] }, true],
     ['DoesNotExist, set', { matchExpressions: [{ key: 'app', operator: 'DoesNotExist' }] }, false],
-    ['all terms hold', { matchLabels: { app: 'web' }, matchExpressions: [{ key: 'tier', operator: 'In', values: ['front'] }] }, true],
-    ['one term of several fails', { matchLabels: { app: 'web' }, matchExpressions: [{ key: 'tier', operator: 'NotIn', values: ['front'] }] }, false],
+    [
+      'all terms hold',
+      { matchLabels: { app: 'web' }, matchExpressions: [{ key: 'tier', operator: 'In', values: ['front'] }] },
+      true,
+    ],
+    [
+      'one term of several fails',
+      { matchLabels: { app: 'web' }, matchExpressions: [{ key: 'tier', operator: 'NotIn', values: ['front'] }] },
+      false,
+    ],
     ['In without values (invalid)', { matchExpressions: [{ key: 'app', operator: 'In', values: [] }] }, false],
-    ['Exists with values (invalid)', { matchExpressions: [{ key: 'app', operator: 'Exists', values: ['web'] }] }, false],
+    [
+      'Exists with values (invalid)',
+      { matchExpressions: [{ key: 'app', operator: 'Exists', values: ['web'] }] },
+      false,
+    ],
     ['an unknown operator', { matchExpressions: [{ key: 'app', operator: 'Equals', values: ['web'] }] }, false],
   ])('%s', (_name, selector, matches) => {
     const verdict = evaluateSelector(selector, labels);
@@ -35,8 +51,12 @@ describe('evaluateSelector', () => {
   });
 
   it('does not take a label from the prototype chain', () => {
-    expect(evaluateSelector({ matchExpressions: [{ key: 'constructor', operator: 'Exists' }] }, {}).matches).toBe(false);
-    expect(evaluateSelector({ matchExpressions: [{ key: 'toString', operator: 'DoesNotExist' }] }, {}).matches).toBe(true);
+    expect(evaluateSelector({ matchExpressions: [{ key: 'constructor', operator: 'Exists' }] }, {}).matches).toBe(
+      false,
+    );
+    expect(evaluateSelector({ matchExpressions: [{ key: 'toString', operator: 'DoesNotExist' }] }, {}).matches).toBe(
+      true,
+    );
   });
 
   it('names every failing term, as written, with why it fails', () => {
@@ -50,9 +70,14 @@ describe('evaluateSelector', () => {
         { key: 'app', operator: 'In', values: [] },
       ],
     };
-    expect(evaluateSelector(selector, { app: 'web', tier: 'front', 'kubernetes.io/metadata.name': 'kube-system' }).failed).toEqual([
+    expect(
+      evaluateSelector(selector, { app: 'web', tier: 'front', 'kubernetes.io/metadata.name': 'kube-system' }).failed,
+    ).toEqual([
       { term: 'matchLabels app=db', reason: 'label app is "web", not "db"' },
-      { term: 'matchLabels agents.kruise.io/created-by=sandbox', reason: 'label agents.kruise.io/created-by is not set' },
+      {
+        term: 'matchLabels agents.kruise.io/created-by=sandbox',
+        reason: 'label agents.kruise.io/created-by is not set',
+      },
       {
         term: 'matchExpressions[0] kubernetes.io/metadata.name NotIn (sandbox-system, kube-system)',
         reason: 'label kubernetes.io/metadata.name is "kube-system", one of the excluded values',
@@ -60,7 +85,10 @@ describe('evaluateSelector', () => {
       { term: 'matchExpressions[1] tier In (back, data)', reason: 'label tier is "front", none of the listed values' },
       { term: 'matchExpressions[2] team Exists', reason: 'label team is not set' },
       { term: 'matchExpressions[3] app DoesNotExist', reason: 'label app is set (to "web")' },
-      { term: 'matchExpressions[4] app In', reason: 'invalid: In needs at least one value (kube-apiserver refuses this selector)' },
+      {
+        term: 'matchExpressions[4] app In',
+        reason: 'invalid: In needs at least one value (kube-apiserver refuses this selector)',
+      },
     ]);
   });
 });

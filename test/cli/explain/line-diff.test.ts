@@ -22,7 +22,8 @@ function applyUnified(before: string, diff: string): string {
     const body = line.slice(1);
     if (line.startsWith('+')) out.push(body);
     else {
-      if (source[at] !== body) throw new Error(`line ${at + 1} is ${JSON.stringify(source[at])}, the diff says ${JSON.stringify(body)}`);
+      if (source[at] !== body)
+        throw new Error(`line ${at + 1} is ${JSON.stringify(source[at])}, the diff says ${JSON.stringify(body)}`);
       if (line.startsWith(' ')) out.push(body);
       at += 1;
     }
@@ -54,9 +55,17 @@ describe('unifiedDiff', () => {
         '--- before',
         '+++ after',
         '@@ -1,5 +1,5 @@',
-        ' a', '-b', '+B', ' c', ' d', ' e',
+        ' a',
+        '-b',
+        '+B',
+        ' c',
+        ' d',
+        ' e',
         '@@ -10,3 +10,4 @@',
-        ' j', ' k', ' l', '+m',
+        ' j',
+        ' k',
+        ' l',
+        '+m',
         '',
       ].join('\n'),
     );
@@ -82,7 +91,10 @@ describe('unifiedDiff', () => {
       fc.property(lines, lines, (a, b) => {
         const diff = unifiedDiff(text(a), text(b), LABELS);
         expect(applyUnified(text(a), diff)).toBe(text(b));
-        const changed = diff.split('\n').slice(2).filter((line) => line.startsWith('-') || line.startsWith('+')).length;
+        const changed = diff
+          .split('\n')
+          .slice(2)
+          .filter((line) => line.startsWith('-') || line.startsWith('+')).length;
         expect(changed).toBe(minimalEdits(a, b));
       }),
       { numRuns: propertyRuns(2000) },

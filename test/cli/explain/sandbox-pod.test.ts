@@ -14,7 +14,7 @@ const sandbox: SandboxObject = {
 };
 
 describe('podFromSandboxTemplate', () => {
-  it('lays the pod out as the e2e suite\'s Sandbox controller does, apart from the revision label it cannot know', () => {
+  it("lays the pod out as the e2e suite's Sandbox controller does, apart from the revision label it cannot know", () => {
     const controllers = podFromSandbox(sandbox) as { metadata: { labels: Record<string, string> } };
     delete controllers.metadata.labels['pod-template-hash'];
     expect(podFromSandboxTemplate(sandbox)).toEqual(controllers);

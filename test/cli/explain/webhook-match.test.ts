@@ -26,30 +26,48 @@ describe('the shipped MutatingWebhookConfiguration', () => {
       selected: false,
       objectSelector: {
         matches: false,
-        failed: [{ term: 'matchLabels agents.kruise.io/created-by=sandbox', reason: 'label agents.kruise.io/created-by is not set' }],
+        failed: [
+          {
+            term: 'matchLabels agents.kruise.io/created-by=sandbox',
+            reason: 'label agents.kruise.io/created-by is not set',
+          },
+        ],
       },
       namespaceSelector: { matches: true, failed: [] },
     });
   });
 
-  it.each(['kube-system', 'sandbox-system'])('does not select a Sandbox pod in %s, naming the namespaceSelector term', (ns) => {
-    const [verdict] = evaluateWebhooks(shipped.webhooks, { pod: SANDBOX_POD, namespace: nsLabels(ns) });
-    expect(verdict?.selected).toBe(false);
-    expect(verdict?.objectSelector.matches).toBe(true);
-    expect(verdict?.namespaceSelector.failed.map((f) => f.term)).toEqual([
-      'matchExpressions[0] kubernetes.io/metadata.name NotIn (sandbox-system, kube-system)',
-    ]);
-  });
+  it.each(['kube-system', 'sandbox-system'])(
+    'does not select a Sandbox pod in %s, naming the namespaceSelector term',
+    (ns) => {
+      const [verdict] = evaluateWebhooks(shipped.webhooks, { pod: SANDBOX_POD, namespace: nsLabels(ns) });
+      expect(verdict?.selected).toBe(false);
+      expect(verdict?.objectSelector.matches).toBe(true);
+      expect(verdict?.namespaceSelector.failed.map((f) => f.term)).toEqual([
+        'matchExpressions[0] kubernetes.io/metadata.name NotIn (sandbox-system, kube-system)',
+      ]);
+    },
+  );
 });
 
 describe('rules', () => {
-  const podCreate: WebhookRule = { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'], scope: 'Namespaced' };
+  const podCreate: WebhookRule = {
+    apiGroups: [''],
+    apiVersions: ['v1'],
+    operations: ['CREATE'],
+    resources: ['pods'],
+    scope: 'Namespaced',
+  };
   const selected = (rules: WebhookRule[] | undefined): boolean =>
     evaluateWebhooks([{ name: 'w', rules }], { pod: {}, namespace: {} })[0]?.selected ?? false;
 
   it.each<[string, Partial<WebhookRule>, boolean]>([
     ['CREATE of v1 pods', {}, true],
-    ['wildcards everywhere', { apiGroups: ['*'], apiVersions: ['*'], operations: ['*'], resources: ['*'], scope: '*' }, true],
+    [
+      'wildcards everywhere',
+      { apiGroups: ['*'], apiVersions: ['*'], operations: ['*'], resources: ['*'], scope: '*' },
+      true,
+    ],
     ['*/* resources', { resources: ['*/*'] }, true],
     ['an unset scope', { scope: undefined }, true],
     ['UPDATE only', { operations: ['UPDATE'] }, false],
@@ -63,10 +81,13 @@ describe('rules', () => {
 
   it('selects nothing without rules, and reports CEL conditions it cannot evaluate', () => {
     expect(selected(undefined)).toBe(false);
-    const [verdict] = evaluateWebhooks([{ name: 'w', rules: [podCreate], matchConditions: [{ name: 'not-dry-run', expression: 'true' }] }], {
-      pod: {},
-      namespace: {},
-    });
+    const [verdict] = evaluateWebhooks(
+      [{ name: 'w', rules: [podCreate], matchConditions: [{ name: 'not-dry-run', expression: 'true' }] }],
+      {
+        pod: {},
+        namespace: {},
+      },
+    );
     expect(verdict).toMatchObject({ selected: true, unevaluatedConditions: ['not-dry-run'] });
   });
 });

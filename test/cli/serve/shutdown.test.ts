@@ -87,13 +87,17 @@ describe('listenForStopSignals', () => {
     const emitter = new EventEmitter();
     let clock = 0;
     const slept: number[] = [];
-    const signals = listenForStopSignals(emitter, () => clock, (ms) => {
-      slept.push(ms);
-      // An echo of the last signal while remove() waits is still taken, not left to the default action.
-      expect(emitter.listenerCount('SIGTERM')).toBe(1);
-      clock += ms;
-      return Promise.resolve();
-    });
+    const signals = listenForStopSignals(
+      emitter,
+      () => clock,
+      (ms) => {
+        slept.push(ms);
+        // An echo of the last signal while remove() waits is still taken, not left to the default action.
+        expect(emitter.listenerCount('SIGTERM')).toBe(1);
+        clock += ms;
+        return Promise.resolve();
+      },
+    );
     expect(emitter.listenerCount('SIGTERM')).toBe(1);
     expect(emitter.listenerCount('SIGINT')).toBe(1);
     for (let i = 0; i < 3; i += 1) emitter.emit('SIGTERM', 'SIGTERM');
@@ -107,10 +111,14 @@ describe('listenForStopSignals', () => {
   it('hands the signals back at once when none came', async () => {
     const emitter = new EventEmitter();
     const slept: number[] = [];
-    const signals = listenForStopSignals(emitter, () => 0, (ms) => {
-      slept.push(ms);
-      return Promise.resolve();
-    });
+    const signals = listenForStopSignals(
+      emitter,
+      () => 0,
+      (ms) => {
+        slept.push(ms);
+        return Promise.resolve();
+      },
+    );
     await signals.remove();
     expect(slept).toEqual([]);
     expect(emitter.listenerCount('SIGINT')).toBe(0);
@@ -198,7 +206,10 @@ describe('shutDownOnSignal', () => {
     signals.send('SIGTERM');
     await settle();
     expect(draining()).toBe(true);
-    expect(logger.lines[0]).toMatchObject({ message: 'shutting down: draining in-flight admissions', fields: { signal: 'SIGTERM' } });
+    expect(logger.lines[0]).toMatchObject({
+      message: 'shutting down: draining in-flight admissions',
+      fields: { signal: 'SIGTERM' },
+    });
     await vi.advanceTimersByTimeAsync(4_999);
     expect(server.closeCalls).toBe(0);
     await vi.advanceTimersByTimeAsync(1);

@@ -25,13 +25,20 @@ export function auditFlags(dir: string): { flags: string[]; logPath: string } {
     kind: 'Policy',
     omitStages: ['RequestReceived'],
     rules: [
-      { level: 'Request', verbs: ['create', 'delete'], resources: [{ group: 'admissionregistration.k8s.io', resources: ['mutatingwebhookconfigurations'] }] },
+      {
+        level: 'Request',
+        verbs: ['create', 'delete'],
+        resources: [{ group: 'admissionregistration.k8s.io', resources: ['mutatingwebhookconfigurations'] }],
+      },
       { level: 'Metadata', verbs: ['create', 'delete', 'deletecollection'] },
       { level: 'None' },
     ],
   };
   writeFileSync(policyPath, JSON.stringify(policy));
-  return { flags: [`--audit-policy-file=${policyPath}`, `--audit-log-path=${logPath}`, '--audit-log-mode=blocking'], logPath };
+  return {
+    flags: [`--audit-policy-file=${policyPath}`, `--audit-log-path=${logPath}`, '--audit-log-mode=blocking'],
+    logPath,
+  };
 }
 
 /** Every completed request logged so far, in the order the API server completed them. */

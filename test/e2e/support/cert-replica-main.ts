@@ -69,7 +69,8 @@ certs.ready.then(
 const reply = (id: number, work: Promise<void>): void => {
   work.then(
     () => send({ type: 'reply', id, ok: true }),
-    (error: unknown) => send({ type: 'reply', id, ok: false, error: error instanceof Error ? error.message : String(error) }),
+    (error: unknown) =>
+      send({ type: 'reply', id, ok: false, error: error instanceof Error ? error.message : String(error) }),
   );
 };
 

@@ -30,9 +30,7 @@ export interface ReplicaLog {
 }
 
 export type ReplicaMessage =
-  | { type: 'ready' }
-  | { type: 'reply'; id: number; ok: boolean; error?: string }
-  | ({ type: 'log' } & ReplicaLog);
+  { type: 'ready' } | { type: 'reply'; id: number; ok: boolean; error?: string } | ({ type: 'log' } & ReplicaLog);
 
 export function isReplicaCommand(value: unknown): value is ReplicaCommand {
   if (value === null || typeof value !== 'object') return false;

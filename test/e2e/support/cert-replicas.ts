@@ -33,15 +33,21 @@ export async function compileReplica(): Promise<CompiledReplica> {
     tsc,
     // The file named below is the whole program: the repository's tsconfig.json is not this compile's.
     '--ignoreConfig',
-    '--outDir', outDir,
-    '--rootDir', repoRoot,
-    '--module', 'nodenext',
-    '--moduleResolution', 'nodenext',
-    '--target', 'es2022',
+    '--outDir',
+    outDir,
+    '--rootDir',
+    repoRoot,
+    '--module',
+    'nodenext',
+    '--moduleResolution',
+    'nodenext',
+    '--target',
+    'es2022',
     '--strict',
     '--skipLibCheck',
     '--esModuleInterop',
-    '--types', 'node',
+    '--types',
+    'node',
     entry,
   ];
   const output = await new Promise<{ code: number | null; text: string }>((resolve, reject) => {
@@ -137,7 +143,6 @@ export function startReplica(mainJs: string, name: string, config: ReplicaConfig
       }
       await exit;
     },
-    describeLogs: () =>
-      logs.map((l) => `${name} ${l.level} ${l.msg} ${JSON.stringify(l.fields)}`).join('\n'),
+    describeLogs: () => logs.map((l) => `${name} ${l.level} ${l.msg} ${JSON.stringify(l.fields)}`).join('\n'),
   };
 }

@@ -2,7 +2,13 @@
 // to `<dir>/pki` for kube-apiserver to read.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createCa, createClientCert, createServingCert, rsaKeyPair, type CertAndKey } from '../../server/support/pki.js';
+import {
+  createCa,
+  createClientCert,
+  createServingCert,
+  rsaKeyPair,
+  type CertAndKey,
+} from '../../server/support/pki.js';
 
 export interface ClusterPki {
   /** Signs the apiserver's serving certificate and every client certificate it accepts. */

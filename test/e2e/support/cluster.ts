@@ -139,7 +139,8 @@ function clusterHandle(s: Started): TestCluster {
     kubectl,
     kubectlOk,
     async ensureNamespace(name: string): Promise<void> {
-      const manifest = toYaml({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }) +
+      const manifest =
+        toYaml({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }) +
         '---\n' +
         toYaml({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: name } });
       await kubectlOk(['apply', '-f', '-'], { input: manifest });

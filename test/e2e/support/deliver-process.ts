@@ -16,7 +16,12 @@ export interface DeliverProcess {
   logs: Record<string, unknown>[];
   /** The metrics port of the current run. */
   metricsPort(): number;
-  logged(match: (line: Record<string, unknown>) => boolean, what: string, count?: number, timeoutMs?: number): Promise<Record<string, unknown>[]>;
+  logged(
+    match: (line: Record<string, unknown>) => boolean,
+    what: string,
+    count?: number,
+    timeoutMs?: number,
+  ): Promise<Record<string, unknown>[]>;
   start(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -32,15 +37,33 @@ export async function startDeliverProcess(
   const logs = log.lines;
   let child: ChildProcess | undefined;
   let port = 0;
-  const logged: DeliverProcess['logged'] = (match, what, count = 1, timeoutMs = 30_000) => log.logged(match, what, count, timeoutMs);
+  const logged: DeliverProcess['logged'] = (match, what, count = 1, timeoutMs = 30_000) =>
+    log.logged(match, what, count, timeoutMs);
 
   const start = async (): Promise<void> => {
     const runStart = logs.length;
-    const args = [CLI, 'deliver-env', '--kubeconfig', kubeconfigPath, '--host', '127.0.0.1', '--metrics-port', '0', '--identity', identity, '--log-level', 'debug', ...extraArgs];
+    const args = [
+      CLI,
+      'deliver-env',
+      '--kubeconfig',
+      kubeconfigPath,
+      '--host',
+      '127.0.0.1',
+      '--metrics-port',
+      '0',
+      '--identity',
+      identity,
+      '--log-level',
+      'debug',
+      ...extraArgs,
+    ];
     const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     child = proc;
     log.attach(proc);
-    const [started] = await logged((l, i = logs.indexOf(l)) => i >= runStart && l.msg === 'deliver-env started', 'started');
+    const [started] = await logged(
+      (l, i = logs.indexOf(l)) => i >= runStart && l.msg === 'deliver-env started',
+      'started',
+    );
     port = Number(started?.metricsPort);
     const deadline = Date.now() + 60_000;
     while ((await status(port, '/readyz')) !== 200) {

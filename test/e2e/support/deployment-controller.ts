@@ -15,10 +15,17 @@ import { at } from './json.js';
 type Json = Record<string, unknown>;
 
 export async function settleScaledToZero(cluster: TestCluster, namespace: string, name: string): Promise<void> {
-  const deployment = JSON.parse(await cluster.kubectlOk(['-n', namespace, 'get', 'deployment', name, '-o', 'json'])) as Json;
+  const deployment = JSON.parse(
+    await cluster.kubectlOk(['-n', namespace, 'get', 'deployment', name, '-o', 'json']),
+  ) as Json;
   const replicas = at(deployment, 'spec', 'replicas');
-  if (replicas !== 0) throw new Error(`deployment ${namespace}/${name} has ${String(replicas)} replicas; only 0 can be settled without a kubelet`);
-  const template = structuredClone(at(deployment, 'spec', 'template')) as Json & { metadata: { labels: Record<string, string> } };
+  if (replicas !== 0)
+    throw new Error(
+      `deployment ${namespace}/${name} has ${String(replicas)} replicas; only 0 can be settled without a kubelet`,
+    );
+  const template = structuredClone(at(deployment, 'spec', 'template')) as Json & {
+    metadata: { labels: Record<string, string> };
+  };
   // The controller hashes the template (with a collision count); any stable label-safe digest serves here.
   const hash = createHash('sha256').update(JSON.stringify(template)).digest('hex').slice(0, 10);
   template.metadata.labels = { ...template.metadata.labels, 'pod-template-hash': hash };
@@ -33,16 +40,40 @@ export async function settleScaledToZero(cluster: TestCluster, namespace: string
       namespace,
       labels: template.metadata.labels,
       ownerReferences: [
-        { apiVersion: 'apps/v1', kind: 'Deployment', name, uid: at(deployment, 'metadata', 'uid'), controller: true, blockOwnerDeletion: true },
+        {
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          name,
+          uid: at(deployment, 'metadata', 'uid'),
+          controller: true,
+          blockOwnerDeletion: true,
+        },
       ],
     },
     spec: { replicas: 0, selector, template },
   };
-  const created = JSON.parse(await cluster.kubectlOk(['create', '-f', '-', '-o', 'json'], { input: JSON.stringify(replicaSet) })) as Json;
-  await patchStatus(cluster, namespace, `replicaset/${rsName}`, { replicas: 0, observedGeneration: at(created, 'metadata', 'generation') });
-  await patchStatus(cluster, namespace, `deployment/${name}`, { replicas: 0, observedGeneration: at(deployment, 'metadata', 'generation') });
+  const created = JSON.parse(
+    await cluster.kubectlOk(['create', '-f', '-', '-o', 'json'], { input: JSON.stringify(replicaSet) }),
+  ) as Json;
+  await patchStatus(cluster, namespace, `replicaset/${rsName}`, {
+    replicas: 0,
+    observedGeneration: at(created, 'metadata', 'generation'),
+  });
+  await patchStatus(cluster, namespace, `deployment/${name}`, {
+    replicas: 0,
+    observedGeneration: at(deployment, 'metadata', 'generation'),
+  });
 }
 
 async function patchStatus(cluster: TestCluster, namespace: string, target: string, status: Json): Promise<void> {
-  await cluster.kubectlOk(['-n', namespace, 'patch', target, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status })]);
+  await cluster.kubectlOk([
+    '-n',
+    namespace,
+    'patch',
+    target,
+    '--subresource=status',
+    '--type=merge',
+    '-p',
+    JSON.stringify({ status }),
+  ]);
 }

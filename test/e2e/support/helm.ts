@@ -74,10 +74,21 @@ export function makeHelm(kubeconfigPath?: string): Helm {
     writeFileSync(file, JSON.stringify(values));
     return ['-f', file];
   };
-  const templateText = (values: Record<string, unknown> = {}, where: ReleaseWhere = {}, extraArgs: string[] = []): Promise<string> =>
+  const templateText = (
+    values: Record<string, unknown> = {},
+    where: ReleaseWhere = {},
+    extraArgs: string[] = [],
+  ): Promise<string> =>
     runOk([
-      'template', where.release ?? RELEASE, CHART, '--namespace', where.namespace ?? NAMESPACE,
-      '--kube-version', KUBE_VERSION, ...valuesArgs(values), ...extraArgs,
+      'template',
+      where.release ?? RELEASE,
+      CHART,
+      '--namespace',
+      where.namespace ?? NAMESPACE,
+      '--kube-version',
+      KUBE_VERSION,
+      ...valuesArgs(values),
+      ...extraArgs,
     ]);
   return {
     run,

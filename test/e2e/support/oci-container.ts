@@ -87,8 +87,18 @@ export function ociConfig(spec: ContainerSpec): Record<string, unknown> {
     hostname: 'sandbox-injector-e2e',
     mounts: [
       { destination: '/proc', type: 'proc', source: 'proc' },
-      { destination: '/dev', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'strictatime', 'mode=755', 'size=65536k'] },
-      { destination: '/dev/shm', type: 'tmpfs', source: 'shm', options: ['nosuid', 'noexec', 'nodev', 'mode=1777', 'size=65536k'] },
+      {
+        destination: '/dev',
+        type: 'tmpfs',
+        source: 'tmpfs',
+        options: ['nosuid', 'strictatime', 'mode=755', 'size=65536k'],
+      },
+      {
+        destination: '/dev/shm',
+        type: 'tmpfs',
+        source: 'shm',
+        options: ['nosuid', 'noexec', 'nodev', 'mode=1777', 'size=65536k'],
+      },
       { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] },
       ...(spec.volumes ?? []).map(volumeMount),
     ],
@@ -163,7 +173,12 @@ export function startContainer(spec: ContainerSpec): RunningContainer {
 export async function runContainer(spec: ContainerSpec, timeoutMs = 60_000): Promise<{ code: number; output: string }> {
   const container = startContainer(spec);
   try {
-    const timer = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`container still running after ${timeoutMs} ms:\n${container.output()}`)), timeoutMs).unref());
+    const timer = new Promise<never>((_, reject) =>
+      setTimeout(
+        () => reject(new Error(`container still running after ${timeoutMs} ms:\n${container.output()}`)),
+        timeoutMs,
+      ).unref(),
+    );
     const code = await Promise.race([container.exited, timer]);
     return { code, output: container.output() };
   } finally {

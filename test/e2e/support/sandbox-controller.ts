@@ -64,7 +64,8 @@ function validHandler(handler: unknown): boolean {
   return [h.exec, h.httpGet, h.tcpSocket].some((v) => v !== undefined && v !== null);
 }
 
-const hasName = (list: readonly { name: string }[] | undefined, name: string): boolean => (list ?? []).some((x) => x.name === name);
+const hasName = (list: readonly { name: string }[] | undefined, name: string): boolean =>
+  (list ?? []).some((x) => x.name === name);
 
 /** agent-runtime: sidecars appended; the main container gets the config's env and mounts appended as they are,
  *  and its postStart only when it has none of its own; the config's volumes appended. */
@@ -86,16 +87,22 @@ function injectCsi(spec: PodSpec, config: RuntimeConfig): void {
   const main = spec.containers[0];
   if (main === undefined) return;
   main.env = [...(main.env ?? [])];
-  for (const env of config.mainContainer.env ?? []) if (!hasName(main.env, env.name)) main.env.push(structuredClone(env));
+  for (const env of config.mainContainer.env ?? [])
+    if (!hasName(main.env, env.name)) main.env.push(structuredClone(env));
   main.volumeMounts = [...(main.volumeMounts ?? [])];
-  for (const m of config.mainContainer.volumeMounts ?? []) if (!hasName(main.volumeMounts, m.name)) main.volumeMounts.push(structuredClone(m));
+  for (const m of config.mainContainer.volumeMounts ?? [])
+    if (!hasName(main.volumeMounts, m.name)) main.volumeMounts.push(structuredClone(m));
   spec.initContainers = [...(spec.initContainers ?? []), ...structuredClone(config.sidecars)];
   spec.volumes = [...(spec.volumes ?? [])];
   for (const v of config.volumes) if (!hasName(spec.volumes, v.name)) spec.volumes.push(structuredClone(v));
 }
 
 /** The runtimes of the Sandbox, injected into `spec` in place as the controller does before it creates the pod. */
-export function injectAsController(spec: PodSpec, runtimes: readonly string[], configData: Record<string, string>): void {
+export function injectAsController(
+  spec: PodSpec,
+  runtimes: readonly string[],
+  configData: Record<string, string>,
+): void {
   const seen = new Set<string>();
   for (const runtime of runtimes) {
     if (seen.has(runtime)) continue;
@@ -121,7 +128,11 @@ export function podFromSandbox(sandbox: SandboxObject, options: PodFromSandboxOp
   const template = structuredClone(sandbox.spec.template ?? {});
   const spec = (template.spec ?? { containers: [] }) as PodSpec;
   if (options.configData !== undefined) {
-    injectAsController(spec, (sandbox.spec.runtimes ?? []).map((r) => r.name), options.configData);
+    injectAsController(
+      spec,
+      (sandbox.spec.runtimes ?? []).map((r) => r.name),
+      options.configData,
+    );
   }
   const { name, namespace, uid } = sandbox.metadata;
   return {
@@ -130,10 +141,21 @@ export function podFromSandbox(sandbox: SandboxObject, options: PodFromSandboxOp
     metadata: {
       name,
       namespace,
-      labels: { ...(template.metadata?.labels ?? {}), [CREATED_BY]: CREATED_BY_SANDBOX, 'pod-template-hash': options.revision ?? '' },
+      labels: {
+        ...(template.metadata?.labels ?? {}),
+        [CREATED_BY]: CREATED_BY_SANDBOX,
+        'pod-template-hash': options.revision ?? '',
+      },
       annotations: { ...(template.metadata?.annotations ?? {}), [CREATED_BY]: CREATED_BY_SANDBOX },
       ownerReferences: [
-        { apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', name, uid, controller: true, blockOwnerDeletion: true },
+        {
+          apiVersion: 'agents.kruise.io/v1alpha1',
+          kind: 'Sandbox',
+          name,
+          uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
       ],
     },
     spec,

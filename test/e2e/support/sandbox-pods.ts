@@ -3,17 +3,32 @@
 import type { TestCluster } from './cluster.js';
 
 /** Creates a Sandbox with this spec and returns its uid, which the pod's owner reference must name. */
-export async function createSandbox(cluster: TestCluster, namespace: string, name: string, spec: Record<string, unknown>): Promise<string> {
+export async function createSandbox(
+  cluster: TestCluster,
+  namespace: string,
+  name: string,
+  spec: Record<string, unknown>,
+): Promise<string> {
   const created = JSON.parse(
     await cluster.kubectlOk(['create', '-f', '-', '-o', 'json'], {
-      input: JSON.stringify({ apiVersion: 'agents.kruise.io/v1alpha1', kind: 'Sandbox', metadata: { name, namespace }, spec }),
+      input: JSON.stringify({
+        apiVersion: 'agents.kruise.io/v1alpha1',
+        kind: 'Sandbox',
+        metadata: { name, namespace },
+        spec,
+      }),
     }),
   ) as { metadata: { uid: string } };
   return created.metadata.uid;
 }
 
 /** A pod of the Sandbox `name` (uid `uid`), named `<name>-...`, with these containers. */
-export function sandboxPod(namespace: string, name: string, uid: string, containers: Record<string, unknown>[]): Record<string, unknown> {
+export function sandboxPod(
+  namespace: string,
+  name: string,
+  uid: string,
+  containers: Record<string, unknown>[],
+): Record<string, unknown> {
   return {
     apiVersion: 'v1',
     kind: 'Pod',

@@ -20,25 +20,28 @@ export interface TlsFileServer {
 export async function startTlsFileServer(files: { certFile: string; keyFile: string }): Promise<TlsFileServer> {
   const initial = await loadTlsMaterial(files);
   const state = { admissionRequests: 0 };
-  const server: Server = createServer({ ...secureContextOptions(initial), minVersion: MIN_TLS_VERSION }, (request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      if (request.method !== 'POST') {
-        response.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
-        return;
-      }
-      state.admissionRequests += 1;
-      const review = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { request?: { uid?: string } };
-      response.writeHead(200, { 'content-type': 'application/json' }).end(
-        JSON.stringify({
-          apiVersion: 'admission.k8s.io/v1',
-          kind: 'AdmissionReview',
-          response: { uid: review.request?.uid ?? '', allowed: true },
-        }),
-      );
-    });
-  });
+  const server: Server = createServer(
+    { ...secureContextOptions(initial), minVersion: MIN_TLS_VERSION },
+    (request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        if (request.method !== 'POST') {
+          response.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+          return;
+        }
+        state.admissionRequests += 1;
+        const review = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { request?: { uid?: string } };
+        response.writeHead(200, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            apiVersion: 'admission.k8s.io/v1',
+            kind: 'AdmissionReview',
+            response: { uid: review.request?.uid ?? '', allowed: true },
+          }),
+        );
+      });
+    },
+  );
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());

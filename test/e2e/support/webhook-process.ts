@@ -26,7 +26,12 @@ export interface WebhookProcess {
    * Waits until at least `count` lines written so far match, and returns them. The server gathers log lines
    * and writes them a little later than it answers, so a test never reads `logs` once and hopes.
    */
-  logged(match: (line: Record<string, unknown>) => boolean, what: string, count?: number, timeoutMs?: number): Promise<Record<string, unknown>[]>;
+  logged(
+    match: (line: Record<string, unknown>) => boolean,
+    what: string,
+    count?: number,
+    timeoutMs?: number,
+  ): Promise<Record<string, unknown>[]>;
   stop(): Promise<void>;
   start(): Promise<void>;
 }
@@ -37,7 +42,9 @@ export async function freePort(): Promise<number> {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
@@ -56,16 +63,30 @@ export interface WebhookProcessOptions {
   env?: Record<string, string>;
 }
 
-export async function startWebhookProcess(cluster: TestCluster, options: WebhookProcessOptions = {}): Promise<WebhookProcess> {
+export async function startWebhookProcess(
+  cluster: TestCluster,
+  options: WebhookProcessOptions = {},
+): Promise<WebhookProcess> {
   const dir = mkdtempSync(path.join(tmpdir(), 'si-e2e-webhook-'));
   const ca = createCa('sandbox-injector-e2e-webhook-ca');
-  const serving = createServingCert(ca, { commonName: '127.0.0.1', dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] });
+  const serving = createServingCert(ca, {
+    commonName: '127.0.0.1',
+    dnsNames: ['localhost'],
+    ipAddresses: ['127.0.0.1'],
+  });
   writeFileSync(path.join(dir, 'tls.crt'), serving.certPem);
   writeFileSync(path.join(dir, 'tls.key'), serving.keyPem);
   const certArgs =
     options.selfManaged === true
       ? ['--cert-mode', 'self-managed', '--cert-dir', path.join(dir, 'self-managed'), '--cert-extra-sans', '127.0.0.1']
-      : ['--cert-mode', 'files', '--tls-cert-file', path.join(dir, 'tls.crt'), '--tls-key-file', path.join(dir, 'tls.key')];
+      : [
+          '--cert-mode',
+          'files',
+          '--tls-cert-file',
+          path.join(dir, 'tls.crt'),
+          '--tls-key-file',
+          path.join(dir, 'tls.key'),
+        ];
   // Readiness is probed before the self-managed CA is known: trust is checked by the tests, not here.
   const probeCa = options.selfManaged === true ? undefined : ca.certPem;
   const port = options.port ?? (await freePort());
@@ -75,11 +96,25 @@ export async function startWebhookProcess(cluster: TestCluster, options: Webhook
 
   const start = async (): Promise<void> => {
     const args = [
-      CLI, 'serve', '--host', '127.0.0.1', '--port', String(port), '--metrics-port', '0',
-      '--kubeconfig', options.kubeconfigPath ?? cluster.kubeconfigPath, ...certArgs,
-      '--log-level', 'debug', ...(options.extraArgs ?? []),
+      CLI,
+      'serve',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--metrics-port',
+      '0',
+      '--kubeconfig',
+      options.kubeconfigPath ?? cluster.kubeconfigPath,
+      ...certArgs,
+      '--log-level',
+      'debug',
+      ...(options.extraArgs ?? []),
     ];
-    const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...(options.env ?? {}) } });
+    const proc = spawn(process.execPath, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...(options.env ?? {}) },
+    });
     child = proc;
     log.attach(proc);
     await waitFor(options.untilHealthy === true ? '/healthz' : '/readyz', port, probeCa, proc);
@@ -87,8 +122,12 @@ export async function startWebhookProcess(cluster: TestCluster, options: Webhook
 
   const stop = (): Promise<void> => terminate(child);
 
-  const logged = (match: (line: Record<string, unknown>) => boolean, what: string, count = 1, timeoutMs = 20_000): Promise<Record<string, unknown>[]> =>
-    log.logged(match, what, count, timeoutMs);
+  const logged = (
+    match: (line: Record<string, unknown>) => boolean,
+    what: string,
+    count = 1,
+    timeoutMs = 20_000,
+  ): Promise<Record<string, unknown>[]> => log.logged(match, what, count, timeoutMs);
 
   await start();
   return { port, ca, logs, url: `https://127.0.0.1:${port}/mutate`, logged, stop, start };

@@ -143,10 +143,7 @@ export function createServingCert(ca: CertAndKey, opts: ServingCertOptions): Cer
 export function createClientCert(ca: CertAndKey, user: string, groups: string[], validDays = 7): CertAndKey {
   const keys = rsaKeyPair();
   const certPem = signCert(
-    [
-      { name: 'commonName', value: user },
-      ...groups.map((value) => ({ name: 'organizationName', value })),
-    ],
+    [{ name: 'commonName', value: user }, ...groups.map((value) => ({ name: 'organizationName', value }))],
     keys.publicKeyPem,
     [
       { name: 'basicConstraints', cA: false },

@@ -62,14 +62,17 @@ export function rawTls(options: RawTlsOptions): RawTlsConnection {
     closed,
     receivedText: (wanted) =>
       text.includes(wanted) ? Promise.resolve(text) : new Promise((resolve) => waiters.push({ text: wanted, resolve })),
-    write: (bytes) => new Promise((resolve, reject) => socket.write(bytes, (error) => (error ? reject(error) : resolve()))),
+    write: (bytes) =>
+      new Promise((resolve, reject) => socket.write(bytes, (error) => (error ? reject(error) : resolve()))),
     destroy: () => socket.destroy(),
   };
 }
 
 /** A POST /mutate as raw bytes; `length` may claim more than `body` holds, to leave the body unfinished. */
 export function postHead(length: number, headers: Record<string, string> = {}): string {
-  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  const extra = Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
   return `POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n${extra}\r\n`;
 }
 

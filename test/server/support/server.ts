@@ -68,7 +68,10 @@ export async function startTestServer(options: {
   let store = new InjectionConfigStore();
   const logger = recordingLogger();
   const transport = new EventEmitter();
-  const metrics = reporting(createMetrics({ defaultMetrics: false, configLoadedAt: () => store.loadedAt, now: Date.now }), transport);
+  const metrics = reporting(
+    createMetrics({ defaultMetrics: false, configLoadedAt: () => store.loadedAt, now: Date.now }),
+    transport,
+  );
   const material = await loadTlsMaterial(options.tls);
   let draining = false;
   const app = buildApp({
@@ -126,7 +129,11 @@ function reporting(metrics: ServerMetrics, events: EventEmitter): ServerMetrics 
 }
 
 /** Resolves with the first value `event` carries that satisfies `test`. */
-export function nextEvent<T>(events: EventEmitter, event: string, test: (value: T) => boolean = () => true): Promise<T> {
+export function nextEvent<T>(
+  events: EventEmitter,
+  event: string,
+  test: (value: T) => boolean = () => true,
+): Promise<T> {
   return new Promise((resolve) => {
     const listener = (value: T): void => {
       if (!test(value)) return;

@@ -1,0 +1,61 @@
+/** Startup errors: the process refuses to start (the status is its exit status), or refuses a file it reads. */
+import { define } from './failure.js';
+
+export const STARTUP_ERRORS = {
+  optionsInvalid: define(
+    'SI_OPTIONS_INVALID',
+    2,
+    'startup',
+    'a flag or environment variable of serve is unknown, malformed or conflicts with another (exit 2)',
+    (problems: readonly string[]) => problems.join('; '),
+  ),
+  configMapManifestInvalid: define(
+    'SI_CONFIGMAP_MANIFEST_INVALID',
+    1,
+    'startup',
+    'a --config-file is not exactly one ConfigMap with string values (serve keeps its last valid data)',
+    (origin: string, detail: string) => `${origin}: ${detail}`,
+  ),
+  tlsUnreadable: define(
+    'SI_TLS_READ',
+    1,
+    'startup',
+    'a certificate, key or client CA file cannot be read (a reload keeps the pair in use)',
+    (path: string, reason: string) => `cannot read ${path}: ${reason}`,
+  ),
+  tlsCertificateInvalid: define(
+    'SI_TLS_CERT',
+    1,
+    'startup',
+    'the serving certificate is not valid PEM',
+    (what: string, reason: string) => `${what} is not valid PEM: ${reason}`,
+  ),
+  tlsKeyInvalid: define(
+    'SI_TLS_KEY',
+    1,
+    'startup',
+    'the serving key is not valid PEM',
+    (what: string, reason: string) => `${what} is not valid PEM: ${reason}`,
+  ),
+  tlsKeyMismatch: define(
+    'SI_TLS_KEY_MISMATCH',
+    1,
+    'startup',
+    'the key does not belong to the certificate',
+    (key: string, cert: string) => `private key ${key} does not match certificate ${cert}`,
+  ),
+  tlsClientCaInvalid: define(
+    'SI_TLS_CLIENT_CA',
+    1,
+    'startup',
+    'the --tls-client-ca-file is not valid PEM',
+    (what: string, reason: string) => `${what} is not valid PEM: ${reason}`,
+  ),
+  certificateConflict: define(
+    'SI_CERT_CONFLICT',
+    1,
+    'startup',
+    'self-managed certificates: the Secret or the caBundle kept changing under every read-modify-write attempt',
+    (what: string) => what,
+  ),
+} as const;
