@@ -4,11 +4,22 @@
  * the same time one wins each write and the others adopt its result (retry-on-conflict.ts).
  */
 import { join } from 'node:path';
-import { AdmissionregistrationV1Api, type V1MutatingWebhookConfiguration, type V1Secret } from '@kubernetes/client-node';
+import {
+  AdmissionregistrationV1Api,
+  type V1MutatingWebhookConfiguration,
+  type V1Secret,
+} from '@kubernetes/client-node';
 import type { KubeClients } from '../sources/kube/clients.js';
 import type { Logger } from '../util/logger.js';
 import { readAtomicDir, writeAtomicDir } from './atomic-dir.js';
-import { applyPlan, planIsEmpty, planRenewal, type RenewalPlan, type RenewalPolicy, type RenewalRequest } from './plan.js';
+import {
+  applyPlan,
+  planIsEmpty,
+  planRenewal,
+  type RenewalPlan,
+  type RenewalPolicy,
+  type RenewalRequest,
+} from './plan.js';
 import { isStatus, retryOnConflict } from './retry-on-conflict.js';
 import { EMPTY_STATE, secretFromState, stateFromSecret, trustBundle, type CertState } from './state.js';
 import type { PassOutcome, SyncPasses } from './sync-schedule.js';
@@ -41,7 +52,7 @@ export class CertificateSync implements SyncPasses {
     private readonly now: () => Date,
     private readonly logger: Logger,
   ) {
-    this.admission = places.clients.kubeConfig.makeApiClient(AdmissionregistrationV1Api);
+    this.admission = places.clients.api(AdmissionregistrationV1Api);
   }
 
   async pass(request: RenewalRequest): Promise<PassOutcome> {
@@ -123,7 +134,12 @@ export class CertificateSync implements SyncPasses {
       if (decision.kind !== 'update') return config;
       const updated = await this.admission.replaceMutatingWebhookConfiguration({ name, body: decision.body });
       this.logger.info(
-        { webhookConfiguration: name, webhooks: decision.changedWebhooks, cas: bundle.length, generation: state.generation },
+        {
+          webhookConfiguration: name,
+          webhooks: decision.changedWebhooks,
+          cas: bundle.length,
+          generation: state.generation,
+        },
         'caBundle updated',
       );
       return updated;
@@ -141,7 +157,10 @@ export class CertificateSync implements SyncPasses {
     } catch (error) {
       if (!isStatus(error, 404)) throw error;
       if (!this.missingConfigLogged) {
-        this.logger.warn({ webhookConfiguration: name }, 'MutatingWebhookConfiguration not found: its caBundle is set once it exists');
+        this.logger.warn(
+          { webhookConfiguration: name },
+          'MutatingWebhookConfiguration not found: its caBundle is set once it exists',
+        );
         this.missingConfigLogged = true;
       }
       return undefined;

@@ -48,7 +48,11 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
   const watches = deliveryWatches(
     clients,
     (key) => deliverer.enqueue(key),
-    (what, error, retryInMs) => logger.warn({ watch: what, retryInMs, err: { message: firstLine(errorMessage(error)) } }, 'watch failed; restarting'),
+    (what, error, retryInMs) =>
+      logger.warn(
+        { watch: what, retryInMs, err: { message: firstLine(errorMessage(error)) } },
+        'watch failed; restarting',
+      ),
   );
   const deliverer = new Deliverer({
     cache: watches.cache,
@@ -69,7 +73,8 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
     },
     random: Math.random,
     report: (outcome) => report(outcome, { logger, metrics, clients, watches, identity, events }),
-    onBug: (key, error) => logger.error({ sandbox: key, err: { message: errorMessage(error) } }, 'delivery failed unexpectedly'),
+    onBug: (key, error) =>
+      logger.error({ sandbox: key, err: { message: errorMessage(error) } }, 'delivery failed unexpectedly'),
   });
   const election = new LeaderElection({
     api: leaseApi(clients, options.leaseName, options.leaseNamespace),
@@ -83,7 +88,10 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
     sleep: unrefSleep,
     onLeading: (leading) => {
       metrics.leader(leading);
-      logger.info({ identity, lease: `${options.leaseNamespace}/${options.leaseName}` }, leading ? 'holding the Lease: delivering' : 'following the Lease');
+      logger.info(
+        { identity, lease: `${options.leaseNamespace}/${options.leaseName}` },
+        leading ? 'holding the Lease: delivering' : 'following the Lease',
+      );
       deliverer.setLeading(leading);
     },
     onError: (error) => logger.warn({ err: { message: firstLine(errorMessage(error)) } }, 'Lease update failed'),
@@ -124,11 +132,18 @@ interface ReportDeps {
 /** A metric, a log line, and where due an Event: none of them with a value or a token. */
 function report(outcome: DeliveryOutcome, deps: ReportDeps): void {
   deps.metrics.outcome(outcome);
-  const fields = { sandbox: outcome.key, podUid: outcome.podUid, outcome: outcome.kind === 'failed' ? outcome.reason : outcome.kind };
+  const fields = {
+    sandbox: outcome.key,
+    podUid: outcome.podUid,
+    outcome: outcome.kind === 'failed' ? outcome.reason : outcome.kind,
+  };
   if (outcome.kind === 'failed') {
     deps.logger.warn({ ...fields, retryInMs: outcome.retryInMs, problem: outcome.message }, 'env delivery failed');
   } else if (outcome.kind === 'delivered') {
-    deps.logger.info({ ...fields, variables: outcome.variables, requests: outcome.requests, claimToReadyMs: outcome.claimToReadyMs }, 'env delivered');
+    deps.logger.info(
+      { ...fields, variables: outcome.variables, requests: outcome.requests, claimToReadyMs: outcome.claimToReadyMs },
+      'env delivered',
+    );
   } else {
     deps.logger.debug(fields, 'env already delivered');
   }
@@ -140,7 +155,7 @@ function report(outcome: DeliveryOutcome, deps: ReportDeps): void {
 }
 
 function leaseApi(clients: KubeClients, name: string, namespace: string): LeaseApi {
-  const api = clients.kubeConfig.makeApiClient(CoordinationV1Api);
+  const api = clients.api(CoordinationV1Api);
   return {
     async read() {
       try {

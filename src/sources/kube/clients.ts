@@ -1,4 +1,5 @@
-import { CoreV1Api, CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, KubeConfig, Watch, type Configuration } from '@kubernetes/client-node';
+import { KeptAliveAgents, keptAliveClient } from './kept-alive.js';
 
 /** The Kubernetes clients the cluster-mode sources use, made once at the edge and passed in. */
 export interface KubeClients {
@@ -6,6 +7,8 @@ export interface KubeClients {
   core: CoreV1Api;
   custom: CustomObjectsApi;
   watch: Watch;
+  /** Any other API group's client, on the same kept-alive connections (kept-alive.ts says why). */
+  api<T>(Api: new (configuration: Configuration) => T): T;
 }
 
 /** Without a kubeconfig, the pod's service account: config.ts chose cluster mode only when it is mounted. */
@@ -13,10 +16,14 @@ export function createKubeClients(kubeconfigPath: string | undefined): KubeClien
   const kubeConfig = new KubeConfig();
   if (kubeconfigPath === undefined) kubeConfig.loadFromCluster();
   else kubeConfig.loadFromFile(kubeconfigPath);
+  const agents = new KeptAliveAgents();
+  const api = <T>(Api: new (configuration: Configuration) => T): T => keptAliveClient(kubeConfig, Api, agents);
   return {
     kubeConfig,
-    core: kubeConfig.makeApiClient(CoreV1Api),
-    custom: kubeConfig.makeApiClient(CustomObjectsApi),
+    core: api(CoreV1Api),
+    custom: api(CustomObjectsApi),
+    // A watch is one long request: client-node's own agent per watch is what it needs.
     watch: new Watch(kubeConfig),
+    api,
   };
 }

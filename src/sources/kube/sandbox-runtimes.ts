@@ -22,7 +22,8 @@ export type SandboxLookup = (namespace: string, name: string, uid: string) => Pr
 const MAX_NAME_IN_MESSAGE = 256;
 
 function describeCreator(userInfo: unknown): string {
-  const username = typeof userInfo === 'object' && userInfo !== null ? (userInfo as { username?: unknown }).username : undefined;
+  const username =
+    typeof userInfo === 'object' && userInfo !== null ? (userInfo as { username?: unknown }).username : undefined;
   if (typeof username !== 'string' || username === '') return 'a request without a user name';
   const shown = username.length > MAX_NAME_IN_MESSAGE ? `${username.slice(0, MAX_NAME_IN_MESSAGE)}...` : username;
   // JSON quoting keeps control characters and quotes in a name from forging the rest of the message or log line.
@@ -74,7 +75,8 @@ export async function runtimesFromOwner(
  */
 function selectionFromSandbox(sandbox: Sandbox, pod: Pod, label: string): RuntimeSelection {
   const runtimes = sandbox.spec?.runtimes ?? [];
-  if (!Array.isArray(runtimes)) return { ok: false, denial: DENIALS.sandboxSpecInvalid(label, 'spec.runtimes must be a list') };
+  if (!Array.isArray(runtimes))
+    return { ok: false, denial: DENIALS.sandboxSpecInvalid(label, 'spec.runtimes must be a list') };
   const names: string[] = [];
   for (const [index, runtime] of runtimes.entries()) {
     const name: unknown = (runtime as { name?: unknown } | null)?.name;
@@ -90,7 +92,13 @@ function selectionFromSandbox(sandbox: Sandbox, pod: Pod, label: string): Runtim
     [pod.metadata.annotations?.[POLICY_ANNOTATION], `pod annotation ${POLICY_ANNOTATION}`],
   ]);
   if (!policy.ok) return policy;
-  return { ok: true, runtimes: names, policy: policy.policy, source: `${label}: spec.runtimes`, policySource: policy.field };
+  return {
+    ok: true,
+    runtimes: names,
+    policy: policy.policy,
+    source: `${label}: spec.runtimes`,
+    policySource: policy.field,
+  };
 }
 
 /** A cached watch of all Sandboxes, with a direct GET when the cache misses or holds an older object. */
