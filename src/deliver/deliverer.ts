@@ -94,6 +94,11 @@ export class Deliverer {
     this.pump();
   }
 
+  /** True while Sandboxes are queued or being delivered to. */
+  busy(): boolean {
+    return this.queue.length > 0 || this.running.size > 0;
+  }
+
   /** Resolves once nothing is queued or running (timers for retries may still be set). */
   idle(): Promise<void> {
     if (this.queue.length === 0 && this.running.size === 0) return Promise.resolve();

@@ -14,6 +14,7 @@
  * (envd may echo what it was sent) or a token.
  */
 import { posix } from 'node:path';
+import { httpCall, HttpCallError, multipartFile, runtimeAgent, type HttpAnswer } from './http-call.js';
 import type { DeliveryStep, ReadyState } from './plan.js';
 
 /** `unauthorized` and `rejected` wait for the Sandbox to change; `unavailable` is retried with backoff. */
@@ -40,7 +41,6 @@ export interface EnvdEndpoint {
 export type EnvdOperation = 'get' | 'upload' | 'move';
 
 export interface EnvdFilesDeps {
-  fetch: typeof fetch;
   /** Bounds a whole request, its answer's body included. */
   timeoutMs: number;
   /** The most of an answer's body that is read; past it the answer counts as broken. */
@@ -55,32 +55,30 @@ export interface EnvdFiles {
 }
 
 export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
+  const agent = runtimeAgent();
   const call = async (
     operation: EnvdOperation,
     what: string,
     url: string,
-    init: RequestInit,
-  ): Promise<{ status: number; body: string }> => {
-    let response: Response;
-    const signal = AbortSignal.timeout(deps.timeoutMs);
+    init: Parameters<typeof httpCall>[2],
+  ): Promise<HttpAnswer> => {
     try {
-      response = await deps.fetch(url, { ...init, redirect: 'manual', signal });
+      const answer = await httpCall(agent, url, init, deps);
+      deps.onRequest?.(operation, answer.status);
+      return answer;
     } catch (error) {
-      deps.onRequest?.(operation, 'error');
-      throw new EnvdError('unavailable', `${what}: ${transportProblem(error, signal)}`);
-    }
-    deps.onRequest?.(operation, response.status);
-    let body: string;
-    try {
-      body = await readBounded(response, deps.maxBodyBytes);
-    } catch (error) {
+      if (!(error instanceof HttpCallError)) throw error;
+      if (error.status === undefined) {
+        deps.onRequest?.(operation, 'error');
+        throw new EnvdError('unavailable', `${what}: ${error.problem}`);
+      }
+      deps.onRequest?.(operation, error.status);
       throw new EnvdError(
         'unavailable',
-        `${what}: answer HTTP ${response.status} unreadable: ${transportProblem(error, signal)}`,
-        response.status,
+        `${what}: answer HTTP ${error.status} unreadable: ${error.problem}`,
+        error.status,
       );
     }
-    return { status: response.status, body };
   };
 
   return {
@@ -97,12 +95,11 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
     async run(endpoint, step) {
       if (step.op === 'upload') {
         const what = `upload ${step.path}`;
-        const form = new FormData();
-        form.append('file', new Blob([step.body]), posix.basename(step.path));
+        const form = multipartFile('file', posix.basename(step.path), step.body);
         const { status } = await call('upload', what, filesUrl(endpoint, step.path), {
           method: 'POST',
-          headers: headers(endpoint),
-          body: form,
+          headers: { ...headers(endpoint), 'content-type': form.type },
+          body: form.body,
         });
         if (status < 200 || status > 299) throw statusError(what, status);
         return;
@@ -116,7 +113,7 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
           'connect-protocol-version': '1',
           authorization: `Basic ${Buffer.from(`${endpoint.user}:`).toString('base64')}`,
         },
-        body: JSON.stringify({ source: step.source, destination: step.destination }),
+        body: Buffer.from(JSON.stringify({ source: step.source, destination: step.destination }), 'utf8'),
       });
       // A missing source means the upload before it was lost (a new, empty volume): plan again.
       if (status === 404) throw new EnvdError('unavailable', `${what}: HTTP 404`, status);
@@ -142,26 +139,4 @@ function statusError(what: string, status: number): EnvdError {
   if (status >= 300 && status < 400)
     return new EnvdError('rejected', `${what}: HTTP ${status} (redirects are not followed)`, status);
   return new EnvdError('rejected', `${what}: HTTP ${status}`, status);
-}
-
-function transportProblem(error: unknown, signal: AbortSignal): string {
-  if (signal.aborted) return 'timed out';
-  const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
-  const code = typeof cause === 'object' && cause !== null ? (cause as { code?: unknown }).code : undefined;
-  // Only the error's code: a message can quote what the server sent.
-  return typeof code === 'string' && /^[A-Z_]{1,40}$/.test(code) ? code : 'connection failed';
-}
-
-/** The answer's body as text, read no further than `limit` bytes; the rest is cancelled, not drained. */
-async function readBounded(response: Response, limit: number): Promise<string> {
-  if (response.body === null) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  // Leaving the loop early cancels the stream: the rest of a huge answer is never read.
-  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-    size += chunk.byteLength;
-    if (size > limit) throw Object.assign(new Error('answer too large'), { code: 'BODY_TOO_LARGE' });
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }

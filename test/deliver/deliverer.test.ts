@@ -66,7 +66,7 @@ function deliverer(state: { current: World }, clock: FakeClock, outcomes: Delive
   };
   const d = new Deliverer({
     cache,
-    envd: envdFiles({ fetch: globalThis.fetch, timeoutMs, maxBodyBytes: 4096 }),
+    envd: envdFiles({ timeoutMs, maxBodyBytes: 4096 }),
     settings: {
       envDir: '/var/sandbox',
       user: 'root',
@@ -189,7 +189,7 @@ describe('Deliverer', () => {
 describe('the envd double truncates and writes in place, as envd does', () => {
   it('lets a reader racing an upload see half a file (which is why rewrites go through Move)', async () => {
     const { dir, double } = await setup();
-    const client = envdFiles({ fetch: globalThis.fetch, timeoutMs: 2000, maxBodyBytes: 4096 });
+    const client = envdFiles({ timeoutMs: 2000, maxBodyBytes: 4096 });
     const endpoint = { runtimeUrl: double.url, accessToken: 'tok', user: 'root' };
     const content = 'x'.repeat(200_000);
     await client.run(endpoint, { op: 'upload', path: '/var/sandbox/env.sh', body: 'old' });

@@ -153,7 +153,7 @@ describe('delivery fuzz: a hostile envd', () => {
       let current: { sandbox: DeliverySandbox; pod: Pod } | undefined;
       const deliverer = new Deliverer({
         cache: { get: () => current?.sandbox, keys: () => ['n/s'], podOf: () => current?.pod },
-        envd: envdFiles({ fetch: globalThis.fetch, timeoutMs: 60, maxBodyBytes: 4096 }),
+        envd: envdFiles({ timeoutMs: 60, maxBodyBytes: 4096 }),
         settings: {
           envDir: '/var/sandbox',
           user: 'root',

@@ -9,7 +9,7 @@ import { CoordinationV1Api, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { eventQueue, type EventQueue } from '../../deliver/event-queue.js';
 import { createEvent, eventFor, eventObject } from '../../deliver/events.js';
-import { Deliverer, type DeliveryOutcome } from '../../deliver/deliverer.js';
+import { Deliverer, type Clock, type DeliveryOutcome } from '../../deliver/deliverer.js';
 import { envdFiles } from '../../deliver/envd-files.js';
 import { LeaderElection, type LeaseApi } from '../../deliver/leader-election.js';
 import { createDeliveryMetrics } from '../../deliver/metrics.js';
@@ -24,6 +24,8 @@ import { listenForStopSignals } from '../serve/shutdown.js';
 /** Events sent at once, and waiting at most, behind the deliveries (see deliver/event-queue.ts). */
 const EVENT_CONCURRENCY = 4;
 const EVENT_BACKLOG = 10_000;
+/** How long an Event waits behind a burst of deliveries at most. */
+const EVENT_MAX_HOLD_MS = 5000;
 /** On SIGTERM, how long the Events still waiting may take to go out. */
 const EVENT_DRAIN_MS = 3000;
 
@@ -33,14 +35,23 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
   const identity = options.identity ?? `${hostname()}_${randomUUID()}`;
   const metrics = createDeliveryMetrics({ defaultMetrics: true });
   const envd = envdFiles({
-    fetch: globalThis.fetch,
     timeoutMs: options.requestTimeoutMs,
     maxBodyBytes: options.maxAnswerBytes,
     onRequest: (operation, outcome) => metrics.envdRequest(operation, outcome),
   });
+  const clock: Clock = {
+    now: Date.now,
+    setTimer: (task, ms) => {
+      const timer = setTimeout(task, ms);
+      return () => clearTimeout(timer);
+    },
+  };
   const events = eventQueue({
     concurrency: EVENT_CONCURRENCY,
     limit: EVENT_BACKLOG,
+    busy: () => deliverer.busy(),
+    maxHoldMs: EVENT_MAX_HOLD_MS,
+    clock,
     onDropped: () => logger.warn({}, 'Event backlog full: the oldest Event was dropped'),
     onError: (error) => logger.warn({ err: { message: firstLine(errorMessage(error)) } }, 'cannot record Event'),
   });
@@ -64,13 +75,7 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
       concurrency: options.concurrency,
       backoff: { minMs: options.backoffMinMs, maxMs: options.backoffMaxMs },
     },
-    clock: {
-      now: Date.now,
-      setTimer: (task, ms) => {
-        const timer = setTimeout(task, ms);
-        return () => clearTimeout(timer);
-      },
-    },
+    clock,
     random: Math.random,
     report: (outcome) => report(outcome, { logger, metrics, clients, watches, identity, events }),
     onBug: (key, error) =>
