@@ -2,25 +2,24 @@ import { parseArgs } from 'node:util';
 import { reviewAdmission } from '../admission/review.js';
 import { columns } from './command.js';
 import { CliError, type CliIo, parseJsonInput, readInput, writeLine } from './io.js';
-import {
-  CONFIG_FILE_HELP,
-  FILE_COMMAND_FLAGS,
-  offlineDeps,
-  POSTSTART_CONFLICT_HELP,
-  POSTSTART_CONFLICT_USAGE,
-} from './offline-deps.js';
+import * as offline from './offline-deps.js';
 
-export const usage = `usage: sandbox-injector review [--config-file CONFIGMAP] [-f REVIEW|-] ${POSTSTART_CONFLICT_USAGE}
+export const usage = `usage: sandbox-injector review [--config-file CONFIGMAP] [-f REVIEW|-] ${offline.POSTSTART_CONFLICT_USAGE}
 
 Prints the AdmissionReview response the webhook would send for REVIEW, from the same code as the server.
 A denial is an answer (allowed: false), so it exits 0; input that is not an AdmissionReview exits 1.
 
-${columns([CONFIG_FILE_HELP, ['-f, --filename REVIEW|-', 'the AdmissionReview as JSON (default -: standard input)'], POSTSTART_CONFLICT_HELP])}`;
+${columns([offline.CONFIG_FILE_HELP, ['-f, --filename REVIEW|-', 'the AdmissionReview as JSON (default -: standard input)'], offline.POSTSTART_CONFLICT_HELP])}`;
 
 /** Prints the AdmissionReview response the webhook would send. A denial is an answer, so it exits 0. */
 export async function run(argv: string[], io: CliIo): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: FILE_COMMAND_FLAGS, strict: true, allowPositionals: false });
-  const deps = await offlineDeps(values['config-file'], values['poststart-conflict'], io);
+  const { values } = parseArgs({
+    args: argv,
+    options: offline.FILE_COMMAND_FLAGS,
+    strict: true,
+    allowPositionals: false,
+  });
+  const deps = await offline.offlineDeps(values['config-file'], values['poststart-conflict'], io);
   const text = await readInput(values.filename, io);
   const body = parseJsonInput(text, values.filename);
   const outcome = await reviewAdmission(body, deps);
