@@ -56,7 +56,7 @@ describe('injection properties', () => {
           postStartConflictArbitrary,
           (pod, configs, runtimes, policy, postStart) => {
             const before = structuredClone(pod);
-            // Frozen, arrays too (more than the config store freezes them): an edit that wrote into a config value would throw here.
+            // Frozen, arrays too (the store leaves arrays extensible): an edit that writes into a config value throws here.
             for (const config of configs.values()) freezeAll(config);
             const result = run(pod, configs, runtimes, policy, postStart);
             expect(pod).toEqual(before);
