@@ -128,6 +128,15 @@ export class FinalPlace {
     this.record(Object.hasOwn(parent, key) ? 'replace' : 'add', [this.pointer, below.pointer].join(''), value);
   }
 
+  /**
+   * Replaces the value at `below`, which the caller has just read in the view: it exists, so there is nothing to
+   * look up again (a probe's command is two lookups down, on objects of many shapes).
+   */
+  replace(below: RelativePath, value: unknown): void {
+    // Joined, so the path is a flat string (see childPointer).
+    this.record('replace', [this.pointer, below.pointer].join(''), value);
+  }
+
   /** Appends to the array at `key` of this place, created when missing. */
   append(key: Segment, values: readonly unknown[]): void {
     if (values.length === 0) return;

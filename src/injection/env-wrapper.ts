@@ -131,11 +131,12 @@ function wrapContainer(editor: PodEditor, index: number, container: Container): 
   // concat makes each new list at its final length, where a spread grows it as it goes.
   const command = container.command ?? [];
   place.set(ARGS, command.concat(container.args ?? []));
-  place.set(COMMAND, WRAPPED_COMMAND);
+  // The command and each probe command read here exist: replaced without looking them up again.
+  place.replace(COMMAND, WRAPPED_COMMAND);
   for (const probe of PROBES) {
     const probeCommand = container[probe.name]?.exec?.command;
     if (probeCommand === undefined || probeCommand.length === 0 || startsWithWrapper(probeCommand)) continue;
-    place.set(probe.command, WRAPPED_PROBE_PREFIX.concat(probeCommand));
+    place.replace(probe.command, WRAPPED_PROBE_PREFIX.concat(probeCommand));
   }
   // blockingMount let no other mount at SANDBOX_ENV_PATH through, so the mount needs no check of its path.
   if (!hasSandboxEnvMount(container)) {
