@@ -45,31 +45,61 @@ interface Frame {
   level: number;
   /** The map's facts, when this frame is a map. */
   facts?: MapFacts;
-  /** In an object: the key of the member whose value comes next; undefined while a key is expected. */
-  key?: string;
+  /** In an object: the opening quote of the key whose value comes next; -1 while a key is expected. */
+  keyAt: number;
+  /** The UTF-8 bytes of that key, in a map. */
+  keyBytes: number;
 }
 
 function isSpace(code: number): boolean {
   return code === 0x20 || code === 0x0a || code === 0x0d || code === 0x09 || code === 0xfeff;
 }
 
-/** The index of the quote that closes the string whose opening quote is at `start`. */
+/**
+ * The index of the quote that closes the string whose opening quote is at `start`. Read a character at a time:
+ * most strings of a pod are a few characters long, where a call to indexOf costs more than the loop.
+ */
 function stringEnd(text: string, start: number): number {
-  let from = start + 1;
-  for (;;) {
-    const quote = text.indexOf('"', from);
-    if (quote < 0) throw new SyntaxError('unterminated string');
-    let backslashes = 0;
-    while (text.charCodeAt(quote - 1 - backslashes) === BACKSLASH) backslashes++;
-    if (backslashes % 2 === 0) return quote;
-    from = quote + 1;
+  const length = text.length;
+  for (let i = start + 1; i < length; i++) {
+    const code = text.charCodeAt(i);
+    if (code === QUOTE) return i;
+    // An escape is two characters or more; the second may be a quote.
+    if (code === BACKSLASH) i++;
   }
+  throw new SyntaxError('unterminated string');
 }
 
-/** The string token from its opening quote at `start` to its closing one at `end`, decoded. */
-function stringValue(text: string, start: number, end: number): string {
+/** The string token from its opening quote at `start`, decoded. */
+function stringValue(text: string, start: number): string {
+  const end = stringEnd(text, start);
   const raw = text.slice(start + 1, end);
   return raw.includes('\\') ? (JSON.parse(text.slice(start, end + 1)) as string) : raw;
+}
+
+/**
+ * The UTF-8 bytes of the string token between the quotes at `start` and `end`, as Buffer.byteLength counts its
+ * decoded value, read in place: a map of tens of thousands of short strings costs no string of its own. A token
+ * with an escape is decoded first.
+ */
+function tokenBytes(text: string, start: number, end: number): number {
+  let bytes = 0;
+  for (let i = start + 1; i < end; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x80) {
+      if (code === BACKSLASH) return Buffer.byteLength(stringValue(text, start));
+      bytes += 1;
+    } else if (code < 0x800) {
+      bytes += 2;
+    } else if (code >= 0xd800 && code < 0xdc00 && i + 1 < end && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      // A surrogate pair is one character of four bytes; a lone surrogate is encoded as U+FFFD, three.
+      bytes += 4;
+      i++;
+    } else {
+      bytes += 3;
+    }
+  }
+  return bytes;
 }
 
 // Any character outside ASCII: only such strings need Buffer.byteLength; for the rest, length is the byte count.
@@ -105,27 +135,31 @@ function scan(text: string, annotationsLimit: number): PodMapScan {
     if (top === undefined) {
       if (kind === 'object') level = 0;
     } else if (top.object) {
-      const key = top.key ?? '';
-      top.key = undefined;
+      const keyAt = top.keyAt;
+      top.keyAt = -1;
       if (top.level === MAP) {
         if (top.facts !== undefined && top.facts.nonString === undefined) {
-          top.facts.nonString = { key, bytesBefore: top.facts.bytes - utf8Bytes(key) };
+          const key = stringValue(text, keyAt);
+          top.facts.nonString = { key, bytesBefore: top.facts.bytes - top.keyBytes };
         }
-      } else if (top.level >= 0 && top.level < PATH.length && key === PATH[top.level]) {
-        // A later occurrence of an object on the path replaces an earlier one, as in JSON.parse.
-        delete result.labels;
-        delete result.annotations;
-        if (kind === 'object') level = top.level + 1;
-      } else if (top.level === PATH.length && (key === 'labels' || key === 'annotations')) {
-        delete result[key];
-        if (kind === 'object') {
-          facts = { bytes: 0 };
-          result[key] = facts;
-          level = MAP;
+      } else if (top.level >= 0 && top.level <= PATH.length) {
+        const key = stringValue(text, keyAt);
+        if (top.level < PATH.length && key === PATH[top.level]) {
+          // A later occurrence of an object on the path replaces an earlier one, as in JSON.parse.
+          delete result.labels;
+          delete result.annotations;
+          if (kind === 'object') level = top.level + 1;
+        } else if (top.level === PATH.length && (key === 'labels' || key === 'annotations')) {
+          delete result[key];
+          if (kind === 'object') {
+            facts = { bytes: 0 };
+            result[key] = facts;
+            level = MAP;
+          }
         }
       }
     }
-    return { object: kind === 'object', level, ...(facts === undefined ? {} : { facts }) };
+    return { object: kind === 'object', level, ...(facts === undefined ? {} : { facts }), keyAt: -1, keyBytes: 0 };
   };
 
   const length = text.length;
@@ -142,28 +176,21 @@ function scan(text: string, annotationsLimit: number): PodMapScan {
       continue;
     }
     const top = stack[stack.length - 1];
-    if (top?.object === true && top.key === undefined) {
+    if (top?.object === true && top.keyAt < 0) {
       if (code !== QUOTE) throw new SyntaxError('key expected');
-      const end = stringEnd(text, i);
-      // Keys are decoded only where they matter: on the path and in the maps.
-      top.key = top.level === OFF ? '' : stringValue(text, i, end);
-      if (top.facts !== undefined) top.facts.bytes += utf8Bytes(top.key);
-      i = end + 1;
+      if (top.facts !== undefined) {
+        i = mapMembers(text, i, top, top.facts, top.facts === result.annotations ? annotationsLimit : Infinity);
+        // Past the limit with every value a string so far, the answer is known: the rest is not read.
+        if (i < 0) return result;
+        continue;
+      }
+      top.keyAt = i;
+      i = stringEnd(text, i) + 1;
       continue;
     }
     if (code === QUOTE) {
-      const end = stringEnd(text, i);
-      if (top?.facts !== undefined) {
-        const facts = top.facts;
-        facts.bytes += utf8Bytes(stringValue(text, i, end));
-        top.key = undefined;
-        // Past the limit with every value a string so far, the answer is known: the rest is not read.
-        if (facts === result.annotations && facts.nonString === undefined && facts.bytes > annotationsLimit)
-          return result;
-      } else {
-        valueStarts(top, 'scalar');
-      }
-      i = end + 1;
+      valueStarts(top, 'scalar');
+      i = stringEnd(text, i) + 1;
       continue;
     }
     if (code === OPEN_OBJECT || code === OPEN_ARRAY) {
@@ -182,4 +209,37 @@ function scan(text: string, annotationsLimit: number): PodMapScan {
   }
   if (stack.length > 0) throw new SyntaxError('unbalanced');
   return result;
+}
+
+/**
+ * A map's members from the key at `start` on while their values are strings, without the general loop's dispatch
+ * per token: tens of thousands of short members are most of such a body. Stops at the map's closing brace or at a
+ * value that is not a string (its key in `frame`), both left to the general loop; -1 once the bytes pass `limit`.
+ */
+function mapMembers(text: string, start: number, frame: Frame, facts: MapFacts, limit: number): number {
+  let i = start;
+  for (;;) {
+    if (text.charCodeAt(i) !== QUOTE) return i;
+    const keyEnd = stringEnd(text, i);
+    frame.keyAt = i;
+    frame.keyBytes = tokenBytes(text, i, keyEnd);
+    facts.bytes += frame.keyBytes;
+    i = punctuationEnd(text, keyEnd + 1);
+    if (text.charCodeAt(i) !== QUOTE) return i;
+    const end = stringEnd(text, i);
+    facts.bytes += tokenBytes(text, i, end);
+    frame.keyAt = -1;
+    if (facts.nonString === undefined && facts.bytes > limit) return -1;
+    i = punctuationEnd(text, end + 1);
+  }
+}
+
+/** Past the blanks, commas and colons from `i`: in text JSON.parse accepted, they sit where they must. */
+function punctuationEnd(text: string, start: number): number {
+  let i = start;
+  for (;;) {
+    const code = text.charCodeAt(i);
+    if (!(isSpace(code) || code === COMMA || code === COLON)) return i;
+    i++;
+  }
 }

@@ -1,13 +1,5 @@
 import { unescapePointer } from '../util/json-pointer.js';
-import {
-  EditCursor,
-  FinalPlace,
-  pointerOf,
-  token,
-  type EditOperation,
-  type Node,
-  type Segment,
-} from './edit-cursor.js';
+import { EditCursor, FinalPlace, pointerOf, type EditOperation, type Node, type Segment } from './edit-cursor.js';
 import type { MetadataMap, Pod } from './types.js';
 
 export { relativePath, type EditOperation, type RelativePath, type Segment } from './edit-cursor.js';
@@ -163,7 +155,7 @@ export class PodEditor {
   setEntry(field: MetadataMap, key: string, value: string): void {
     const map = this.pod.metadata?.[field];
     if (map == null || typeof map !== 'object') this.set(['metadata', field], {});
-    this.recordOperation(this.hasEntry(field, key) ? 'replace' : 'add', `/metadata/${field}/${token(key)}`, value);
+    this.recordOperation(this.hasEntry(field, key) ? 'replace' : 'add', pointerOf(['metadata', field, key]), value);
     this.added[field].set(key, value);
   }
 }

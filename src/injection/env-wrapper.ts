@@ -3,11 +3,15 @@ import { addMissingVolumes, appendContainers, appendMounts, containerPath } from
 import type { InjectionReport } from './report.js';
 import type { Container, Volume, VolumeMount } from './types.js';
 
-/** The wrapper every wrapped command and exec probe starts with. */
-export const WRAPPER = Object.freeze(['/bin/bash', '/var/sandbox/run_with_envs.sh']);
-/** A wrapped container's command, shared by every pod: a recorded value is never written into. */
-const WRAPPED_COMMAND = Object.freeze([...WRAPPER, '--']);
-const WRAPPED_PROBE_PREFIX = Object.freeze([...WRAPPER, '--probe', '--']);
+/**
+ * The wrapper every wrapped command and exec probe starts with. These lists are shared by every pod and go into
+ * patches as they are; a recorded value is never written into. Not frozen: a frozen array keeps JSON.stringify
+ * off its fast path (src/sources/deep-freeze.ts).
+ */
+export const WRAPPER: readonly string[] = ['/bin/bash', '/var/sandbox/run_with_envs.sh'];
+/** A wrapped container's command. */
+const WRAPPED_COMMAND: readonly string[] = [...WRAPPER, '--'];
+const WRAPPED_PROBE_PREFIX: readonly string[] = [...WRAPPER, '--probe', '--'];
 const SANDBOX_ENV_VOLUME = 'sandbox-env';
 const SANDBOX_ENV_PATH = '/var/sandbox';
 const WRAPPER_INIT_CONTAINER = 'sandbox-env-wrapper';
@@ -127,11 +131,12 @@ function wrapContainer(editor: PodEditor, index: number, container: Container): 
   // concat makes each new list at its final length, where a spread grows it as it goes.
   const command = container.command ?? [];
   place.set(ARGS, command.concat(container.args ?? []));
-  place.set(COMMAND, WRAPPED_COMMAND);
+  // The command and each probe command read here exist: replaced without looking them up again.
+  place.replace(COMMAND, WRAPPED_COMMAND);
   for (const probe of PROBES) {
     const probeCommand = container[probe.name]?.exec?.command;
     if (probeCommand === undefined || probeCommand.length === 0 || startsWithWrapper(probeCommand)) continue;
-    place.set(probe.command, WRAPPED_PROBE_PREFIX.concat(probeCommand));
+    place.replace(probe.command, WRAPPED_PROBE_PREFIX.concat(probeCommand));
   }
   // blockingMount let no other mount at SANDBOX_ENV_PATH through, so the mount needs no check of its path.
   if (!hasSandboxEnvMount(container)) {
@@ -165,7 +170,7 @@ function sandboxEnvVolume(): Volume {
   return { name: SANDBOX_ENV_VOLUME, emptyDir: {} };
 }
 
-const SANDBOX_ENV_MOUNTS: readonly VolumeMount[] = Object.freeze([Object.freeze(sandboxEnvMount())]);
+const SANDBOX_ENV_MOUNTS: readonly VolumeMount[] = [Object.freeze(sandboxEnvMount())];
 
 function sandboxEnvMount(): VolumeMount {
   return { name: SANDBOX_ENV_VOLUME, mountPath: SANDBOX_ENV_PATH };

@@ -5,13 +5,13 @@ import type { WrapperInstaller } from '../injection/index.js';
  * CLI's install-wrapper at the path the Dockerfile installs it (the image has no shell or `cp`). Kept at the
  * edge, not in the pure injection core, which only learns "run this command in this image".
  */
-export const IMAGE_INSTALL_COMMAND: readonly string[] = Object.freeze([
+export const IMAGE_INSTALL_COMMAND: readonly string[] = [
   'node',
   '/app/dist/cli/main.js',
   'install-wrapper',
   '--dir',
   '/var/sandbox',
-]);
+];
 
 /** `{ wrapper }` for reviews when an image is given, else nothing: serve and inject build it the same way. */
 export function wrapperFromImage(image: string | undefined): { wrapper?: WrapperInstaller } {

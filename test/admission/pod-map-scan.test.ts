@@ -143,6 +143,15 @@ describe('scanPodMaps', () => {
     expect(scanPodMaps(text)).toEqual({ annotations: { bytes: 4 + 4 + 4 + 2 } });
   });
 
+  it('counts raw characters past ASCII as Buffer.byteLength does: pairs, lone surrogates, two and three bytes', () => {
+    const values = ['é', '€', '😀', '\ud800', '\udc00x', 'a\ud800\ud800b', '\ud83d'];
+    for (const value of values) {
+      // Written into the text raw, not escaped as JSON.stringify writes lone surrogates.
+      const text = `{"request":{"object":{"metadata":{"labels":{"k":"${value}"}}}}}`;
+      expect(scanPodMaps(text)).toEqual({ labels: { bytes: 1 + Buffer.byteLength(value) } });
+    }
+  });
+
   it('survives nesting deeper than any call stack, a byte order mark, and text that is not JSON', () => {
     const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
     const text = `\ufeff{"deep":${deep},"request":{"object":{"metadata":{"labels":{"a":"b"}}}}}`;

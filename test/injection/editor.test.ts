@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { PodEditor, relativePath } from '../../src/injection/editor.js';
 import type { Pod } from '../../src/injection/index.js';
-import { deepFreeze } from '../../src/sources/deep-freeze.js';
+import { freezeAll } from '../support/freeze-all.js';
 import { applyStrict } from '../support/strict-patch.js';
 
 function pod(): Pod {
-  return deepFreeze({
+  return freezeAll({
     metadata: { name: 'p', annotations: { a: '1' } },
     spec: {
       containers: [

@@ -7,7 +7,7 @@ import {
   type PostStartConflict,
   type RuntimeConfig,
 } from '../../src/injection/index.js';
-import { deepFreeze } from '../../src/sources/deep-freeze.js';
+import { freezeAll } from '../support/freeze-all.js';
 import { propertyRuns, propertyTimeout } from '../support/property-runs.js';
 import { applyStrict } from '../support/strict-patch.js';
 import {
@@ -56,8 +56,8 @@ describe('injection properties', () => {
           postStartConflictArbitrary,
           (pod, configs, runtimes, policy, postStart) => {
             const before = structuredClone(pod);
-            // Frozen as the config store freezes them: an edit that wrote into a config value would throw here.
-            for (const config of configs.values()) deepFreeze(config);
+            // Frozen, arrays too (the store leaves arrays extensible): an edit that writes into a config value throws here.
+            for (const config of configs.values()) freezeAll(config);
             const result = run(pod, configs, runtimes, policy, postStart);
             expect(pod).toEqual(before);
 

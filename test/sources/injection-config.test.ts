@@ -28,6 +28,18 @@ describe('parseRuntimeConfig', () => {
     expect(parsed.config.csiSidecar?.[0]).toEqual({ name: 's', securityContext: { privileged: true } });
     expect(Object.isFrozen(parsed.config.csiSidecar?.[0]?.securityContext)).toBe(true);
   });
+
+  it('freezes every object but leaves arrays extensible, so a patch holding them stringifies on the fast path', () => {
+    const parsed = parseRuntimeConfig('{"csiSidecar": [{"name": "s", "args": ["a"], "env": [{"name": "E"}]}]}');
+    if (!parsed.ok) throw new Error(parsed.message);
+    const sidecar = parsed.config.csiSidecar?.[0];
+    expect([sidecar, sidecar?.env?.[0]].map((value) => Object.isFrozen(value))).toEqual([true, true]);
+    expect([parsed.config.csiSidecar, sidecar?.args, sidecar?.env].map((list) => Object.isFrozen(list))).toEqual([
+      false,
+      false,
+      false,
+    ]);
+  });
 });
 
 describe("parseRuntimeConfig reads a key as the Sandbox controller's Go code does", () => {
