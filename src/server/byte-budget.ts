@@ -7,27 +7,48 @@ import { HTTP_ERRORS } from '../errors.js';
 import { httpFailure, type HttpFailure } from './http-errors.js';
 import { RETRY_AFTER_SECONDS } from './transport.js';
 
+/** A request over this fraction of the budget is a large one (2 MiB of the default 16 MiB). */
+const LARGE_SHARE = 8;
+
 /**
  * Bytes held against `maxInflightBytes`, shared by every request. When a request does not fit, `reclaim`
- * is asked to hand bytes back (by closing connections whose bodies have stalled) before it is refused.
+ * is asked to hand bytes back (by closing connections whose bodies have stalled past the grace) before it is
+ * refused.
+ *
+ * Room is kept for small requests. A stalled body is only told from a slow one after the grace, and within it a
+ * few clients that send large bodies quickly and then stop (four at the default body limit) would fill the
+ * whole budget and have kube-apiserver's ordinary reviews refused until then. So the requests over a
+ * `LARGE_SHARE`th of the budget together hold at most `largeLimit` (three quarters of it, and never less than
+ * one whole body), and the rest stays free for the reviews kube-apiserver mostly sends, a few KiB each.
  */
 export class ByteBudget {
   #used = 0;
+  #usedByLarge = 0;
+  /** A request holding more than this is a large one. */
+  readonly largeBytes: number;
+  readonly largeLimit: number;
 
   constructor(
     readonly limit: number,
+    maxBodyBytes: number,
     private readonly onChange: (used: number) => void,
     private readonly reclaim: (bytes: number) => void = () => undefined,
-  ) {}
+  ) {
+    this.largeBytes = Math.floor(limit / LARGE_SHARE);
+    this.largeLimit = Math.min(limit, Math.max(maxBodyBytes, limit - Math.floor(limit / 4)));
+  }
 
   get used(): number {
     return this.#used;
   }
 
-  /** Takes `bytes` if they fit under the limit. */
-  tryTake(bytes: number): boolean {
-    if (this.#used + bytes > this.limit) this.reclaim(this.#used + bytes - this.limit);
-    if (this.#used + bytes > this.limit) return false;
+  /** Takes `bytes`, of which `largeBytes` count against the large requests' share, if both fit. */
+  tryTake(bytes: number, largeBytes = 0): boolean {
+    const over = (): number =>
+      Math.max(this.#used + bytes - this.limit, this.#usedByLarge + largeBytes - this.largeLimit);
+    if (over() > 0) this.reclaim(over());
+    if (over() > 0) return false;
+    this.#usedByLarge += largeBytes;
     this.change(bytes);
     return true;
   }
@@ -37,7 +58,8 @@ export class ByteBudget {
     this.change(bytes);
   }
 
-  give(bytes: number): void {
+  give(bytes: number, largeBytes = 0): void {
+    this.#usedByLarge -= largeBytes;
     this.change(-bytes);
   }
 
@@ -51,6 +73,8 @@ export class ByteBudget {
 /** One request's share of the budget: its body as it arrives, then its answer until written out. */
 export class Reservation {
   #held = 0;
+  /** What of `#held` counts against the large requests' share: all of it, once it is over `largeBytes`. */
+  #heldAsLarge = 0;
   #released = false;
 
   constructor(private readonly budget: ByteBudget) {}
@@ -66,8 +90,11 @@ export class Reservation {
 
   take(bytes: number): boolean {
     if (this.#released) return true;
-    if (!this.budget.tryTake(bytes)) return false;
-    this.#held += bytes;
+    const held = this.#held + bytes;
+    const asLarge = held > this.budget.largeBytes ? held : 0;
+    if (!this.budget.tryTake(bytes, asLarge - this.#heldAsLarge)) return false;
+    this.#held = held;
+    this.#heldAsLarge = asLarge;
     return true;
   }
 
@@ -81,8 +108,9 @@ export class Reservation {
   release(): void {
     if (this.#released) return;
     this.#released = true;
-    this.budget.give(this.#held);
+    this.budget.give(this.#held, this.#heldAsLarge);
     this.#held = 0;
+    this.#heldAsLarge = 0;
   }
 }
 

@@ -61,6 +61,7 @@ function guard(app: FastifyInstance<Server>, options: TransportGuardOptions, don
   });
   const budget = new ByteBudget(
     limits.maxInflightBytes,
+    limits.maxBodyBytes,
     (used) => metrics.inflightBytes(used),
     (bytes) => connections.evictStalledHolders(bytes),
   );

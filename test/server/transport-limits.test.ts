@@ -383,6 +383,38 @@ describe('the in-flight byte budget (--max-inflight-bytes)', () => {
   });
 });
 
+describe('room kept for small requests in the byte budget', () => {
+  it('large bodies stalled within the grace hold at most three quarters of it: small reviews still get in', async () => {
+    // Large: over 64 KiB / 8 = 8 KiB. Large bodies together may hold 48 KiB; the grace never runs out here.
+    await withServer(
+      { maxBodyBytes: 20 * 1024, maxInflightBytes: 64 * 1024, slowClientGraceMs: 3_600_000 },
+      async (server, open) => {
+        const size = 20 * 1024;
+        for (const uid of ['s1', 's2']) {
+          const staller = open();
+          await staller.secure;
+          const held = nextEvent<number>(server.transport, 'inflight', (bytes) => bytes >= size);
+          await staller.write(postHead(size) + reviewOfSize(size, uid).subarray(0, 100).toString('latin1'));
+          await held;
+        }
+        const third = open();
+        await third.secure;
+        await third.write(postHead(size) + reviewOfSize(size, 's3').subarray(0, 100).toString('latin1'));
+        expect(parseHead(await third.receivedText('SI_BUSY')).status).toBe(503);
+
+        for (const uid of ['small-1', 'small-2']) {
+          const client = open();
+          await client.secure;
+          const review = reviewOfSize(6 * 1024, uid);
+          await client.write(Buffer.concat([Buffer.from(postHead(review.length)), review]));
+          expect(parseHead(await client.receivedText(`"uid":"${uid}"`)).status).toBe(200);
+        }
+        expect(await refusals(server, 'busy')).toBe(1);
+      },
+    );
+  });
+});
+
 describe('bodies that stall while others wait for the byte budget', () => {
   it('closes the body arriving longest past the grace, hands its bytes back, and serves the new one', async () => {
     await withServer(
