@@ -67,7 +67,7 @@ export function httpCall(
         if (size > limits.maxBodyBytes) fail('answer too large');
         else chunks.push(chunk);
       });
-      res.on('aborted', () => fail('ECONNRESET'));
+      // A connection cut mid-answer ends the response with an error (ECONNRESET), not with 'end'.
       res.on('error', (error) => fail(codeOf(error)));
       res.on('end', () => {
         if (settled) return;
