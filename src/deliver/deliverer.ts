@@ -101,7 +101,7 @@ export class Deliverer {
 
   /** Resolves once nothing is queued or running (timers for retries may still be set). */
   idle(): Promise<void> {
-    if (this.queue.length === 0 && this.running.size === 0) return Promise.resolve();
+    if (!this.busy()) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
@@ -119,7 +119,7 @@ export class Deliverer {
           this.running.delete(key);
           if (this.dirty.delete(key)) this.enqueue(key);
           this.pump();
-          if (this.queue.length === 0 && this.running.size === 0) for (const done of this.idleWaiters.splice(0)) done();
+          if (!this.busy()) for (const done of this.idleWaiters.splice(0)) done();
         });
     }
   }

@@ -33,6 +33,7 @@ export function eventQueue(options: EventQueueOptions): EventQueue {
   let draining = false;
   let recheck: (() => void) | undefined;
   let drainWaiters: (() => void)[] = [];
+  const empty = (): boolean => active === 0 && waiting.length === 0;
 
   const held = (): boolean => {
     const oldest = waiting[0];
@@ -59,7 +60,7 @@ export function eventQueue(options: EventQueueOptions): EventQueue {
           next();
         });
     }
-    if (active === 0 && waiting.length === 0) {
+    if (empty()) {
       for (const done of drainWaiters) done();
       drainWaiters = [];
     }
@@ -77,7 +78,7 @@ export function eventQueue(options: EventQueueOptions): EventQueue {
       draining = true;
       recheck?.();
       recheck = undefined;
-      if (active === 0 && waiting.length === 0) return Promise.resolve();
+      if (empty()) return Promise.resolve();
       const done = new Promise<void>((resolve) => drainWaiters.push(resolve));
       next();
       return done;
