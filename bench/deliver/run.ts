@@ -137,10 +137,6 @@ async function main(): Promise<void> {
         req.on('error', reject);
         req.end(body === undefined ? undefined : JSON.stringify(body));
       });
-    // All at once, so each Sandbox has its own connection open when its claim is sent.
-    await Promise.all(names.map((name) => call('GET', name)));
-    const open = Object.values(agent.freeSockets).reduce((sum, sockets) => sum + (sockets?.length ?? 0), 0);
-    if (open !== COUNT) throw new Error(`${open} of ${COUNT} claim connections open`);
     for (let tries = 0; ; tries += 1) {
       const lease = await cluster.kubectl([
         '-n',
@@ -156,6 +152,10 @@ async function main(): Promise<void> {
       await sleep(100);
     }
     await sleep(1000);
+    // All at once, right before the claims, so each Sandbox has its own connection open when its claim is sent.
+    await Promise.all(names.map((name) => call('GET', name)));
+    const open = Object.values(agent.freeSockets).reduce((sum, sockets) => sum + (sockets?.length ?? 0), 0);
+    if (open !== COUNT) throw new Error(`${open} of ${COUNT} claim connections open`);
 
     const sentAt = new Map<string, number>();
     const patchedAt = new Map<string, number>();
@@ -233,6 +233,8 @@ async function main(): Promise<void> {
       envdRequestsP50Ms: quantile(envdPhase, 0.5),
       envdRequestsP99Ms: quantile(envdPhase, 0.99),
       targetMet: quantile(fromRecorded, 0.99) < 1000 && requests / COUNT === 3,
+      // The controller's own histogram counts from the claim-timestamp, which the claimer sets as it sends.
+      targetMetFromSent: quantile(latencies, 0.99) < 1000 && requests / COUNT === 3,
     };
     process.stdout.write(
       `deliver-env: ${COUNT} Sandboxes claimed at once, claim annotation recorded (kube-apiserver's audit time) -> .env_ready written\n`,
@@ -250,7 +252,8 @@ async function main(): Promise<void> {
       `  claim answered -> first envd request (watch, queue): p50 ${result.acceptedToFirstRequestP50Ms} ms, p99 ${result.acceptedToFirstRequestP99Ms} ms; first envd request -> .env_ready: p50 ${result.envdRequestsP50Ms} ms, p99 ${result.envdRequestsP99Ms} ms\n`,
     );
     process.stdout.write(
-      `  target (p99 < 1000 ms, 3 requests per delivery): ${result.targetMet ? 'met' : 'NOT met'}\n`,
+      `  target (p99 < 1000 ms, 3 requests per delivery): ${result.targetMet ? 'met' : 'NOT met'}; ` +
+        `from the claim sent (its claim-timestamp, where the controller's own histogram starts): ${result.targetMetFromSent ? 'met' : 'NOT met'}\n`,
     );
     process.stdout.write(`${JSON.stringify(result)}\n`);
   } finally {
