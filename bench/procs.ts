@@ -60,6 +60,27 @@ export function send(port: number, ca: Buffer, body: string, path = '/mutate'): 
   });
 }
 
+// Compiled to dist/bench/procs.js (dist/ is outside lint and git); the package root is two levels up.
+const MAIN = new URL('../cli/main.js', import.meta.url).pathname;
+
+/** The built webhook's `serve` on 127.0.0.1:`port`, as `npm start` runs it but for its config and certificates. */
+export function webhookArgs(port: number, configFile: string, certsDir: string): string[] {
+  return [
+    MAIN,
+    'serve',
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--metrics-port',
+    '0',
+    '--config-file',
+    configFile,
+    '--self-signed-dir',
+    certsDir,
+  ];
+}
+
 export function startNode(args: string[]): ChildProcess {
   // Servers' stdout (the webhook's admission log lines) goes to /dev/null, as cheap a sink as a pipe.
   return spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'] });

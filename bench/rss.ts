@@ -13,11 +13,10 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { peak } from './load.js';
-import { freePort, stop, waitReady } from './procs.js';
+import { freePort, stop, waitReady, webhookArgs } from './procs.js';
 import { DEFAULT_SHAPES, parseShapes, shapeName, shapeReviews } from './reviews.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
-const MAIN = join(ROOT, 'dist/cli/main.js');
 const CONFIG_CASE = join(ROOT, 'test/fixtures/conformance/01-agent-runtime-basic.json');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
@@ -40,24 +39,10 @@ async function memory(pid: number): Promise<{ rss: number; hwm: number }> {
 async function run(nodeOptions: string, work: string, configFile: string): Promise<string> {
   const port = await freePort();
   const certs = join(work, `certs-${port}`);
-  const child = spawn(
-    process.execPath,
-    [
-      MAIN,
-      'serve',
-      '--host',
-      '127.0.0.1',
-      '--port',
-      String(port),
-      '--metrics-port',
-      '0',
-      '--config-file',
-      configFile,
-      '--self-signed-dir',
-      certs,
-    ],
-    { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, NODE_OPTIONS: nodeOptions } },
-  );
+  const child = spawn(process.execPath, webhookArgs(port, configFile, certs), {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, NODE_OPTIONS: nodeOptions },
+  });
   const pid = child.pid ?? 0;
   try {
     const ca = await waitReady(port, join(certs, 'ca.crt'), child);

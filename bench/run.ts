@@ -34,13 +34,12 @@ import {
   type ReviewTiming,
 } from './inprocess.js';
 import { autocannonRate, peak, steady, type LoadResult, type LoadTarget } from './load.js';
-import { freePort, procSample, send, startNode, stop, waitReady, type Reply } from './procs.js';
+import { freePort, procSample, send, startNode, stop, waitReady, webhookArgs, type Reply } from './procs.js';
 import { DEFAULT_SHAPES, INJECTING_UID, parseShapes, shapeName, shapeReviews, type ShapeReviews } from './reviews.js';
 
 // Compiled to dist/bench/run.js (dist/ is outside lint and git); the package root is two levels up.
 const DIST = new URL('../', import.meta.url).href;
 const ROOT = new URL('../../', import.meta.url).pathname;
-const MAIN = join(ROOT, 'dist/cli/main.js');
 const BASELINE = new URL('./baseline-server.js', import.meta.url).pathname;
 const CONFIG_CASE = join(ROOT, 'test/fixtures/conformance/01-agent-runtime-basic.json');
 // Read as the run starts, right after `npm run bench` built dist/: a commit made during the run is not measured.
@@ -403,20 +402,7 @@ async function main(): Promise<void> {
     const local = await inProcess(configFile, shapes);
 
     const webhookPort = await freePort();
-    const webhook = startNode([
-      MAIN,
-      'serve',
-      '--host',
-      '127.0.0.1',
-      '--port',
-      String(webhookPort),
-      '--metrics-port',
-      '0',
-      '--config-file',
-      configFile,
-      '--self-signed-dir',
-      join(work, 'certs'),
-    ]);
+    const webhook = startNode(webhookArgs(webhookPort, configFile, join(work, 'certs')));
     children.push(webhook);
     const ca = await waitReady(webhookPort, join(work, 'certs/ca.crt'), webhook);
     // The webhook's TLS policy is its own and may change; the floors take whichever suite it negotiates.
