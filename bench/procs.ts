@@ -60,7 +60,7 @@ export function send(port: number, ca: Buffer, body: string, path = '/mutate'): 
   });
 }
 
-// Compiled to dist/bench/procs.js (dist/ is outside lint and git); the package root is two levels up.
+// Compiled to dist/bench/procs.js (dist/ is outside lint and git): the built CLI is one level up.
 const MAIN = new URL('../cli/main.js', import.meta.url).pathname;
 
 /** The built webhook's `serve` on 127.0.0.1:`port`, as `npm start` runs it but for its config and certificates. */
