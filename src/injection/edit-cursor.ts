@@ -2,10 +2,7 @@
  * The pieces the pod editor (editor.ts) is made of: cursors over the objects it owns, and places for final edits.
  * Each records the RFC 6902 operation of every write it makes.
  */
-import { escapePointer } from '../util/json-pointer.js';
-
-/** One step of a path into the pod: an object key or an array index. */
-export type Segment = string | number;
+import { childPointer, pointerOf, pointerUnder, token, type Segment } from './pointers.js';
 
 /**
  * One edit, as the RFC 6902 operation that makes it. Applied in order to the original pod, the editor's
@@ -71,7 +68,7 @@ export class EditCursor {
   append(values: readonly unknown[]): void {
     const list = this.node as unknown as unknown[];
     for (const value of values) {
-      this.record('add', childPointer(this.pointer, String(list.length)), value);
+      this.record('add', childPointer(this.pointer, token(list.length)), value);
       list.push(value);
     }
   }
@@ -124,8 +121,7 @@ export class FinalPlace {
     let parent = this.node;
     for (let i = 0; i < segments.length - 1; i++) parent = parent[segments[i] as Segment] as Node;
     const key = segments[segments.length - 1] as Segment;
-    // Joined, so the path is a flat string (see childPointer).
-    this.record(Object.hasOwn(parent, key) ? 'replace' : 'add', [this.pointer, below.pointer].join(''), value);
+    this.record(Object.hasOwn(parent, key) ? 'replace' : 'add', pointerUnder(this.pointer, below.pointer), value);
   }
 
   /**
@@ -133,8 +129,7 @@ export class FinalPlace {
    * look up again (a probe's command is two lookups down, on objects of many shapes).
    */
   replace(below: RelativePath, value: unknown): void {
-    // Joined, so the path is a flat string (see childPointer).
-    this.record('replace', [this.pointer, below.pointer].join(''), value);
+    this.record('replace', pointerUnder(this.pointer, below.pointer), value);
   }
 
   /** Appends to the array at `key` of this place, created when missing. */
@@ -145,24 +140,6 @@ export class FinalPlace {
     let length = 0;
     if (Array.isArray(current)) length = current.length;
     else this.record(Object.hasOwn(this.node, key) ? 'replace' : 'add', pointer, []);
-    for (const value of values) this.record('add', childPointer(pointer, String(length++)), value);
+    for (const value of values) this.record('add', childPointer(pointer, token(length++)), value);
   }
-}
-
-export function pointerOf(path: readonly Segment[]): string {
-  return path.length === 0 ? '' : ['', ...path.map(token)].join('/');
-}
-
-/**
- * The pointer of `token` under `parent`. Joined, not concatenated: V8 keeps a concatenation of 13 characters or
- * more as a rope (a cons string), and on Node 26 JSON.stringify's fast path takes flat strings only, so a patch
- * whose paths were ropes took 2.4 times as long to stringify (docs/benchmark.md). A join makes a flat string.
- */
-export function childPointer(parent: string, token: string): string {
-  return [parent, token].join('/');
-}
-
-/** One JSON pointer token (RFC 6901). */
-export function token(segment: Segment): string {
-  return typeof segment === 'number' ? String(segment) : escapePointer(segment);
 }

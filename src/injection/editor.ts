@@ -1,8 +1,10 @@
 import { unescapePointer } from '../util/json-pointer.js';
-import { EditCursor, FinalPlace, pointerOf, type EditOperation, type Node, type Segment } from './edit-cursor.js';
+import { EditCursor, FinalPlace, type EditOperation, type Node } from './edit-cursor.js';
+import { pointerOf, type Segment } from './pointers.js';
 import type { MetadataMap, Pod } from './types.js';
 
-export { relativePath, type EditOperation, type RelativePath, type Segment } from './edit-cursor.js';
+export { relativePath, type EditOperation, type RelativePath } from './edit-cursor.js';
+export type { Segment } from './pointers.js';
 
 export type { MetadataMap };
 
