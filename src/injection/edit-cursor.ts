@@ -2,7 +2,7 @@
  * The pieces the pod editor (editor.ts) is made of: cursors over the objects it owns, and places for final edits.
  * Each records the RFC 6902 operation of every write it makes.
  */
-import { childPointer, pointerOf, pointerUnder, token, type Segment } from './pointers.js';
+import { childPointer, pointerOf, pointerUnder, type Segment } from './pointers.js';
 
 /**
  * One edit, as the RFC 6902 operation that makes it. Applied in order to the original pod, the editor's
@@ -42,7 +42,7 @@ export class EditCursor {
     const known = this.known(key);
     // A cursor whose object is no longer at its key was replaced by `set`: the new value is not ours.
     if (known !== undefined && known.node === current) return known;
-    const pointer = childPointer(this.pointer, token(key));
+    const pointer = childPointer(this.pointer, key);
     let copy: Node;
     if (current !== null && typeof current === 'object') {
       // Object.assign rather than a spread: V8 gives a spread clone a map of its own, outside the transition
@@ -60,7 +60,7 @@ export class EditCursor {
 
   /** Sets `key` to `value`, which from then on is the caller's and only ever copied, never written into. */
   set(key: Segment, value: unknown): void {
-    this.record(Object.hasOwn(this.node, key) ? 'replace' : 'add', childPointer(this.pointer, token(key)), value);
+    this.record(Object.hasOwn(this.node, key) ? 'replace' : 'add', childPointer(this.pointer, key), value);
     this.node[key] = value;
   }
 
@@ -68,7 +68,7 @@ export class EditCursor {
   append(values: readonly unknown[]): void {
     const list = this.node as unknown as unknown[];
     for (const value of values) {
-      this.record('add', childPointer(this.pointer, token(list.length)), value);
+      this.record('add', childPointer(this.pointer, list.length), value);
       list.push(value);
     }
   }
@@ -135,11 +135,11 @@ export class FinalPlace {
   /** Appends to the array at `key` of this place, created when missing. */
   append(key: Segment, values: readonly unknown[]): void {
     if (values.length === 0) return;
-    const pointer = childPointer(this.pointer, token(key));
+    const pointer = childPointer(this.pointer, key);
     const current = this.node[key];
     let length = 0;
     if (Array.isArray(current)) length = current.length;
     else this.record(Object.hasOwn(this.node, key) ? 'replace' : 'add', pointer, []);
-    for (const value of values) this.record('add', childPointer(pointer, token(length++)), value);
+    for (const value of values) this.record('add', childPointer(pointer, length++), value);
   }
 }

@@ -21,47 +21,44 @@ export type Segment = string | number;
 
 const MAX_KEPT = 4096;
 const MAX_KEPT_LENGTH = 128;
-/** Array indexes below this have their token made once: String(index) allocates a new string each time. */
-const INDEX_TOKENS = Array.from({ length: 1024 }, (_, i) => String(i));
 
-/** Pointers kept, by the pointer they extend, then by what extends it: a token, or (`under`) a pointer below. */
-const children = new Map<string, Map<string, string>>();
+/**
+ * Pointers kept, by the pointer they extend, then by what extends it: a segment as the caller has it (so a hit
+ * escapes nothing and turns no index into a string), or (`under`) a pointer below.
+ */
+const children = new Map<string, Map<Segment, string>>();
 const under = new Map<string, Map<string, string>>();
 let keptCount = 0;
 
-function remembered(kept: Map<string, Map<string, string>>, base: string, tail: string, separator: string): string {
+/** Keeps `pointer`, made for `tail` under `base`, unless the bound is reached; returns it either way. */
+function keep<K extends Segment>(kept: Map<string, Map<K, string>>, base: string, tail: K, pointer: string): string {
+  if (keptCount >= MAX_KEPT || pointer.length > MAX_KEPT_LENGTH) return pointer;
   const below = kept.get(base);
-  const known = below?.get(tail);
-  if (known !== undefined) return known;
-  const pointer = [base, tail].join(separator);
-  if (keptCount < MAX_KEPT && pointer.length <= MAX_KEPT_LENGTH) {
-    if (below === undefined) kept.set(base, new Map([[tail, pointer]]));
-    else below.set(tail, pointer);
-    keptCount += 1;
-  }
+  if (below === undefined) kept.set(base, new Map([[tail, pointer]]));
+  else below.set(tail, pointer);
+  keptCount += 1;
   return pointer;
 }
 
-/** The pointer of `token` under `parent`. */
-export function childPointer(parent: string, token: string): string {
-  return remembered(children, parent, token, '/');
+/** The pointer of `segment` under `parent`. */
+export function childPointer(parent: string, segment: Segment): string {
+  return children.get(parent)?.get(segment) ?? keep(children, parent, segment, [parent, token(segment)].join('/'));
 }
 
 /** `below`, a pointer relative to `base` (it starts with a slash), as a pointer from the root. */
 export function pointerUnder(base: string, below: string): string {
-  return remembered(under, base, below, '');
+  return under.get(base)?.get(below) ?? keep(under, base, below, [base, below].join(''));
 }
 
 export function pointerOf(path: readonly Segment[]): string {
   let pointer = '';
-  for (const segment of path) pointer = childPointer(pointer, token(segment));
+  for (const segment of path) pointer = childPointer(pointer, segment);
   return pointer;
 }
 
 /** One JSON pointer token (RFC 6901). */
 export function token(segment: Segment): string {
-  if (typeof segment === 'string') return escapePointer(segment);
-  return INDEX_TOKENS[segment] ?? String(segment);
+  return typeof segment === 'string' ? escapePointer(segment) : String(segment);
 }
 
 /** How many pointers are kept, for the test of the bound. */

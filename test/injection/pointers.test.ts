@@ -10,7 +10,9 @@ describe('pointers', () => {
     );
     expect(pointerOf(['', 0])).toBe('//0');
     expect(token(5000)).toBe('5000');
-    expect(childPointer('/spec/volumes', token(12))).toBe('/spec/volumes/12');
+    expect(childPointer('/spec/volumes', 12)).toBe('/spec/volumes/12');
+    expect(childPointer('/spec/volumes', '12')).toBe('/spec/volumes/12');
+    expect(childPointer('/metadata/labels', 'a/b')).toBe('/metadata/labels/a~1b');
     expect(pointerUnder('/spec/containers/2', '/livenessProbe/exec/command')).toBe(
       '/spec/containers/2/livenessProbe/exec/command',
     );
@@ -22,7 +24,7 @@ describe('pointers', () => {
     // A base and a pointer below it are kept apart from a parent and a token of the same text.
     expect(pointerUnder('/a', '/b')).toBe('/a/b');
     expect(childPointer('/a', 'b')).toBe('/a/b');
-    expect(childPointer('/a', '/b')).toBe('/a//b');
+    expect(childPointer('/a', '/b')).toBe('/a/~1b');
   });
 
   it('keep a bounded number, and stay right past the bound', () => {
