@@ -1,9 +1,9 @@
 /**
  * The JSON pointers (RFC 6901) of the patch's operations, made once per process. Every admission of the same pod
  * shape writes the same paths (`/spec/containers/3/livenessProbe/exec/command` and the like): on the bench's
- * 15 KB review, making them afresh for each operation was over a quarter of the review's own time
- * (docs/benchmark.md). So a pointer made is kept, under its parent and its last part, and the next admission
- * looks it up instead.
+ * 15 KB review, making them afresh for each operation was over a quarter of the review's decisions, about 19 of
+ * 67 µs (docs/benchmark.md). So a pointer made is kept, under its parent and its last part, and the next
+ * admission looks it up instead.
  *
  * Bounded: at most MAX_KEPT pointers of at most MAX_KEPT_LENGTH characters are kept, under a megabyte with the
  * maps around them, whatever the pods (docs/install.md, "Memory"). Past the bound a pointer is made as before and
