@@ -10,7 +10,7 @@ import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TransportLimits } from '../../src/server/transport.js';
 import { loadConformanceCases, reviewFor } from '../support/conformance.js';
-import { parseHead, postHead, rawTls, type RawTlsConnection } from './support/raw-tls.js';
+import { parseHead, postHead, postRequest, rawTls, type RawTlsConnection } from './support/raw-tls.js';
 import { servingPki, temporaryDirectory } from './support/pki.js';
 import { nextEvent, startTestServer, type TestServer } from './support/server.js';
 
@@ -87,7 +87,7 @@ describe('the request timeout (--request-timeout-seconds)', () => {
       const client = open();
       await client.secure;
       const body = reviewOfSize(2000);
-      await client.write(postHead(body.length) + body.subarray(0, 1000).toString('latin1'));
+      await client.write(postRequest(body, 1000));
       await client.closed;
 
       const answer = parseHead(client.received());
@@ -157,7 +157,7 @@ describe('answers the client does not read', () => {
       const review = reviewWithLargeAnswer(commandBytes);
       // The reservation grows from the body to the answer when the answer is written.
       const answered = nextEvent<number>(server.transport, 'inflight', (bytes) => bytes > review.length);
-      await client.write(Buffer.concat([Buffer.from(postHead(review.length)), review]));
+      await client.write(postRequest(review));
       await answered;
       // The client reads nothing, so it would never see the close: the server's side is watched instead.
       const closed = nextEvent<number>(server.transport, 'connections', (open) => open === 0);
@@ -176,7 +176,7 @@ describe('answers the client does not read', () => {
       const reviews = [reviewOfSize(2_000, 'first'), reviewOfSize(2_000, 'second')];
       // One write: the second request arrives while the first is still being reviewed, as a client that
       // never waits for its answers sends them.
-      await client.write(Buffer.concat(reviews.flatMap((review) => [Buffer.from(postHead(review.length)), review])));
+      await client.write(Buffer.concat(reviews.map((review) => postRequest(review))));
       const outcome = await Promise.race([
         client.closed.then(() => 'closed'),
         client.receivedText('"uid":"second"').then(() => 'both answered'),
@@ -193,7 +193,7 @@ describe('answers the client does not read', () => {
       await client.secure;
       for (const uid of ['first', 'second', 'third']) {
         const review = reviewOfSize(2_000, uid);
-        await client.write(Buffer.concat([Buffer.from(postHead(review.length)), review]));
+        await client.write(postRequest(review));
         await client.receivedText(`"uid":"${uid}"`);
       }
       expect(client.received().match(/HTTP\/1\.1 200 /g)).toHaveLength(3);
@@ -211,7 +211,7 @@ describe('answers the client does not read', () => {
       const closed = nextEvent<number>(server.transport, 'connections', (open) => open === 0);
       const released = nextEvent<number>(server.transport, 'inflight', (bytes) => bytes === 0);
       const review = reviewWithLargeAnswer(commandBytes);
-      await client.write(Buffer.concat([Buffer.from(postHead(review.length)), review]));
+      await client.write(postRequest(review));
       await closed;
       await released;
       expect(await refusals(server, 'unread_response')).toBe(1);
@@ -330,13 +330,13 @@ describe('the in-flight byte budget (--max-inflight-bytes)', () => {
       await holder.secure;
       const held = nextEvent<number>(server.transport, 'inflight', (bytes) => bytes >= size);
       const first = reviewOfSize(size, 'first');
-      await holder.write(postHead(first.length) + first.subarray(0, 100).toString('latin1'));
+      await holder.write(postRequest(first, 100));
       await held;
 
       const second = open();
       await second.secure;
       const secondReview = reviewOfSize(size, 'second');
-      const request = Buffer.concat([Buffer.from(postHead(secondReview.length)), secondReview]);
+      const request = postRequest(secondReview);
       await second.write(request);
       const busy = parseHead(await second.receivedText('SI_BUSY'));
       expect(busy.status).toBe(503);
@@ -394,19 +394,19 @@ describe('room kept for small requests in the byte budget', () => {
           const staller = open();
           await staller.secure;
           const held = nextEvent<number>(server.transport, 'inflight', (bytes) => bytes >= size);
-          await staller.write(postHead(size) + reviewOfSize(size, uid).subarray(0, 100).toString('latin1'));
+          await staller.write(postRequest(reviewOfSize(size, uid), 100));
           await held;
         }
         const third = open();
         await third.secure;
-        await third.write(postHead(size) + reviewOfSize(size, 's3').subarray(0, 100).toString('latin1'));
+        await third.write(postRequest(reviewOfSize(size, 's3'), 100));
         expect(parseHead(await third.receivedText('SI_BUSY')).status).toBe(503);
 
         for (const uid of ['small-1', 'small-2']) {
           const client = open();
           await client.secure;
           const review = reviewOfSize(6 * 1024, uid);
-          await client.write(Buffer.concat([Buffer.from(postHead(review.length)), review]));
+          await client.write(postRequest(review));
           expect(parseHead(await client.receivedText(`"uid":"${uid}"`)).status).toBe(200);
         }
         expect(await refusals(server, 'busy')).toBe(1);
@@ -425,13 +425,13 @@ describe('bodies that stall while others wait for the byte budget', () => {
         await staller.secure;
         const held = nextEvent<number>(server.transport, 'inflight', (bytes) => bytes >= size);
         const stalled = reviewOfSize(size, 'stalled');
-        await staller.write(postHead(stalled.length) + stalled.subarray(0, 100).toString('latin1'));
+        await staller.write(postRequest(stalled, 100));
         await held;
 
         const next = open();
         await next.secure;
         const review = reviewOfSize(size, 'next');
-        await next.write(Buffer.concat([Buffer.from(postHead(review.length)), review]));
+        await next.write(postRequest(review));
         expect(parseHead(await next.receivedText('"uid":"next"')).status).toBe(200);
         expect(await staller.closed).toBeDefined();
         expect(staller.received()).toBe('');

@@ -76,6 +76,11 @@ export function postHead(length: number, headers: Record<string, string> = {}): 
   return `POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n${extra}\r\n`;
 }
 
+/** A POST /mutate of `body` as raw bytes: all of it, or only its first `sent` bytes, leaving the body unfinished. */
+export function postRequest(body: Buffer, sent = body.length): Buffer {
+  return Buffer.concat([Buffer.from(postHead(body.length)), body.subarray(0, sent)]);
+}
+
 /** The status line and headers of the first answer in `text`, lower-cased names. */
 export function parseHead(text: string): { status: number; headers: Record<string, string>; body: string } {
   const end = text.indexOf('\r\n\r\n');
