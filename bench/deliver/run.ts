@@ -42,7 +42,10 @@ async function main(): Promise<void> {
   const audit = auditFlags(auditDir, [
     { level: 'Metadata', verbs: ['patch'], resources: [{ group: 'agents.kruise.io', resources: ['sandboxes'] }] },
   ]);
-  const cluster = await startCluster({ binDir, apiserverArgs: audit.flags });
+  const cluster = await startCluster({ binDir, apiserverArgs: audit.flags }).catch((error: unknown) => {
+    rmSync(auditDir, { recursive: true, force: true });
+    throw error;
+  });
   const dirs: string[] = [auditDir];
   const doubles: EnvdDouble[] = [];
   let controller: ReturnType<typeof spawn> | undefined;
