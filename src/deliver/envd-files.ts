@@ -5,20 +5,26 @@
  * - `GET /files?path=&username=`: the file's bytes, 404 when it does not exist;
  * - `POST /files?path=&username=`: multipart upload, the part named `file`; creates or truncates the target in
  *   place, owned by `username`, mode 0666 less envd's umask;
- * - `POST /filesystem.Filesystem/Move`: Connect protocol, JSON `{"source","destination"}`, the user in
- *   `Authorization: Basic`.
+ * - `POST /filesystem.Filesystem/Move` `{"source","destination"}`, `.../ListDir` `{"path","depth"}` and
+ *   `.../Remove` `{"path"}`: Connect protocol, unary, JSON, the user in `Authorization: Basic`. Remove is a
+ *   remove-all: a path that is not there is no error.
  *
- * Every request carries the access token as `X-Access-Token`. Redirects are not followed: a runtime URL that
- * redirects is not envd. Answers are read up to a bound and under a timeout, so a hostile or broken server can
- * neither hang a delivery nor fill memory. Errors name the operation, the path and the status, never a body
- * (envd may echo what it was sent) or a token.
+ * Every request carries the access token as `X-Access-Token`, and is sent only while the caller's lease term
+ * is fresh, checked right before it goes; the term's end aborts it. Redirects are not followed: a runtime URL
+ * that redirects is not envd. Answers are read up to a bound and under a timeout, so a hostile or broken server
+ * can neither hang a delivery nor fill memory. Errors name the operation, the path and the status, never a
+ * body (envd may echo what it was sent) or a token.
  */
 import { posix } from 'node:path';
+import type { RuntimeEndpoint } from './claim.js';
 import { httpCall, HttpCallError, multipartFile, runtimeAgent, type HttpAnswer } from './http-call.js';
 import type { DeliveryStep, ReadyState } from './plan.js';
 
-/** `unauthorized` and `rejected` wait for the Sandbox to change; `unavailable` is retried with backoff. */
-export type EnvdErrorKind = 'unauthorized' | 'rejected' | 'unavailable';
+/**
+ * `unauthorized` and `rejected` wait for the Sandbox to change; `unavailable` is retried with backoff;
+ * `aborted`: the lease term ended (or was not provably fresh), so nothing more is sent in it.
+ */
+export type EnvdErrorKind = 'unauthorized' | 'rejected' | 'unavailable' | 'aborted';
 
 export class EnvdError extends Error {
   override readonly name = 'EnvdError';
@@ -31,90 +37,127 @@ export class EnvdError extends Error {
   }
 }
 
-export interface EnvdEndpoint {
-  runtimeUrl: string;
-  accessToken: string | undefined;
-  /** Owner of the files written, and the user Move runs as. */
-  user: string;
+/** Who may send: the lease term the request belongs to. */
+export interface SendGuard {
+  readonly signal: AbortSignal;
+  fresh(): boolean;
 }
 
-export type EnvdOperation = 'get' | 'upload' | 'move';
+export type EnvdOperation = 'get' | 'upload' | 'move' | 'list' | 'remove';
 
 export interface EnvdFilesDeps {
   /** Bounds a whole request, its answer's body included. */
   timeoutMs: number;
   /** The most of an answer's body that is read; past it the answer counts as broken. */
   maxBodyBytes: number;
+  /** Owner of the files written, and the user Move, ListDir and Remove run as. */
+  user: string;
   /** Each request's outcome, for the requests metric: an HTTP status, or 'error' when none came. */
   onRequest?: (operation: EnvdOperation, outcome: number | 'error') => void;
 }
 
 export interface EnvdFiles {
-  readReady(endpoint: EnvdEndpoint, path: string): Promise<ReadyState>;
-  run(endpoint: EnvdEndpoint, step: DeliveryStep): Promise<void>;
+  readReady(endpoint: RuntimeEndpoint, path: string, guard: SendGuard): Promise<ReadyState>;
+  /** The names in folder `path` (one level); a missing folder is empty. */
+  list(endpoint: RuntimeEndpoint, path: string, guard: SendGuard): Promise<string[]>;
+  run(endpoint: RuntimeEndpoint, step: DeliveryStep, guard: SendGuard): Promise<void>;
 }
 
 export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
-  const agent = runtimeAgent();
+  const plainAgent = runtimeAgent();
   const call = async (
     operation: EnvdOperation,
     what: string,
+    endpoint: RuntimeEndpoint,
     url: string,
-    init: Parameters<typeof httpCall>[2],
+    init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: Buffer },
+    guard: SendGuard,
   ): Promise<HttpAnswer> => {
+    if (!guard.fresh() || guard.signal.aborted)
+      throw new EnvdError('aborted', `${what}: not sent, the Lease is not provably held`);
     try {
-      const answer = await httpCall(agent, url, init, deps);
+      const answer = await httpCall(
+        endpoint.tlsAgent ?? plainAgent,
+        url,
+        { ...init, headers: { ...tokenHeader(endpoint), ...init.headers }, signal: guard.signal },
+        deps,
+      );
       deps.onRequest?.(operation, answer.status);
       return answer;
     } catch (error) {
       if (!(error instanceof HttpCallError)) throw error;
+      if (guard.signal.aborted) throw new EnvdError('aborted', `${what}: cut, the Lease term ended`);
       if (error.status === undefined) {
         deps.onRequest?.(operation, 'error');
         throw new EnvdError('unavailable', `${what}: ${error.problem}`);
       }
       deps.onRequest?.(operation, error.status);
-      throw new EnvdError(
-        'unavailable',
-        `${what}: answer HTTP ${error.status} unreadable: ${error.problem}`,
-        error.status,
-      );
+      throw new EnvdError('unavailable', `${what}: answer HTTP ${error.status} unreadable: ${error.problem}`, error.status);
     }
   };
+  const connect = (
+    operation: EnvdOperation,
+    what: string,
+    endpoint: RuntimeEndpoint,
+    method: string,
+    message: unknown,
+    guard: SendGuard,
+  ): Promise<HttpAnswer> =>
+    call(
+      operation,
+      what,
+      endpoint,
+      `${endpoint.url}/filesystem.Filesystem/${method}`,
+      {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'connect-protocol-version': '1',
+          authorization: `Basic ${Buffer.from(`${deps.user}:`).toString('base64')}`,
+        },
+        body: Buffer.from(JSON.stringify(message), 'utf8'),
+      },
+      guard,
+    );
 
   return {
-    async readReady(endpoint, path) {
+    async readReady(endpoint, path, guard) {
       const what = `GET ${path}`;
-      const { status, body } = await call('get', what, filesUrl(endpoint, path), {
-        method: 'GET',
-        headers: headers(endpoint),
-      });
+      const { status, body } = await call('get', what, endpoint, filesUrl(endpoint, path, deps.user), { method: 'GET', headers: {} }, guard);
       if (status === 404) return { found: false };
       if (status === 200) return { found: true, body };
       throw statusError(what, status);
     },
-    async run(endpoint, step) {
+    async list(endpoint, path, guard) {
+      const what = `list ${path}`;
+      const { status, body } = await connect('list', what, endpoint, 'ListDir', { path, depth: 1 }, guard);
+      if (status === 404) return [];
+      if (status !== 200) throw statusError(what, status);
+      return entryNames(body, path, what);
+    },
+    async run(endpoint, step, guard) {
       if (step.op === 'upload') {
         const what = `upload ${step.path}`;
         const form = multipartFile('file', posix.basename(step.path), step.body);
-        const { status } = await call('upload', what, filesUrl(endpoint, step.path), {
-          method: 'POST',
-          headers: { ...headers(endpoint), 'content-type': form.type },
-          body: form.body,
-        });
+        const { status } = await call(
+          'upload',
+          what,
+          endpoint,
+          filesUrl(endpoint, step.path, deps.user),
+          { method: 'POST', headers: { 'content-type': form.type }, body: form.body },
+          guard,
+        );
         if (status < 200 || status > 299) throw statusError(what, status);
         return;
       }
+      if (step.op === 'remove') {
+        const what = `remove ${step.path}`;
+        const { status } = await connect('remove', what, endpoint, 'Remove', { path: step.path }, guard);
+        if (status !== 200) throw statusError(what, status);
+        return;
+      }
       const what = `move ${step.source} to ${step.destination}`;
-      const { status } = await call('move', what, `${endpoint.runtimeUrl}/filesystem.Filesystem/Move`, {
-        method: 'POST',
-        headers: {
-          ...headers(endpoint),
-          'content-type': 'application/json',
-          'connect-protocol-version': '1',
-          authorization: `Basic ${Buffer.from(`${endpoint.user}:`).toString('base64')}`,
-        },
-        body: Buffer.from(JSON.stringify({ source: step.source, destination: step.destination }), 'utf8'),
-      });
+      const { status } = await connect('move', what, endpoint, 'Move', { source: step.source, destination: step.destination }, guard);
       // A missing source means the upload before it was lost (a new, empty volume): plan again.
       if (status === 404) throw new EnvdError('unavailable', `${what}: HTTP 404`, status);
       if (status !== 200) throw statusError(what, status);
@@ -122,20 +165,39 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
   };
 }
 
-function filesUrl(endpoint: EnvdEndpoint, path: string): string {
-  const query = new URLSearchParams({ path, username: endpoint.user });
-  return `${endpoint.runtimeUrl}/files?${query.toString()}`;
+function filesUrl(endpoint: RuntimeEndpoint, path: string, user: string): string {
+  const query = new URLSearchParams({ path, username: user });
+  return `${endpoint.url}/files?${query.toString()}`;
 }
 
-function headers(endpoint: EnvdEndpoint): Record<string, string> {
+function tokenHeader(endpoint: RuntimeEndpoint): Record<string, string> {
   return endpoint.accessToken === undefined ? {} : { 'x-access-token': endpoint.accessToken };
 }
 
+/** The entries' base names, only those directly in `folder`; an answer of another shape is envd's fault. */
+function entryNames(body: string, folder: string, what: string): string[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    throw new EnvdError('unavailable', `${what}: the answer is not JSON`);
+  }
+  const entries = (parsed as { entries?: unknown } | null)?.entries;
+  if (entries === undefined) return [];
+  if (!Array.isArray(entries)) throw new EnvdError('unavailable', `${what}: the answer has no entries list`);
+  const names: string[] = [];
+  for (const entry of entries as unknown[]) {
+    const { name, path } = (entry ?? {}) as { name?: unknown; path?: unknown };
+    if (typeof name !== 'string' || name === '' || name.includes('/')) continue;
+    if (typeof path === 'string' && posix.dirname(posix.normalize(path)) !== posix.normalize(folder)) continue;
+    names.push(name);
+  }
+  return names;
+}
+
 function statusError(what: string, status: number): EnvdError {
-  if (status === 401 || status === 403)
-    return new EnvdError('unauthorized', `${what}: HTTP ${status} (token refused)`, status);
-  if (status >= 500 || status === 408 || status === 429)
-    return new EnvdError('unavailable', `${what}: HTTP ${status}`, status);
+  if (status === 401 || status === 403) return new EnvdError('unauthorized', `${what}: HTTP ${status} (token refused)`, status);
+  if (status >= 500 || status === 408 || status === 429) return new EnvdError('unavailable', `${what}: HTTP ${status}`, status);
   if (status >= 300 && status < 400)
     return new EnvdError('rejected', `${what}: HTTP ${status} (redirects are not followed)`, status);
   return new EnvdError('rejected', `${what}: HTTP ${status}`, status);

@@ -5,7 +5,7 @@
  * still go out, late). They then go out a few at a time. The queue is bounded: past `limit` waiting, the
  * oldest is dropped and counted.
  */
-import type { Clock } from './deliverer.js';
+import type { Clock } from '../util/clock.js';
 
 export interface EventQueue {
   push(send: () => Promise<void>): void;
@@ -38,7 +38,7 @@ export function eventQueue(options: EventQueueOptions): EventQueue {
   const held = (): boolean => {
     const oldest = waiting[0];
     if (draining || oldest === undefined || !options.busy()) return false;
-    const left = oldest.at + options.maxHoldMs - options.clock.now();
+    const left = oldest.at + options.maxHoldMs - options.clock.monotonic();
     if (left <= 0) return false;
     recheck ??= options.clock.setTimer(
       () => {
@@ -67,7 +67,7 @@ export function eventQueue(options: EventQueueOptions): EventQueue {
   };
   return {
     push(send) {
-      waiting.push({ send, at: options.clock.now() });
+      waiting.push({ send, at: options.clock.monotonic() });
       if (waiting.length > options.limit) {
         waiting.shift();
         options.onDropped();

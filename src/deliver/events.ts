@@ -1,32 +1,43 @@
 /**
- * Kubernetes Events on the Sandbox, one per delivery and one per failure streak. The message names what was
- * done or what failed (a count of variables, an operation and a status), never a value or a token.
+ * Kubernetes Events on the Sandbox: one per write (delivery or clearing) and one per failure streak. The
+ * message names what was done or what failed (a count of variables, an operation and a status), never a value
+ * or a token.
  */
 import type { CoreV1Api, CoreV1Event } from '@kubernetes/client-node';
+import { SANDBOX_GROUP, SANDBOX_VERSION } from '../admission/sandbox-owner.js';
 import type { DeliverySandbox } from './claim.js';
-import type { DeliveryOutcome } from './deliverer.js';
+import type { DeliveryOutcome, FailureEvent } from './outcome.js';
 
 export const COMPONENT = 'sandbox-injector-deliver-env';
 
 export interface SandboxEvent {
-  reason: 'EnvDelivered' | 'EnvDeliveryFailed';
+  reason: 'EnvDelivered' | 'EnvCleared' | FailureEvent;
   type: 'Normal' | 'Warning';
   message: string;
 }
 
-/** The Event an outcome gets, if any: a delivery, or the first failure since the last success. */
+/** The Event an outcome gets, if any: a write, or the first failure since the last success. */
 export function eventFor(outcome: DeliveryOutcome): SandboxEvent | undefined {
   if (outcome.kind === 'delivered') {
+    if (outcome.delivery === 'cleared') {
+      return {
+        reason: 'EnvCleared',
+        type: 'Normal',
+        message: `the claim ended: removed .env_ready, env.sh and temporary files from pod ${outcome.podUid}`,
+      };
+    }
     const what = `${outcome.variables} variable${outcome.variables === 1 ? '' : 's'}`;
+    const verb = outcome.delivery === 'change' ? 'rewrote' : 'wrote';
+    const why = outcome.delivery === 'empty' ? ', claimed without a request' : outcome.delivery === 'resume' ? ', a new pod of the claim' : '';
     return {
       reason: 'EnvDelivered',
       type: 'Normal',
-      message: `${outcome.rewrite ? 'rewrote' : 'wrote'} env.sh (${what}) and .env_ready in pod ${outcome.podUid}`,
+      message: `${verb} env.sh (${what}${why}) and .env_ready in pod ${outcome.podUid}`,
     };
   }
   if (outcome.kind === 'failed' && outcome.firstOfStreak) {
-    const retry = outcome.retryInMs === undefined ? 'not retried until the Sandbox changes' : 'retrying with backoff';
-    return { reason: 'EnvDeliveryFailed', type: 'Warning', message: `${outcome.reason}: ${outcome.message}; ${retry}` };
+    const retry = outcome.retrying ? 'retrying with backoff' : 'not retried until the Sandbox changes';
+    return { reason: outcome.event, type: 'Warning', message: `${outcome.reason}: ${outcome.message}; ${retry}` };
   }
   return undefined;
 }
@@ -44,7 +55,7 @@ export function eventObject(
   return {
     metadata: { generateName: `${name}.`, namespace },
     involvedObject: {
-      apiVersion: 'agents.kruise.io/v1alpha1',
+      apiVersion: `${SANDBOX_GROUP}/${SANDBOX_VERSION}`,
       kind: 'Sandbox',
       name,
       namespace,

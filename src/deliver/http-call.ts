@@ -1,7 +1,8 @@
 /**
- * One plain-HTTP request to an agent-runtime, on node:http: redirects are never followed, the whole exchange
- * is bounded by a timeout and the answer's body by a size, and a failure says only what kind it was (a code,
- * "timed out", "answer too large"), never what the server sent.
+ * One request to an agent-runtime, on node:http or, for a TLS runtime, node:https through the agent that
+ * verifies it: redirects are never followed, the whole exchange is bounded by a timeout and the answer's body
+ * by a size, an abort (the leader's term ended) cuts it at once, and a failure says only what kind it was (a
+ * code, "timed out", "answer too large", "aborted"), never what the server sent.
  *
  * node:http and not fetch: in a burst of claims the controller was CPU-bound, and an upload through fetch
  * (undici's WHATWG streams, FormData, Blob) cost it about 2.8 times the CPU of a plain request with a body made
@@ -9,6 +10,7 @@
  * soon after, so a cluster of many sandboxes does not keep a socket per pod.
  */
 import { Agent, request } from 'node:http';
+import { request as httpsRequest, type Agent as HttpsAgent } from 'node:https';
 import { randomBytes } from 'node:crypto';
 
 export interface HttpAnswer {
@@ -41,9 +43,9 @@ export function runtimeAgent(): Agent {
 }
 
 export function httpCall(
-  agent: Agent,
+  agent: Agent | HttpsAgent,
   url: string,
-  init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: Buffer },
+  init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: Buffer; signal?: AbortSignal },
   limits: HttpCallLimits,
 ): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
@@ -53,11 +55,14 @@ export function httpCall(
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      init.signal?.removeEventListener('abort', onAbort);
       req.destroy();
       reject(new HttpCallError(problem, status));
     };
+    const onAbort = (): void => fail('aborted');
     const headers = { ...init.headers, ...(init.body === undefined ? {} : { 'content-length': init.body.length }) };
-    const req = request(url, { method: init.method, headers, agent }, (res) => {
+    const send = url.startsWith('https:') ? httpsRequest : request;
+    const req = send(url, { method: init.method, headers, agent }, (res) => {
       status = res.statusCode ?? 0;
       const chunks: Buffer[] = [];
       let size = 0;
@@ -73,11 +78,14 @@ export function httpCall(
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        init.signal?.removeEventListener('abort', onAbort);
         resolve({ status: status ?? 0, body: Buffer.concat(chunks).toString('utf8') });
       });
     });
     const timer = setTimeout(() => fail('timed out'), limits.timeoutMs);
     req.on('error', (error) => fail(codeOf(error)));
+    if (init.signal?.aborted === true) return fail('aborted');
+    init.signal?.addEventListener('abort', onAbort, { once: true });
     req.end(init.body);
   });
 }

@@ -1,8 +1,18 @@
 /**
  * Holds or follows a Lease, so that of several replicas exactly one delivers: the I/O loop around the pure
- * decision in lease.ts. The Lease API, the clock and the sleep are passed in.
+ * decision in lease.ts. Leadership is handed out as a Term: an AbortSignal that is aborted the moment the
+ * term ends, and `fresh()`, which the writer asks right before every request it sends.
+ *
+ * Fresh means: the last successful renew started less than the renew deadline ago, on the monotonic clock.
+ * Other replicas take the Lease only once they have seen it unchanged for its whole duration, which is longer
+ * than the renew deadline, so a replica that answers `fresh()` truthfully never writes beside another leader.
+ * That holds for a replica that was frozen (a GC pause, a stopped VM, SIGSTOP): on waking, its clock has moved
+ * on, `fresh()` is false before any timer has had a chance to run, and its term is aborted.
+ *
+ * Each Lease call is bounded by the renew deadline, so a hung API call cannot keep a stale term alive.
  */
 import { V1MicroTime, type V1Lease } from '@kubernetes/client-node';
+import { sleepOn, type Clock } from '../util/clock.js';
 import { leaseAction, observe, type LeaseRecord, type Observation } from './lease.js';
 
 export interface LeaseApi {
@@ -11,6 +21,13 @@ export interface LeaseApi {
   create(lease: V1Lease): Promise<V1Lease>;
   /** Fails (409) when `lease.metadata.resourceVersion` is not the current one. */
   replace(lease: V1Lease): Promise<V1Lease>;
+}
+
+/** One stretch of leadership. */
+export interface Term {
+  readonly signal: AbortSignal;
+  /** True while the Lease is provably still ours: checked right before each request to a sandbox. */
+  fresh(): boolean;
 }
 
 export interface LeaderElectionDeps {
@@ -23,17 +40,21 @@ export interface LeaderElectionDeps {
   retryMs: number;
   /** A holder that could not renew for this long stops acting before its Lease can expire for others. */
   renewDeadlineMs: number;
-  now: () => number;
-  sleep: (ms: number) => Promise<void>;
-  onLeading: (leading: boolean) => void;
+  clock: Clock;
+  /** A term began (`term`) or ended (undefined). */
+  onTerm: (term: Term | undefined) => void;
   onError: (error: unknown) => void;
+}
+
+export class LeaseCallTimeout extends Error {
+  override readonly name = 'LeaseCallTimeout';
 }
 
 export class LeaderElection {
   private observation: Observation | undefined;
-  private leading = false;
-  private lastRenewMs = 0;
-  private stopped = false;
+  private term: { controller: AbortController; view: Term; cancelExpiry: () => void } | undefined;
+  private lastRenewStart = 0;
+  private readonly stopping = new AbortController();
   private loop: Promise<void> | undefined;
   private knowsHolder = false;
 
@@ -45,23 +66,29 @@ export class LeaderElection {
   }
 
   get isLeader(): boolean {
-    return this.leading;
+    return this.term !== undefined;
   }
 
   start(): void {
     this.loop ??= this.run();
   }
 
-  /** Stops, and hands the Lease back when held so another replica takes over at once. */
+  /** Stops renewing; the term, if any, ends. Call release() after, once the term's work is over. */
   async stop(): Promise<void> {
-    this.stopped = true;
+    this.stopping.abort();
     await this.loop;
-    if (!this.leading) return;
-    this.setLeading(false);
+  }
+
+  /** Stops, and hands the Lease back when held so that another replica takes over at once. */
+  async release(): Promise<void> {
+    const held = this.isLeader;
+    await this.stop();
+    this.endTerm();
+    if (!held) return;
     try {
-      const current = await this.deps.api.read();
+      const current = await this.bounded(this.deps.api.read());
       if (current?.spec?.holderIdentity === this.deps.identity) {
-        await this.deps.api.replace(this.withHolder(current, '', false));
+        await this.bounded(this.deps.api.replace(this.withHolder(current, '', false)));
       }
     } catch (error) {
       this.deps.onError(error);
@@ -69,57 +96,106 @@ export class LeaderElection {
   }
 
   private async run(): Promise<void> {
-    while (!this.stopped) {
+    while (!this.stopping.signal.aborted) {
       await this.tick();
-      if (this.stopped) break;
-      await this.deps.sleep(this.deps.retryMs);
+      if (this.stopping.signal.aborted) break;
+      await sleepOn(this.deps.clock, this.deps.retryMs, this.stopping.signal);
     }
+    this.endTerm();
   }
 
   private async tick(): Promise<void> {
-    const now = this.deps.now();
+    const started = this.deps.clock.monotonic();
     try {
-      const current = await this.deps.api.read();
+      const current = await this.bounded(this.deps.api.read());
       if (current === undefined) {
-        await this.deps.api.create(
-          this.withHolder(
-            { metadata: { name: this.deps.name, namespace: this.deps.namespace } },
-            this.deps.identity,
-            true,
-          ),
-        );
-        this.acquired(now);
+        const fresh = { metadata: { name: this.deps.name, namespace: this.deps.namespace } };
+        await this.bounded(this.deps.api.create(this.withHolder(fresh, this.deps.identity, true)));
+        this.renewed(started);
         return;
       }
       this.knowsHolder = true;
-      this.observation = observe(this.observation, recordOf(current), now);
-      const action = leaseAction(this.deps.identity, this.observation, now);
+      this.observation = observe(this.observation, recordOf(current), this.deps.clock.monotonic());
+      const action = leaseAction(this.deps.identity, this.observation, this.deps.clock.monotonic());
       if (action === 'follow') {
-        this.setLeading(false);
+        this.endTerm();
         return;
       }
-      await this.deps.api.replace(this.withHolder(current, this.deps.identity, action === 'take'));
-      this.acquired(now);
+      await this.bounded(this.deps.api.replace(this.withHolder(current, this.deps.identity, action === 'take')));
+      this.renewed(started);
     } catch (error) {
       this.deps.onError(error);
-      if (this.leading && this.deps.now() - this.lastRenewMs > this.deps.renewDeadlineMs) this.setLeading(false);
+      if (this.term !== undefined && !this.term.view.fresh()) this.endTerm();
     }
   }
 
-  private acquired(now: number): void {
+  /** A renew that started at `started` succeeded: the term goes on (or begins) until `started` + deadline. */
+  private renewed(started: number): void {
     this.knowsHolder = true;
-    this.lastRenewMs = now;
-    this.setLeading(true);
+    if (this.stopping.signal.aborted) return;
+    this.lastRenewStart = started;
+    if (this.term === undefined) {
+      const controller = new AbortController();
+      const view: Term = {
+        signal: controller.signal,
+        fresh: () =>
+          !controller.signal.aborted &&
+          this.deps.clock.monotonic() - this.lastRenewStart < this.deps.renewDeadlineMs,
+      };
+      this.term = { controller, view, cancelExpiry: () => undefined };
+      this.armExpiry();
+      this.deps.onTerm(view);
+      return;
+    }
+    this.armExpiry();
   }
 
-  private setLeading(leading: boolean): void {
-    if (leading === this.leading) return;
-    this.leading = leading;
-    this.deps.onLeading(leading);
+  /** Ends the term when the deadline passes without a renew, even if no request asks first. */
+  private armExpiry(): void {
+    const term = this.term;
+    if (term === undefined) return;
+    term.cancelExpiry();
+    const left = this.lastRenewStart + this.deps.renewDeadlineMs - this.deps.clock.monotonic();
+    term.cancelExpiry = this.deps.clock.setTimer(
+      () => {
+        if (this.term === term && !term.view.fresh()) this.endTerm();
+        else if (this.term === term) this.armExpiry();
+      },
+      Math.max(0, left),
+    );
+  }
+
+  private endTerm(): void {
+    const term = this.term;
+    if (term === undefined) return;
+    this.term = undefined;
+    term.cancelExpiry();
+    term.controller.abort();
+    this.deps.onTerm(undefined);
+  }
+
+  /** A Lease call that has not answered within the renew deadline counts as failed. */
+  private bounded<T>(call: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const cancel = this.deps.clock.setTimer(
+        () => reject(new LeaseCallTimeout(`Lease call took longer than ${this.deps.renewDeadlineMs} ms`)),
+        this.deps.renewDeadlineMs,
+      );
+      call.then(
+        (value) => {
+          cancel();
+          resolve(value);
+        },
+        (error: unknown) => {
+          cancel();
+          reject(error instanceof Error ? error : new Error(String(error)));
+        },
+      );
+    });
   }
 
   private withHolder(lease: V1Lease, holder: string, transition: boolean): V1Lease {
-    const now = new V1MicroTime(this.deps.now());
+    const now = new V1MicroTime(this.deps.clock.now());
     const spec = lease.spec ?? {};
     return {
       ...lease,

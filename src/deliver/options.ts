@@ -7,6 +7,8 @@ import { commandUsage, parseCommandOptions, type OptionValuesOf } from '../optio
 import { DNS_LABEL, DNS_SUBDOMAIN, LOG_LEVELS, NON_EMPTY, PORT } from '../options/rows.js';
 
 const ABSOLUTE_PATH = { pattern: '^/' } as const;
+// NAMESPACE/NAME of a Secret: a DNS label, then a DNS subdomain.
+const SECRET_REF = { pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$' } as const;
 // A POSIX user name as envd looks it up: it owns the files written.
 const USER_NAME = { pattern: '^[a-z_][a-z0-9_.-]{0,31}$' } as const;
 
@@ -26,6 +28,19 @@ export const DELIVER_OPTION_ROWS = {
     "envd's port when only the Sandbox's pod IP is known",
     { minimum: 1, maximum: 65535 },
     49983,
+  ),
+  trustRuntimeUrl: option(
+    'trust-runtime-url',
+    'boolean',
+    "follow runtime URL annotations whose host is not the pod's IP (anyone who can update a Sandbox can then aim its variables anywhere)",
+    {},
+    false,
+  ),
+  runtimeTlsSecret: option(
+    'runtime-tls-secret',
+    'string',
+    'NAMESPACE/NAME of the Secret (ca.crt, optional client.crt and client.key) for runtimes that serve TLS',
+    SECRET_REF,
   ),
   host: option('host', 'string', 'address of the /metrics, /healthz, /readyz listener', NON_EMPTY, '0.0.0.0'),
   metricsPort: option(
@@ -79,7 +94,13 @@ export const DELIVER_OPTION_ROWS = {
     { minimum: 1024, maximum: 16 * 1024 * 1024 },
     65_536,
   ),
-  concurrency: option('concurrency', 'integer', 'Sandboxes delivered to at once', { minimum: 1, maximum: 1024 }, 32),
+  concurrency: option(
+    'concurrency',
+    'integer',
+    'Sandboxes delivered to at once (retries hold at most half of these)',
+    { minimum: 1, maximum: 1024 },
+    32,
+  ),
   backoffMinMs: option(
     'backoff-min-ms',
     'integer',

@@ -1,18 +1,28 @@
 /** What one reconcile of a Sandbox came to: what the metrics, the log and the Events are made from. */
+import type { RefusalReason } from './claim.js';
 import type { EnvdErrorKind } from './envd-files.js';
 
-export type FailureReason = EnvdErrorKind | 'refused';
+export type FailureReason = Exclude<EnvdErrorKind, 'aborted'> | 'refused';
+
+/** What a write was for: a new claim, a changed one, a new pod of a claim (resume, recreate), a claim without request, or a claim's end. */
+export const DELIVERY_KINDS = ['claim', 'change', 'resume', 'empty', 'cleared'] as const;
+export type DeliveryKind = (typeof DELIVERY_KINDS)[number];
+
+/** The Event reason of a failure: the refusal's own, or one of delivery's. */
+export type FailureEvent = RefusalReason | 'EnvDeliveryFailed' | 'EnvNotCleared';
 
 export type DeliveryOutcome =
   | {
       kind: 'delivered';
       key: string;
       podUid: string;
+      delivery: DeliveryKind;
       variables: number;
       requests: number;
-      /** From the Sandbox's claim timestamp to .env_ready written, when the Sandbox says when it was claimed. */
+      /** From the Sandbox's claim timestamp (whole seconds upstream) to .env_ready written; first claims only. */
       claimToReadyMs: number | undefined;
-      rewrite: boolean;
+      /** From this controller first seeing what called for this write to the write done (monotonic). */
+      seenToReadyMs: number;
     }
   | { kind: 'unchanged'; key: string; podUid: string; requests: number }
   | {
@@ -20,10 +30,11 @@ export type DeliveryOutcome =
       key: string;
       podUid: string | undefined;
       reason: FailureReason;
+      event: FailureEvent;
       /** Names what failed, never a value or a token. */
       message: string;
-      /** When it is retried; undefined: not until the Sandbox or its pod changes. */
-      retryInMs: number | undefined;
+      /** False: not until the Sandbox or its pod changes. */
+      retrying: boolean;
       /** The first failure since the last success: Events are made for these only. */
       firstOfStreak: boolean;
     };

@@ -1,45 +1,75 @@
 /**
- * The envd requests that bring a pod's env dir to the wanted content: pure. The wrapper reads env.sh only once
- * .env_ready exists, and an upload truncates its target in place, so:
+ * The envd requests that bring a pod's env folder to what the claim wants: pure, the random part of the
+ * temporary names passed in.
  *
- * - .env_ready absent: nothing reads env.sh yet, so it is uploaded under its own name, then .env_ready;
- * - .env_ready present with another content's marker: a wrapped command or probe may be reading env.sh, so the
- *   new content goes to a temporary name and is moved onto env.sh (a rename: no reader sees half a file), then
- *   .env_ready gets the new marker;
- * - .env_ready holding this content's marker: delivered already (by this process or an earlier one), no request.
+ * envd runs as root and follows a symlink at the path it uploads to, and an upload truncates its target in
+ * place, where a wrapped command or probe may be reading it. So nothing is ever uploaded under its final name:
+ * each file goes to a temporary name of this attempt's own (two replicas, or two attempts, never share one) and
+ * is moved into place, a rename that replaces whatever is there, symlink included, and that no reader sees
+ * half done. env.sh first, .env_ready last: the wrapper reads env.sh only once .env_ready exists.
+ *
+ * - .env_ready holding this content's marker: delivered already (by this process or an earlier one);
+ * - anything else: env.sh, then .env_ready, each by temp and Move.
+ *
+ * Clearing (the claim ended while the pod lives) goes the other way: .env_ready first, so nothing starts on
+ * the way, then env.sh, then any temporary file an interrupted attempt left.
  */
 import { posix } from 'node:path';
 import { ENV_FILE_NAME, READY_FILE_NAME } from '../envfile/write-env-file.js';
 
 export type DeliveryStep =
-  { op: 'upload'; path: string; body: string } | { op: 'move'; source: string; destination: string };
+  | { op: 'upload'; path: string; body: string }
+  | { op: 'move'; source: string; destination: string }
+  | { op: 'remove'; path: string };
 
 /** What GET .env_ready found: no file, or its content (bounded by the client). */
 export type ReadyState = { found: false } | { found: true; body: string };
 
-const TEMP_NAME = '.env.sh.tmp';
-
 export interface EnvPaths {
+  dir: string;
   envFile: string;
   readyFile: string;
-  tempFile: string;
 }
 
 export function envPaths(envDir: string): EnvPaths {
-  return {
-    envFile: posix.join(envDir, ENV_FILE_NAME),
-    readyFile: posix.join(envDir, READY_FILE_NAME),
-    tempFile: posix.join(envDir, TEMP_NAME),
-  };
+  return { dir: envDir, envFile: posix.join(envDir, ENV_FILE_NAME), readyFile: posix.join(envDir, READY_FILE_NAME) };
 }
 
-export function deliverySteps(paths: EnvPaths, ready: ReadyState, content: string, marker: string): DeliveryStep[] {
+/** A temporary name next to `finalPath`, unique to one attempt: `.<name>.<nonce>.tmp`. */
+export function tempPath(finalPath: string, nonce: string): string {
+  const name = posix.basename(finalPath).replace(/^\./, '');
+  return posix.join(posix.dirname(finalPath), `.${name}.${nonce}.tmp`);
+}
+
+/** The temporary files any attempt makes, by name alone: what clearing removes. */
+export function isTempName(name: string): boolean {
+  return /^\.(env\.sh|env_ready)\.[0-9a-f]{8,64}\.tmp$/.test(name);
+}
+
+export function deliverySteps(
+  paths: EnvPaths,
+  ready: ReadyState,
+  content: string,
+  marker: string,
+  nonce: string,
+): DeliveryStep[] {
   if (ready.found && ready.body === marker) return [];
-  const readyStep: DeliveryStep = { op: 'upload', path: paths.readyFile, body: marker };
-  if (!ready.found) return [{ op: 'upload', path: paths.envFile, body: content }, readyStep];
+  const envTemp = tempPath(paths.envFile, nonce);
+  const readyTemp = tempPath(paths.readyFile, nonce);
   return [
-    { op: 'upload', path: paths.tempFile, body: content },
-    { op: 'move', source: paths.tempFile, destination: paths.envFile },
-    readyStep,
+    { op: 'upload', path: envTemp, body: content },
+    { op: 'move', source: envTemp, destination: paths.envFile },
+    { op: 'upload', path: readyTemp, body: marker },
+    { op: 'move', source: readyTemp, destination: paths.readyFile },
   ];
+}
+
+/** Removes the claim's files; `present` are the names the folder holds (from a listing). */
+export function clearingSteps(paths: EnvPaths, present: readonly string[]): DeliveryStep[] {
+  const steps: DeliveryStep[] = [];
+  const names = new Set(present);
+  if (names.has(READY_FILE_NAME)) steps.push({ op: 'remove', path: paths.readyFile });
+  if (names.has(ENV_FILE_NAME)) steps.push({ op: 'remove', path: paths.envFile });
+  for (const name of [...names].filter(isTempName).sort()) steps.push({ op: 'remove', path: posix.join(paths.dir, name) });
+  return steps;
 }

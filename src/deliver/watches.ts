@@ -9,7 +9,7 @@ import type { Pod } from '../injection/index.js';
 import type { KubeClients } from '../sources/kube/clients.js';
 import { ResilientWatch } from '../sources/kube/resilient-watch.js';
 import type { DeliverySandbox } from './claim.js';
-import type { SandboxCache } from './deliverer.js';
+import type { SandboxCache } from './controller.js';
 
 const SANDBOX_POD_SELECTOR = 'agents.kruise.io/created-by=sandbox';
 

@@ -1,7 +1,8 @@
 /**
- * The delivery fuzz. Malformed Sandbox annotations (init-runtime-request, runtime URLs, tokens, pod IPs, the
- * pod's status) never crash the decision and never put a value or a token in a reason; and a long-lived
- * reconciler facing a hostile envd (slow, 5xx, truncated, redirects, huge bodies, hang-ups, refusals) never
+ * The delivery fuzz. Malformed Sandbox annotations (init-runtime-request, runtime URLs and their hosts, tokens
+ * and the legacy token, TLS ports, the claimed label, pod IPs in the pod's status and in the Sandbox's, the pod's
+ * injection status) never crash the decision, never put a value or a token in a reason, and never aim a delivery
+ * anywhere but the pod's own IP; and a long-lived controller facing a hostile envd (slow, 5xx, truncated, redirects, huge bodies, hang-ups, refusals) never
  * crashes, never writes outside the env dir, never reports a value or a token, and still delivers the next
  * good claim. `PROPERTY_RUNS=full` draws 100,000 annotation sets and 5,000 hostile delivery sequences.
  *
@@ -9,14 +10,18 @@
  * Only loopback is ever contacted: fuzzed runtime URLs are only decided on, never called.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { Agent as HttpsAgent } from 'node:https';
+import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimDecision, markerOf, type DeliverySandbox } from '../../src/deliver/claim.js';
-import { Deliverer, type DeliveryOutcome } from '../../src/deliver/deliverer.js';
+import { Controller } from '../../src/deliver/controller.js';
+import type { DeliveryOutcome } from '../../src/deliver/outcome.js';
 import { envdFiles } from '../../src/deliver/envd-files.js';
 import { eventFor } from '../../src/deliver/events.js';
+import { isTempName } from '../../src/deliver/plan.js';
 import { renderEnvFile } from '../../src/envfile/render-env-file.js';
 import type { Pod } from '../../src/injection/index.js';
 import { startEnvdDouble, type EnvdBehaviour, type EnvdDouble } from '../support/envd-double.js';
@@ -24,6 +29,7 @@ import { FULL_RUNS, propertyRuns, propertyTimeout } from '../support/property-ru
 import { FakeClock } from './fake-clock.js';
 
 const SECRET = 'SECRET-';
+const TLS_AGENT = new HttpsAgent();
 const TOKEN_MARK = 'TOKEN-';
 const STATUS = 'agents.kruise.io/runtime-injection-status';
 
@@ -64,6 +70,17 @@ const runtimeUrl = fc.oneof(
   ),
 );
 const podIP = fc.oneof(fc.constant(undefined), fc.ipV4(), fc.ipV6(), fc.string({ maxLength: 20 }), fc.integer());
+const hostUrl = fc
+  .tuple(fc.oneof(fc.ipV4(), fc.ipV6().map((ip) => `[${ip}]`), fc.domain()), fc.integer({ min: 0, max: 70_000 }))
+  .map(([host, port]) => `http://${host}:${port}/`);
+const tlsPort = fc.oneof(
+  fc.constant(undefined),
+  fc.integer({ min: -5, max: 70_000 }).map(String),
+  fc.string({ maxLength: 8 }),
+  fc.constantFrom('49984', '+443', '0443', ' 1', '1e3'),
+);
+const claimedLabel = fc.option(fc.constantFrom('true', 'false', 'True', ''), { nil: undefined });
+const podUid = fc.constantFrom('u', 'other', undefined);
 const status = fc.oneof(
   fc.constant(JSON.stringify({ wrapped: ['main'] })),
   fc.string({ maxLength: 30 }),
@@ -81,40 +98,67 @@ describe('delivery fuzz: malformed annotations', () => {
     () => {
       fc.assert(
         fc.property(
-          requestText,
-          runtimeUrl,
-          runtimeUrl,
-          fc.option(tokenValue, { nil: undefined }),
-          podIP,
-          status,
-          (request, url, legacy, token, ip, podStatus) => {
+          fc.record({
+            request: fc.option(requestText, { nil: undefined }),
+            url: fc.oneof(runtimeUrl, hostUrl),
+            legacy: fc.oneof(runtimeUrl, hostUrl),
+            token: fc.option(tokenValue, { nil: undefined }),
+            legacyToken: fc.option(tokenValue, { nil: undefined }),
+            tlsPort,
+            claimed: claimedLabel,
+            infoIp: podIP,
+            infoUid: podUid,
+            ownIp: podIP,
+            podStatus: status,
+            trust: fc.boolean(),
+            bundle: fc.boolean(),
+          }),
+          (c) => {
             const sandbox: DeliverySandbox = {
               metadata: {
                 name: 's',
                 namespace: 'n',
+                labels: c.claimed === undefined ? undefined : { 'agents.kruise.io/sandbox-claimed': c.claimed },
                 annotations: withoutUndefined({
-                  'agents.kruise.io/init-runtime-request': request,
-                  'agents.kruise.io/runtime-url': url,
-                  'e2b.agents.kruise.io/envd-url': legacy,
-                  'agents.kruise.io/runtime-access-token': token,
+                  'agents.kruise.io/init-runtime-request': c.request,
+                  'agents.kruise.io/runtime-url': c.url,
+                  'e2b.agents.kruise.io/envd-url': c.legacy,
+                  'agents.kruise.io/runtime-access-token': c.token,
+                  'e2b.agents.kruise.io/envd-access-token': c.legacyToken,
+                  'agents.kruise.io/runtime-tls-port': c.tlsPort,
                 }),
               },
-              status: { podInfo: { podIP: ip } },
+              status: { podInfo: { podIP: c.infoIp, podUID: c.infoUid } },
             };
             const pod = {
-              metadata: { uid: 'u', annotations: { [STATUS]: podStatus } },
+              metadata: { uid: 'u', annotations: { [STATUS]: c.podStatus } },
               spec: { containers: [] },
+              status: { podIP: c.ownIp },
             } as unknown as Pod;
-            const decision = claimDecision(sandbox, pod, { runtimePort: 49983 });
+            const tls = c.bundle ? ({ kind: 'ok', agent: TLS_AGENT, version: '1' } as const) : ({ kind: 'none' } as const);
+            const decision = claimDecision(sandbox, pod, { runtimePort: 49983, trustRuntimeUrl: c.trust, tls });
             if (decision.kind === 'refused') {
               expect(decision.reason).not.toContain(SECRET);
               expect(decision.reason).not.toContain(TOKEN_MARK);
               expect(decision.reason.length).toBeLessThan(400);
             }
-            if (decision.kind === 'deliver') {
-              expect(decision.target.runtimeUrl).toMatch(/^http:\/\/[^/@?#]+(\/[^?#]*)?$/);
-              expect(decision.target.marker).toBe(markerOf(decision.target.content));
-            }
+            const endpoint =
+              decision.kind === 'deliver' ? decision.target.endpoint : decision.kind === 'unclaimed' ? decision.endpoint : undefined;
+            if (endpoint === undefined) return;
+            expect(endpoint.url).toMatch(/^https?:\/\/[^/@?#]+(\/[^?#]*)?$/);
+            if (decision.kind === 'deliver') expect(decision.target.marker).toBe(markerOf(decision.target.content));
+            // Never another pod: the host is this pod's own IP, or the Sandbox's podInfo IP for this very pod UID,
+            // unless the operator trusts runtime URLs (and a TLS runtime is always dialled at the pod IP).
+            const own = typeof c.ownIp === 'string' && isIP(c.ownIp) !== 0 ? c.ownIp : undefined;
+            const info = c.infoUid === 'u' && typeof c.infoIp === 'string' && isIP(c.infoIp) !== 0 ? c.infoIp : undefined;
+            const address = own ?? info;
+            const host = new URL(endpoint.url).hostname.replace(/^\[|\]$/g, '');
+            const tlsRuntime = c.tlsPort !== undefined && c.tlsPort !== '';
+            if (c.trust && !tlsRuntime) return;
+            expect(address).toBeDefined();
+            expect(host).toBe(new URL(`http://${address?.includes(':') === true ? `[${address}]` : address}/`).hostname.replace(/^\[|\]$/g, ''));
+            expect(endpoint.url.startsWith('https:')).toBe(tlsRuntime);
+            expect(endpoint.tlsAgent === TLS_AGENT).toBe(tlsRuntime);
           },
         ),
         { numRuns: runs },
@@ -151,22 +195,23 @@ describe('delivery fuzz: a hostile envd', () => {
       const outcomes: DeliveryOutcome[] = [];
       const bugs: unknown[] = [];
       let current: { sandbox: DeliverySandbox; pod: Pod } | undefined;
-      const deliverer = new Deliverer({
+      const controller = new Controller({
         cache: { get: () => current?.sandbox, keys: () => ['n/s'], podOf: () => current?.pod },
-        envd: envdFiles({ timeoutMs: 60, maxBodyBytes: 4096 }),
+        envd: envdFiles({ timeoutMs: 60, maxBodyBytes: 4096, user: 'root' }),
         settings: {
           envDir: '/var/sandbox',
-          user: 'root',
           runtimePort: 1,
+          trustRuntimeUrl: false,
           concurrency: 2,
           backoff: { minMs: 10, maxMs: 100 },
         },
-        clock: { now: () => clock.now, setTimer: clock.setTimer },
+        tls: () => ({ kind: 'none' }),
+        clock,
         random: Math.random,
         report: (outcome) => outcomes.push(outcome),
         onBug: (_key, error) => bugs.push(error),
       });
-      deliverer.setLeading(true);
+      controller.setTerm({ signal: new AbortController().signal, fresh: () => true });
       let serial = 0;
       const claimWith = (vars: Record<string, string>) => {
         serial += 1;
@@ -184,15 +229,24 @@ describe('delivery fuzz: a hostile envd', () => {
           pod: {
             metadata: { uid: `pod-${serial}`, annotations: { [STATUS]: JSON.stringify({ wrapped: ['main'] }) } },
             spec: { containers: [] },
+            status: { podIP: '127.0.0.1' },
           },
         };
-        deliverer.enqueue('n/s');
+        controller.enqueue('n/s');
+      };
+      const idle = async () => {
+        const deadline = Date.now() + 10_000;
+        await new Promise((resolve) => setImmediate(resolve));
+        while (controller.busy()) {
+          if (Date.now() > deadline) throw new Error('the controller did not settle within 10 s');
+          await new Promise((resolve) => setTimeout(resolve, 2));
+        }
       };
       const settle = async () => {
-        await deliverer.idle();
+        await idle();
         for (let i = 0; i < 12 && clock.pending().length > 0; i += 1) {
           clock.fire();
-          await deliverer.idle();
+          await idle();
         }
       };
 
@@ -218,11 +272,15 @@ describe('delivery fuzz: a hostile envd', () => {
             const content = renderEnvFile(goodVars);
             expect(readFileSync(path.join(volume, 'env.sh'), 'utf8')).toBe(content);
             expect(readFileSync(path.join(volume, '.env_ready'), 'utf8')).toBe(markerOf(content));
-            expect(
-              readdirSync(volume).filter((name) => !['env.sh', '.env_ready', '.env.sh.tmp'].includes(name)),
-            ).toEqual([]);
+            // Temporary files of an attempt whose Move was cut may stay (clearing removes them); nothing else.
+            expect(readdirSync(volume).filter((name) => !['env.sh', '.env_ready'].includes(name) && !isTempName(name))).toEqual(
+              [],
+            );
             expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered' });
-            expect(double.outside).toEqual([]);
+            // Every path envd was asked to touch lies in the env folder.
+            const touched = double.requests.flatMap((r) => (r.path === undefined ? [] : [r.path]));
+            expect(touched.filter((p) => path.posix.dirname(path.posix.normalize(p)) !== '/var/sandbox')).toEqual([]);
+            double.requests.length = 0;
             expect(bugs).toEqual([]);
             const reported = JSON.stringify([outcomes, outcomes.map(eventFor)]);
             expect(reported).not.toContain(SECRET);

@@ -1,55 +1,53 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelay } from '../../src/deliver/backoff.js';
-import { leaseAction, observe } from '../../src/deliver/lease.js';
-import { deliverySteps, envPaths } from '../../src/deliver/plan.js';
+import { clearingSteps, deliverySteps, envPaths, isTempName, tempPath } from '../../src/deliver/plan.js';
 
-const PATHS = envPaths('/var/sandbox');
+const paths = envPaths('/var/sandbox');
 
 describe('deliverySteps', () => {
-  it('writes env.sh under its own name when .env_ready is absent (nothing reads it yet), then .env_ready', () => {
-    expect(deliverySteps(PATHS, { found: false }, 'C', 'M')).toEqual([
-      { op: 'upload', path: '/var/sandbox/env.sh', body: 'C' },
-      { op: 'upload', path: '/var/sandbox/.env_ready', body: 'M' },
-    ]);
+  it('writes nothing when .env_ready already names this content', () => {
+    expect(deliverySteps(paths, { found: true, body: 'sha256:abc\n' }, 'X=1\n', 'sha256:abc\n', 'n1')).toEqual([]);
   });
 
-  it('rewrites through a temporary name and a Move when .env_ready holds another content', () => {
-    expect(deliverySteps(PATHS, { found: true, body: 'OLD' }, 'C', 'M')).toEqual([
-      { op: 'upload', path: '/var/sandbox/.env.sh.tmp', body: 'C' },
-      { op: 'move', source: '/var/sandbox/.env.sh.tmp', destination: '/var/sandbox/env.sh' },
-      { op: 'upload', path: '/var/sandbox/.env_ready', body: 'M' },
-    ]);
+  it.each([
+    ['absent', { found: false } as const],
+    ['of another content', { found: true, body: 'sha256:old\n' } as const],
+  ])('with .env_ready %s, moves each file into place from a name of its own, env.sh first', (_what, ready) => {
+    const steps = deliverySteps(paths, ready, 'X=1\n', 'sha256:new\n', '0123456789abcdef');
+    const finals = steps.filter((s) => s.op === 'move').map((s) => s.op === 'move' && s.destination);
+    expect(finals).toEqual(['/var/sandbox/env.sh', '/var/sandbox/.env_ready']);
+    // Nothing is ever uploaded under a final name: envd would follow a symlink there and truncate in place.
+    for (const step of steps) if (step.op === 'upload') expect(finals).not.toContain(step.path);
+    for (const step of steps) if (step.op === 'move') expect(steps).toContainEqual(expect.objectContaining({ op: 'upload', path: step.source }));
+    expect(steps).toContainEqual({ op: 'upload', path: expect.stringMatching(/^\/var\/sandbox\/\.env\.sh\.0123456789abcdef\.tmp$/) as unknown, body: 'X=1\n' });
+    expect(steps).toContainEqual({ op: 'upload', path: expect.stringMatching(/\.env_ready\.0123456789abcdef\.tmp$/) as unknown, body: 'sha256:new\n' });
   });
 
-  it('does nothing when .env_ready already names this content', () => {
-    expect(deliverySteps(PATHS, { found: true, body: 'M' }, 'C', 'M')).toEqual([]);
-  });
-});
-
-describe('backoffDelay', () => {
-  const settings = { minMs: 100, maxMs: 1000 };
-  it('doubles from the minimum, is capped, and jitters within the upper half', () => {
-    expect([1, 2, 3, 4, 5, 40].map((n) => backoffDelay(n, settings, () => 1))).toEqual([
-      100, 200, 400, 800, 1000, 1000,
-    ]);
-    expect([1, 2, 5].map((n) => backoffDelay(n, settings, () => 0))).toEqual([50, 100, 500]);
+  it('gives two attempts two different temporary names', () => {
+    const one = deliverySteps(paths, { found: false }, 'X=1\n', 'm', 'aaaaaaaaaaaaaaaa');
+    const two = deliverySteps(paths, { found: false }, 'X=1\n', 'm', 'bbbbbbbbbbbbbbbb');
+    const uploads = (steps: typeof one) => steps.flatMap((s) => (s.op === 'upload' ? [s.path] : []));
+    expect(uploads(one).filter((p) => uploads(two).includes(p))).toEqual([]);
   });
 });
 
-describe('leaseAction', () => {
-  const record = (holder: string, renewTime = 't1') => ({ holder, renewTime, durationSeconds: 10 });
-  it('creates a missing Lease, renews its own, takes an empty one, follows a live holder', () => {
-    expect(leaseAction('me', undefined, 0)).toBe('create');
-    expect(leaseAction('me', observe(undefined, record('me'), 0), 1)).toBe('renew');
-    expect(leaseAction('me', observe(undefined, record(''), 0), 1)).toBe('take');
-    expect(leaseAction('me', observe(undefined, record('other'), 0), 5000)).toBe('follow');
+describe('clearingSteps', () => {
+  it('removes .env_ready first, then env.sh, then the temporary files, and nothing else', () => {
+    const present = ['run_with_envs.sh', 'env.sh', '.env.sh.0123456789abcdef.tmp', '.env_ready', 'notes.txt', '.env_ready.fedcba9876543210.tmp'];
+    expect(clearingSteps(paths, present)).toEqual([
+      { op: 'remove', path: '/var/sandbox/.env_ready' },
+      { op: 'remove', path: '/var/sandbox/env.sh' },
+      { op: 'remove', path: '/var/sandbox/.env.sh.0123456789abcdef.tmp' },
+      { op: 'remove', path: '/var/sandbox/.env_ready.fedcba9876543210.tmp' },
+    ]);
   });
 
-  it("takes the Lease only when the holder's record stayed the same for the whole duration, by our clock", () => {
-    const first = observe(undefined, record('other', 't1'), 0);
-    expect(leaseAction('me', first, 10_001)).toBe('take');
-    const renewed = observe(first, record('other', 't2'), 9000);
-    expect(leaseAction('me', renewed, 10_001)).toBe('follow');
-    expect(observe(renewed, record('other', 't2'), 12_000)).toBe(renewed);
+  it('has nothing to do in a folder without the claim files', () => {
+    expect(clearingSteps(paths, ['run_with_envs.sh'])).toEqual([]);
+  });
+
+  it('knows its own temporary names, and only those', () => {
+    expect(isTempName(tempPath('/var/sandbox/env.sh', 'abcdef0123456789').split('/').pop() ?? '')).toBe(true);
+    expect(isTempName(tempPath('/var/sandbox/.env_ready', 'abcdef0123456789').split('/').pop() ?? '')).toBe(true);
+    for (const name of ['.env.sh.tmp', 'env.sh', '.bashrc.0123456789abcdef.tmp', '.env.sh.../x.tmp']) expect(isTempName(name)).toBe(false);
   });
 });

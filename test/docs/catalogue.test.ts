@@ -37,7 +37,10 @@ describe('docs/server.md metrics table', () => {
 describe('docs/deliver-env.md metrics table', () => {
   it('names exactly the metrics deliver-env registers', async () => {
     const { createDeliveryMetrics } = await import('../../src/deliver/metrics.js');
-    const metrics = createDeliveryMetrics({ defaultMetrics: false });
+    const metrics = createDeliveryMetrics({
+      defaultMetrics: false,
+      queue: () => ({ depth: 0, oldestQueuedSeconds: 0, longestRunningSeconds: 0 }),
+    });
     const registered = (await metrics.registry.getMetricsAsJSON()).map((metric) => metric.name).sort();
     const documented = tableRows('deliver-env.md', 'metric')
       .map(([name = '']) => unquote(name))

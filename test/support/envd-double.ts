@@ -12,13 +12,17 @@
  * - `POST /filesystem.Filesystem/Move`: Connect protocol, unary, JSON: `{"source","destination"}`; a rename;
  *   200 with `{"entry":{...}}`, or a Connect error `{"code","message"}` with the HTTP status Connect maps it to
  *   (not_found 404, unauthenticated 401, invalid_argument 400);
+ * - `POST /filesystem.Filesystem/ListDir` `{"path","depth"}`: 200 `{"entries":[{"name","type","path"}]}` one
+ *   level deep (depth 0 means 1, as envd reads it), not_found for a missing folder;
+ * - `POST /filesystem.Filesystem/Remove` `{"path"}`: a remove-all, as envd's os.RemoveAll: a missing path is no
+ *   error, and a symlink is removed itself, never what it points to; 200 `{}`;
  * - every call checks `X-Access-Token` against the token it was given: 401 when it differs or is missing;
  *   a `username` (or the Basic user of Move) that is not a known user gets 401, as envd's user lookup does.
  *
  * Pod paths under `podDir` (/var/sandbox) map into `root`, a temp dir that stands for the pod's volume. A write
  * anywhere else is refused (400) and recorded in `outside`, so a test can assert that none happened.
  */
-import { mkdir, open, readFile, rename } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join, posix } from 'node:path';
@@ -26,7 +30,7 @@ import { dirname, join, posix } from 'node:path';
 export type EnvdBehaviour = 'normal' | { status: number } | 'slow' | 'truncated' | 'redirect' | 'huge' | 'hang-up';
 
 export interface EnvdRequestRecord {
-  operation: 'get' | 'upload' | 'move' | 'other';
+  operation: 'get' | 'upload' | 'move' | 'list' | 'remove' | 'other';
   path: string | undefined;
   status: number;
   /** Date.now() when the answer was sent. */
@@ -35,6 +39,10 @@ export interface EnvdRequestRecord {
 
 export interface EnvdDoubleOptions {
   root: string;
+  /** The loopback address it listens on (any of 127.0.0.0/8 stands for a pod IP); 127.0.0.1 by default. */
+  host?: string;
+  /** 0 (the default) picks a free port. */
+  port?: number;
   podDir?: string;
   /** undefined: any token, or none, is accepted (envd started without an access token). */
   token?: string;
@@ -82,14 +90,21 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
     const url = new URL(request.url ?? '/', 'http://envd');
     const body = await readBody(request);
     const isMove = url.pathname === '/filesystem.Filesystem/Move';
+    const isList = url.pathname === '/filesystem.Filesystem/ListDir';
+    const isRemove = url.pathname === '/filesystem.Filesystem/Remove';
+    const isConnect = isMove || isList || isRemove;
     const isFiles = url.pathname === '/files';
     const operation: EnvdRequestRecord['operation'] = isMove
       ? 'move'
-      : isFiles
-        ? request.method === 'GET'
-          ? 'get'
-          : 'upload'
-        : 'other';
+      : isList
+        ? 'list'
+        : isRemove
+          ? 'remove'
+          : isFiles
+            ? request.method === 'GET'
+              ? 'get'
+              : 'upload'
+            : 'other';
     const record = (status: number, path?: string): EnvdRequestRecord => ({
       operation,
       path: path ?? url.searchParams.get('path') ?? undefined,
@@ -101,7 +116,7 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
     if (chosen !== 'normal') return misbehave(chosen, response, record, options.slowMs ?? 3000);
 
     if (token !== undefined && request.headers['x-access-token'] !== token) {
-      if (isMove) return connectError(response, 401, 'unauthenticated', 'invalid access token', record);
+      if (isConnect) return connectError(response, 401, 'unauthenticated', 'invalid access token', record);
       return jsonError(response, 401, 'invalid access token', record);
     }
     if (isFiles && (request.method === 'GET' || request.method === 'POST')) {
@@ -129,18 +144,46 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
       sendJson(response, 200, [{ path: podPath, name: posix.basename(podPath ?? ''), type: 'file' }]);
       return record(200);
     }
-    if (isMove && request.method === 'POST') {
+    if (isConnect && request.method === 'POST') {
       if (!String(request.headers['content-type'] ?? '').startsWith('application/json')) {
         return connectError(response, 415, 'invalid_argument', 'expected application/json', record);
       }
       const user = basicUser(request.headers.authorization);
       if (user === undefined || !users.has(user))
         return connectError(response, 401, 'unauthenticated', 'unknown user', record);
-      let move: { source?: unknown; destination?: unknown };
+      let move: { source?: unknown; destination?: unknown; path?: unknown };
       try {
         move = JSON.parse(body.toString('utf8')) as typeof move;
       } catch {
         return connectError(response, 400, 'invalid_argument', 'body is not JSON', record);
+      }
+      if (isList || isRemove) {
+        const podPath = typeof move.path === 'string' ? move.path : null;
+        const local = localPath(podPath);
+        if (local === undefined) {
+          if (isRemove && podPath !== null) outside.push(podPath);
+          return connectError(response, 400, 'invalid_argument', 'path outside the volume', record, podPath ?? undefined);
+        }
+        if (isRemove) {
+          await rm(local, { recursive: true, force: true });
+          sendJson(response, 200, {});
+          return record(200, podPath ?? undefined);
+        }
+        let names: string[];
+        try {
+          names = await readdir(local);
+        } catch {
+          return connectError(response, 404, 'not_found', 'directory not found', record, podPath ?? undefined);
+        }
+        const entries = await Promise.all(
+          names.map(async (name) => {
+            const info = await lstat(join(local, name));
+            const type = info.isSymbolicLink() ? 'FILE_TYPE_SYMLINK' : info.isDirectory() ? 'FILE_TYPE_DIRECTORY' : 'FILE_TYPE_FILE';
+            return { name, type, path: posix.join(podPath ?? '', name) };
+          }),
+        );
+        sendJson(response, 200, { entries });
+        return record(200, podPath ?? undefined);
       }
       const source = typeof move.source === 'string' ? move.source : null;
       const destination = typeof move.destination === 'string' ? move.destination : null;
@@ -184,10 +227,14 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
         else response.destroy();
       });
   });
-  await new Promise<void>((resolve) => server.listen({ host: '127.0.0.1', port: 0 }, resolve));
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ host, port: options.port ?? 0 }, resolve);
+  });
   const port = (server.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${host}:${port}`,
     port,
     requests,
     outside,

@@ -1,0 +1,434 @@
+/**
+ * The controller against loopback envd doubles (test/support/envd-double.ts, which follow envd's published
+ * file API; they are not the real envd), with an in-memory cache of Sandboxes and pods and a clock the test
+ * drives. Addresses in 127.0.0.0/8 stand for pod IPs.
+ */
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { DeliveryPod, DeliverySandbox } from '../../src/deliver/claim.js';
+import { Controller, type SandboxCache } from '../../src/deliver/controller.js';
+import { envdFiles } from '../../src/deliver/envd-files.js';
+import type { DeliveryOutcome } from '../../src/deliver/outcome.js';
+import { renderEnvFile } from '../../src/envfile/render-env-file.js';
+import { startEnvdDouble, type EnvdDouble } from '../support/envd-double.js';
+import { FakeClock } from './fake-clock.js';
+
+const KEY = 'team/sbx';
+const STATUS = 'agents.kruise.io/runtime-injection-status';
+const REQUEST = 'agents.kruise.io/init-runtime-request';
+
+interface World {
+  sandbox: DeliverySandbox;
+  pod: DeliveryPod | undefined;
+}
+
+function sandbox(annotations: Record<string, string>, extra: Partial<DeliverySandbox> = {}): DeliverySandbox {
+  return { metadata: { name: 'sbx', namespace: 'team', uid: 'su', annotations }, ...extra };
+}
+
+function claimAnnotations(port: number, vars: Record<string, string>, token = 'tok'): Record<string, string> {
+  return {
+    [REQUEST]: JSON.stringify({ envVars: vars, accessToken: token }),
+    'agents.kruise.io/runtime-url': `http://127.0.0.1:${port}`,
+    'agents.kruise.io/claim-timestamp': new Date(999_000).toISOString(),
+  };
+}
+
+/** `ip` null: a pod that does not run yet, so has no IP. */
+function pod(uid = 'pod-1', ip: string | null = '127.0.0.1'): DeliveryPod {
+  return {
+    metadata: { uid, annotations: { [STATUS]: JSON.stringify({ wrapped: ['main'] }) } },
+    spec: { containers: [] },
+    status: ip === null ? {} : { podIP: ip },
+  };
+}
+
+const cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await step();
+});
+
+async function envd(options: { token?: string; host?: string; port?: number } = { token: 'tok' }) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'si-deliver-'));
+  const double = await startEnvdDouble({ root: dir, ...options });
+  cleanup.push(
+    () => rmSync(dir, { recursive: true, force: true }),
+    () => double.close(),
+  );
+  return { dir, double };
+}
+
+interface TestTerm {
+  signal: AbortSignal;
+  fresh: () => boolean;
+  end: () => void;
+  freshness: { value: boolean };
+}
+
+function term(): TestTerm {
+  const controller = new AbortController();
+  const freshness = { value: true };
+  return { signal: controller.signal, fresh: () => freshness.value, end: () => controller.abort(), freshness };
+}
+
+function harness(state: { current: World }, options: { timeoutMs?: number; runtimePort?: number } = {}) {
+  const clock = new FakeClock();
+  const outcomes: DeliveryOutcome[] = [];
+  const cache: SandboxCache = {
+    get: (key) => (key === KEY ? state.current.sandbox : undefined),
+    keys: () => [KEY],
+    podOf: () => state.current.pod,
+  };
+  let nonce = 0;
+  const controller = new Controller({
+    cache,
+    envd: envdFiles({ timeoutMs: options.timeoutMs ?? 2000, maxBodyBytes: 4096, user: 'root' }),
+    settings: {
+      envDir: '/var/sandbox',
+      runtimePort: options.runtimePort ?? 49983,
+      trustRuntimeUrl: false,
+      concurrency: 4,
+      backoff: { minMs: 100, maxMs: 1000 },
+    },
+    tls: () => ({ kind: 'none' }),
+    clock,
+    random: () => 1,
+    report: (o) => outcomes.push(o),
+    onBug: (_key, error) => {
+      throw error;
+    },
+    nonce: () => (nonce += 1).toString(16).padStart(16, '0'),
+  });
+  return { clock, outcomes, controller };
+}
+
+/** Resolves once the controller has nothing queued or running; a deadline of its own. */
+async function settled(controller: Controller): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  await new Promise((resolve) => setImmediate(resolve));
+  while (controller.busy()) {
+    if (Date.now() > deadline) throw new Error('the controller did not settle within 10 s');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+const ops = (double: EnvdDouble) => double.requests.map((r) => `${r.operation} ${r.path ?? ''} ${r.status}`);
+const writes = (double: EnvdDouble) => double.requests.filter((r) => r.operation !== 'get' && r.operation !== 'list');
+
+describe('Controller: a claim', () => {
+  it('delivers each file by temp and Move, then sends nothing; a new term looks once and writes nothing', async () => {
+    const { dir, double } = await envd();
+    const state = { current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'one', B: "it's" })), pod: pod() } };
+    const { controller, outcomes } = harness(state);
+    controller.setTerm(term());
+    await settled(controller);
+    expect(ops(double)).toEqual([
+      'get /var/sandbox/.env_ready 404',
+      'upload /var/sandbox/.env.sh.0000000000000001.tmp 200',
+      'move /var/sandbox/env.sh 200',
+      'upload /var/sandbox/.env_ready.0000000000000001.tmp 200',
+      'move /var/sandbox/.env_ready 200',
+    ]);
+    expect(readFileSync(path.join(dir, 'env.sh'), 'utf8')).toBe(renderEnvFile({ A: 'one', B: "it's" }));
+    expect(readdirSync(dir).sort()).toEqual(['.env_ready', 'env.sh']);
+    expect(outcomes).toEqual([
+      expect.objectContaining({ kind: 'delivered', key: KEY, podUid: 'pod-1', delivery: 'claim', variables: 2, requests: 5, claimToReadyMs: 1000 }),
+    ]);
+
+    controller.enqueue(KEY);
+    await settled(controller);
+    expect(double.requests).toHaveLength(5);
+
+    controller.setTerm(term());
+    await settled(controller);
+    expect(ops(double).slice(5)).toEqual(['get /var/sandbox/.env_ready 200']);
+    expect(outcomes.at(-1)).toMatchObject({ kind: 'unchanged', requests: 1 });
+  });
+
+  it('replaces a symlink the app put at .env_ready or env.sh, never writing through it', async () => {
+    const { dir, double } = await envd();
+    const victim = path.join(dir, 'victim');
+    writeFileSync(victim, 'untouched');
+    symlinkSync(victim, path.join(dir, 'env.sh'));
+    symlinkSync(victim, path.join(dir, '.env_ready'));
+    const state = { current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'x' })), pod: pod() } };
+    const { controller } = harness(state);
+    controller.setTerm(term());
+    await settled(controller);
+    expect(readFileSync(victim, 'utf8')).toBe('untouched');
+    expect(readFileSync(path.join(dir, 'env.sh'), 'utf8')).toBe(renderEnvFile({ A: 'x' }));
+  });
+
+  it('writes an empty env.sh and .env_ready for a Sandbox claimed without a request', async () => {
+    const { dir, double } = await envd({});
+    const annotations = { 'agents.kruise.io/runtime-url': `http://127.0.0.1:${double.port}` };
+    const claimedBox = sandbox(annotations);
+    claimedBox.metadata = { ...claimedBox.metadata, labels: { 'agents.kruise.io/sandbox-claimed': 'true' } };
+    const { controller, outcomes } = harness({ current: { sandbox: claimedBox, pod: pod() } });
+    controller.setTerm(term());
+    await settled(controller);
+    expect(readFileSync(path.join(dir, 'env.sh'), 'utf8')).toBe(renderEnvFile([]));
+    expect(existsSync(path.join(dir, '.env_ready'))).toBe(true);
+    expect(outcomes).toEqual([expect.objectContaining({ kind: 'delivered', delivery: 'empty', variables: 0 })]);
+  });
+
+  it('rewrites a changed claim, reported as a change', async () => {
+    const { dir, double } = await envd();
+    const state = { current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'one' })), pod: pod() } };
+    const { controller, outcomes } = harness(state);
+    controller.setTerm(term());
+    await settled(controller);
+    state.current = { ...state.current, sandbox: sandbox(claimAnnotations(double.port, { A: 'two' })) };
+    controller.enqueue(KEY);
+    await settled(controller);
+    expect(readFileSync(path.join(dir, 'env.sh'), 'utf8')).toBe(renderEnvFile({ A: 'two' }));
+    expect(outcomes.map((o) => o.kind === 'delivered' && o.delivery)).toEqual(['claim', 'change']);
+  });
+});
+
+describe('Controller: the right pod', () => {
+  it('sends nothing to the IP a resumed Sandbox still names, and delivers once the new pod has its own', async () => {
+    // The deleted pod's IP now belongs to another pool's sandbox, whose envd has no token yet.
+    const other = await envd({ host: '127.0.0.2' });
+    const fresh = await envd({ host: '127.0.0.3', port: other.double.port, token: 'tok' });
+    const annotations = claimAnnotations(other.double.port, { API_KEY: 'tenant-secret' });
+    delete annotations['agents.kruise.io/runtime-url'];
+    const stale = sandbox(annotations, { status: { podInfo: { podIP: '127.0.0.2', podUID: 'old-pod' } } });
+    const state = { current: { sandbox: stale, pod: pod('new-pod', null) } };
+    // Both doubles listen on envd's port, each on its own address.
+    const { controller, outcomes } = harness(state, { runtimePort: other.double.port });
+    controller.setTerm(term());
+    await settled(controller);
+    expect(other.double.requests).toEqual([]);
+    expect(fresh.double.requests).toEqual([]);
+    expect(outcomes).toEqual([]);
+
+    state.current = { sandbox: stale, pod: pod('new-pod', '127.0.0.3') };
+    controller.enqueue(KEY);
+    await settled(controller);
+    expect(other.double.requests).toEqual([]);
+    expect(readdirSync(other.dir)).toEqual([]);
+    expect(readFileSync(path.join(fresh.dir, 'env.sh'), 'utf8')).toContain('tenant-secret');
+    expect(outcomes).toEqual([expect.objectContaining({ kind: 'delivered', podUid: 'new-pod' })]);
+  });
+
+  it('delivers again to a new pod of the same claim, reported as a resume', async () => {
+    const { dir, double } = await envd();
+    const state = { current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'one' })), pod: pod('pod-1') } };
+    const { controller, outcomes } = harness(state);
+    controller.setTerm(term());
+    await settled(controller);
+    for (const name of readdirSync(dir)) rmSync(path.join(dir, name));
+    state.current = { ...state.current, pod: pod('pod-2') };
+    controller.enqueue(KEY);
+    await settled(controller);
+    expect(existsSync(path.join(dir, '.env_ready'))).toBe(true);
+    expect(outcomes.map((o) => o.kind === 'delivered' && `${o.delivery} ${o.podUid}`)).toEqual(['claim pod-1', 'resume pod-2']);
+    expect(outcomes[1]).toMatchObject({ claimToReadyMs: undefined });
+  });
+
+  it('refuses a runtime URL that names another host, with its own Event reason, and sends nothing there', async () => {
+    const elsewhere = await envd({ host: '127.0.0.4', token: 'tok' });
+    const annotations = claimAnnotations(elsewhere.double.port, { A: 'x' });
+    annotations['agents.kruise.io/runtime-url'] = elsewhere.double.url;
+    const { controller, outcomes } = harness({ current: { sandbox: sandbox(annotations), pod: pod('pod-1', '127.0.0.1') } });
+    controller.setTerm(term());
+    await settled(controller);
+    controller.enqueue(KEY);
+    await settled(controller);
+    expect(elsewhere.double.requests).toEqual([]);
+    expect(outcomes).toEqual([
+      expect.objectContaining({ kind: 'failed', reason: 'refused', event: 'RuntimeUrlRefused', retrying: false }),
+    ]);
+  });
+});
+
+describe('Controller: the claim ends', () => {
+  async function delivered() {
+    const { dir, double } = await envd();
+    const state = { current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'secret-a' })), pod: pod() } };
+    const h = harness(state);
+    h.controller.setTerm(term());
+    await settled(h.controller);
+    return { dir, double, state, ...h };
+  }
+
+  it('removes .env_ready, env.sh and temporary files, with the token the claim was delivered with', async () => {
+    const { dir, double, state, controller, outcomes } = await delivered();
+    writeFileSync(path.join(dir, '.env.sh.00000000000000aa.tmp'), 'left by an interrupted attempt');
+    writeFileSync(path.join(dir, 'run_with_envs.sh'), '#!/bin/bash\n');
+    // Recycle: the pod stays; the claim's annotations (its token among them) are gone.
+    state.current = {
+      ...state.current,
+      sandbox: {
+        metadata: {
+          name: 'sbx',
+          namespace: 'team',
+          uid: 'su',
+          labels: { 'agents.kruise.io/sandbox-claimed': 'false' },
+          annotations: { 'agents.kruise.io/runtime-url': `http://127.0.0.1:${double.port}` },
+        },
+      },
+    };
+    const before = double.requests.length;
+    controller.enqueue(KEY);
+    await settled(controller);
+    expect(readdirSync(dir)).toEqual(['run_with_envs.sh']);
+    expect(ops(double).slice(before)).toEqual([
+      'list /var/sandbox 200',
+      'remove /var/sandbox/.env_ready 200',
+      'remove /var/sandbox/env.sh 200',
+      'remove /var/sandbox/.env.sh.00000000000000aa.tmp 200',
+    ]);
+    expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered', delivery: 'cleared' });
+    // A later look finds it clear and sends nothing.
+    controller.enqueue(KEY);
+    await settled(controller);
+    expect(double.requests).toHaveLength(before + 4);
+  });
+
+  it('says it could not clear when envd wants a token this term never knew', async () => {
+    const { dir, double, state, controller, outcomes } = await delivered();
+    state.current = { ...state.current, sandbox: sandbox({ 'agents.kruise.io/runtime-url': `http://127.0.0.1:${double.port}` }) };
+    controller.setTerm(term());
+    await settled(controller);
+    expect(outcomes.at(-1)).toMatchObject({ kind: 'failed', reason: 'unauthorized', event: 'EnvNotCleared', retrying: false });
+    expect(outcomes.at(-1)?.kind === 'failed' && outcomes.at(-1)).toMatchObject({
+      message: expect.stringMatching(/does not know the token/) as unknown,
+    });
+    expect(readdirSync(dir).sort()).toEqual(['.env_ready', 'env.sh']);
+  });
+
+  it('finds a never-claimed pool sandbox clear in one request, and reports nothing', async () => {
+    const { double } = await envd({});
+    const { controller, outcomes } = harness({
+      current: { sandbox: sandbox({ 'agents.kruise.io/runtime-url': `http://127.0.0.1:${double.port}` }), pod: pod() },
+    });
+    controller.setTerm(term());
+    await settled(controller);
+    expect(ops(double)).toEqual(['list /var/sandbox 200']);
+    expect(outcomes).toEqual([]);
+  });
+});
+
+describe('Controller: failures', () => {
+  it('retries a 5xx with capped backoff, reports one streak, removes what a failed attempt uploaded, then delivers', async () => {
+    const { dir, double } = await envd();
+    let failMoves = 2;
+    double.setBehaviour((request) => (request.url?.includes('/Move') === true && failMoves-- > 0 ? { status: 503 } : 'normal'));
+    const { controller, outcomes, clock } = harness({ current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'x' })), pod: pod() } });
+    controller.setTerm(term());
+    await settled(controller);
+    expect(readdirSync(dir)).toEqual([]);
+    const waits: number[] = [];
+    while (clock.pending().length > 0) {
+      waits.push(...clock.pending());
+      clock.fire();
+      await settled(controller);
+    }
+    expect(waits).toEqual([100, 200]);
+    expect(outcomes.filter((o) => o.kind === 'failed').map((o) => o.kind === 'failed' && o.firstOfStreak)).toEqual([true, false]);
+    expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered' });
+    expect(readdirSync(dir).sort()).toEqual(['.env_ready', 'env.sh']);
+  });
+
+  it('does not retry a 401 until the Sandbox changes', async () => {
+    const { dir, double } = await envd({ token: 'right' });
+    const state = { current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'x' }, 'wrong')), pod: pod() } };
+    const { controller, outcomes, clock } = harness(state);
+    controller.setTerm(term());
+    await settled(controller);
+    controller.enqueue(KEY);
+    await settled(controller);
+    expect(clock.pending()).toEqual([]);
+    expect(ops(double)).toEqual(['get /var/sandbox/.env_ready 401']);
+    expect(outcomes).toEqual([expect.objectContaining({ kind: 'failed', reason: 'unauthorized', retrying: false })]);
+    expect(readdirSync(dir)).toEqual([]);
+    state.current = { ...state.current, sandbox: sandbox(claimAnnotations(double.port, { A: 'x' }, 'right')) };
+    controller.enqueue(KEY);
+    await settled(controller);
+    expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered' });
+  });
+
+  it('a change with the same inputs waits out the backoff; new inputs run at once', async () => {
+    const { double } = await envd();
+    double.setBehaviour(() => ({ status: 503 }));
+    const state = { current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'x' })), pod: pod() } };
+    const { controller } = harness(state);
+    controller.setTerm(term());
+    await settled(controller);
+    expect(double.requests).toHaveLength(1);
+    const unrelated = sandbox(claimAnnotations(double.port, { A: 'x' }));
+    unrelated.metadata = { ...unrelated.metadata, resourceVersion: '2' };
+    state.current = { ...state.current, sandbox: unrelated };
+    controller.enqueue(KEY);
+    await settled(controller);
+    expect(double.requests).toHaveLength(1);
+    state.current = { ...state.current, sandbox: sandbox(claimAnnotations(double.port, { A: 'y' })) };
+    controller.enqueue(KEY);
+    await settled(controller);
+    expect(double.requests).toHaveLength(2);
+  });
+
+  it('reports a refused request once, and writes nothing', async () => {
+    const { double } = await envd();
+    const { controller, outcomes } = harness({ current: { sandbox: sandbox(claimAnnotations(double.port, { 'NOT-A-NAME': 'v' })), pod: pod() } });
+    controller.setTerm(term());
+    await settled(controller);
+    controller.enqueue(KEY);
+    await settled(controller);
+    expect(double.requests).toEqual([]);
+    expect(outcomes).toEqual([expect.objectContaining({ kind: 'failed', reason: 'refused', event: 'EnvDeliveryFailed' })]);
+  });
+});
+
+describe('Controller: leadership', () => {
+  it('does nothing without a term', async () => {
+    const { double } = await envd();
+    const { controller } = harness({ current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'x' })), pod: pod() } });
+    controller.enqueue(KEY);
+    await settled(controller);
+    expect(double.requests).toEqual([]);
+  });
+
+  it('sends nothing while the term is not provably fresh', async () => {
+    const { double } = await envd();
+    const { controller, outcomes } = harness({ current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'x' })), pod: pod() } });
+    const stale = term();
+    stale.freshness.value = false;
+    controller.setTerm(stale);
+    await settled(controller);
+    expect(double.requests).toEqual([]);
+    expect(outcomes).toEqual([]);
+  });
+
+  it("cuts the term's requests in flight when it ends, and records nothing of them", async () => {
+    const { dir, double } = await envd();
+    let holding = true;
+    double.setBehaviour((request) => (holding && request.method === 'POST' ? 'slow' : 'normal'));
+    const { controller, outcomes } = harness(
+      { current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'x' })), pod: pod() } },
+      { timeoutMs: 60_000 },
+    );
+    const first = term();
+    controller.setTerm(first);
+    const deadline = Date.now() + 10_000;
+    while (!double.requests.some((r) => r.operation === 'get')) {
+      if (Date.now() > deadline) throw new Error('no GET within 10 s');
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    first.end();
+    controller.setTerm(undefined);
+    await settled(controller);
+    holding = false;
+    expect(outcomes).toEqual([]);
+    expect(readdirSync(dir)).toEqual([]);
+    // A new term starts afresh: it looks, and delivers.
+    controller.setTerm(term());
+    await settled(controller);
+    expect(outcomes).toEqual([expect.objectContaining({ kind: 'delivered' })]);
+    expect(writes(double).filter((r) => r.status === 200).map((r) => r.operation)).toEqual(['upload', 'move', 'upload', 'move']);
+  });
+});
