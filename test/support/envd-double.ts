@@ -208,7 +208,8 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
       });
   };
   let handshakeFailures = 0;
-  const server: Server | HttpsServer = options.tls === undefined ? createServer(onRequest) : httpsServer(options.tls, onRequest);
+  const server: Server | HttpsServer =
+    options.tls === undefined ? createServer(onRequest) : httpsServer(options.tls, onRequest);
   server.on('tlsClientError', () => (handshakeFailures += 1));
   await new Promise<void>((resolve) => server.listen({ host: '127.0.0.1', port: 0 }, resolve));
   const port = (server.address() as AddressInfo).port;
@@ -237,10 +238,7 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
   };
 }
 
-function httpsServer(
-  tls: EnvdDoubleTls,
-  onRequest: (req: IncomingMessage, res: ServerResponse) => void,
-): HttpsServer {
+function httpsServer(tls: EnvdDoubleTls, onRequest: (req: IncomingMessage, res: ServerResponse) => void): HttpsServer {
   if (tls.requestClientCert && tls.ca === undefined) throw new Error('requestClientCert needs the client CA');
   return createHttpsServer(
     {
