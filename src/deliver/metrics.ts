@@ -51,6 +51,12 @@ export function createDeliveryMetrics(options: { defaultMetrics: boolean }): Del
     registers: [registry],
   });
   leader.set(0);
+  // Declared here for the alert rules and the docs; the work queue sets it.
+  new Gauge({
+    name: 'sandbox_injector_deliver_queue_oldest_seconds',
+    help: "Age of the oldest key waiting in deliver-env's work queue (0 when it is empty)",
+    registers: [registry],
+  }).set(0);
   return {
     registry,
     outcome(outcome) {
