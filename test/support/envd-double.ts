@@ -45,6 +45,8 @@ export interface EnvdDoubleOptions {
   halfWriteMs?: number;
   /** How long a 'slow' answer takes; longer than the client's timeout. */
   slowMs?: number;
+  /** Where to listen on 127.0.0.1; default any free port. The node's agent-runtime stand-in names one. */
+  port?: number;
 }
 
 export interface EnvdDouble {
@@ -184,7 +186,7 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
         else response.destroy();
       });
   });
-  await new Promise<void>((resolve) => server.listen({ host: '127.0.0.1', port: 0 }, resolve));
+  await new Promise<void>((resolve) => server.listen({ host: '127.0.0.1', port: options.port ?? 0 }, resolve));
   const port = (server.address() as AddressInfo).port;
   return {
     url: `http://127.0.0.1:${port}`,
