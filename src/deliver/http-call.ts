@@ -1,17 +1,18 @@
 /**
- * One request to an agent-runtime, on node:http or, for a TLS runtime, node:https through the agent that
- * verifies it: redirects are never followed, the whole exchange is bounded by a timeout and the answer's body
- * by a size, an abort (the leader's term ended) cuts it at once, and a failure says only what kind it was (a
- * code, "timed out", "answer too large", "aborted"), never what the server sent.
+ * One request to an agent-runtime, on node:http, or node:https for an `https:` URL (with the https.Agent
+ * runtime-tls.ts makes, which verifies the runtime): redirects are never followed, the whole exchange, TLS
+ * handshake included, is bounded by a timeout and the answer's body by a size, an abort (the leader's term
+ * ended) cuts it at once, and a failure says only what kind it was (a code such as ECONNREFUSED or
+ * UNABLE_TO_VERIFY_LEAF_SIGNATURE, "timed out", "answer too large", "aborted"), never what the server sent.
  *
  * node:http and not fetch: in a burst of claims the controller was CPU-bound, and an upload through fetch
  * (undici's WHATWG streams, FormData, Blob) cost it about 2.8 times the CPU of a plain request with a body made
  * here (docs/deliver-env.md). The agent keeps each runtime's connection alive for the few requests of one delivery and closes it
  * soon after, so a cluster of many sandboxes does not keep a socket per pod.
  */
-import { Agent, request } from 'node:http';
-import { request as httpsRequest, type Agent as HttpsAgent } from 'node:https';
 import { randomBytes } from 'node:crypto';
+import { Agent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest, type Agent as HttpsAgent } from 'node:https';
 
 export interface HttpAnswer {
   status: number;
@@ -38,10 +39,17 @@ export interface HttpCallLimits {
 /** Idle runtime connections are closed after this long: long enough for one delivery's requests. */
 const IDLE_MS = 2000;
 
+/** How every runtime agent, plain or TLS, keeps its connections. */
+export const RUNTIME_KEEP_ALIVE = { keepAlive: true, maxFreeSockets: 1, timeout: IDLE_MS } as const;
+
 export function runtimeAgent(): Agent {
-  return new Agent({ keepAlive: true, maxFreeSockets: 1, timeout: IDLE_MS });
+  return new Agent({ ...RUNTIME_KEEP_ALIVE });
 }
 
+/**
+ * `agent` must be an https.Agent for an `https:` URL and a plain one for `http:`: node refuses the mix
+ * (ERR_INVALID_PROTOCOL) before connecting, so an https URL is never sent in clear.
+ */
 export function httpCall(
   agent: Agent | HttpsAgent,
   url: string,
@@ -51,18 +59,18 @@ export function httpCall(
   return new Promise((resolve, reject) => {
     let status: number | undefined;
     let settled = false;
+    let req: ClientRequest | undefined;
+    let timer: NodeJS.Timeout | undefined;
     const fail = (problem: string): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       init.signal?.removeEventListener('abort', onAbort);
-      req.destroy();
+      req?.destroy();
       reject(new HttpCallError(problem, status));
     };
     const onAbort = (): void => fail('aborted');
-    const headers = { ...init.headers, ...(init.body === undefined ? {} : { 'content-length': init.body.length }) };
-    const send = url.startsWith('https:') ? httpsRequest : request;
-    const req = send(url, { method: init.method, headers, agent }, (res) => {
+    const onResponse = (res: IncomingMessage): void => {
       status = res.statusCode ?? 0;
       const chunks: Buffer[] = [];
       let size = 0;
@@ -81,8 +89,17 @@ export function httpCall(
         init.signal?.removeEventListener('abort', onAbort);
         resolve({ status: status ?? 0, body: Buffer.concat(chunks).toString('utf8') });
       });
-    });
-    const timer = setTimeout(() => fail('timed out'), limits.timeoutMs);
+    };
+    const headers = { ...init.headers, ...(init.body === undefined ? {} : { 'content-length': init.body.length }) };
+    const request = url.startsWith('https:') ? httpsRequest : httpRequest;
+    try {
+      req = request(url, { method: init.method, headers, agent }, onResponse);
+    } catch (error) {
+      // node refuses an agent of the other protocol (or a URL of neither) before it connects.
+      fail(codeOf(error));
+      return;
+    }
+    timer = setTimeout(() => fail('timed out'), limits.timeoutMs);
     req.on('error', (error) => fail(codeOf(error)));
     if (init.signal?.aborted === true) return fail('aborted');
     init.signal?.addEventListener('abort', onAbort, { once: true });
@@ -111,8 +128,11 @@ function quoted(text: string): string {
   return text.replace(/"/g, '%22').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
 }
 
-/** Only an error's code: its message can quote what the server sent. */
+/**
+ * Only an error's code: its message can quote what the server sent. TLS failures have codes too, node's or
+ * OpenSSL's (ERR_TLS_CERT_ALTNAME_INVALID, ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED), hence digits and 64.
+ */
 function codeOf(error: unknown): string {
   const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
-  return typeof code === 'string' && /^[A-Z_]{1,40}$/.test(code) ? code : 'connection failed';
+  return typeof code === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(code) ? code : 'connection failed';
 }

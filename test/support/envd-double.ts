@@ -21,10 +21,17 @@
  *
  * Pod paths under `podDir` (/var/sandbox) map into `root`, a temp dir that stands for the pod's volume. A write
  * anywhere else is refused (400) and recorded in `outside`, so a test can assert that none happened.
+ *
+ * With `tls` it serves HTTPS only, as a runtime advertising `agents.kruise.io/runtime-tls-port` does, and with
+ * `requestClientCert` it requires a client certificate signed by `tls.ca` (a runtime started with a client CA).
+ * A connection that does not complete the handshake (no or a stranger's client certificate, plain HTTP) never
+ * becomes a request: it is counted in `handshakeFailures` and nothing else.
  */
 import { lstat, mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { dirname, join, posix } from 'node:path';
 
 export type EnvdBehaviour = 'normal' | { status: number } | 'slow' | 'truncated' | 'redirect' | 'huge' | 'hang-up';
@@ -35,6 +42,16 @@ export interface EnvdRequestRecord {
   status: number;
   /** Date.now() when the answer was sent. */
   at: number;
+  /** Over TLS with a client certificate: its subject's common name. */
+  clientCommonName?: string;
+}
+
+export interface EnvdDoubleTls {
+  key: string;
+  cert: string;
+  /** The CA client certificates must be signed by; required with `requestClientCert`. */
+  ca?: string;
+  requestClientCert: boolean;
 }
 
 export interface EnvdDoubleOptions {
@@ -53,6 +70,8 @@ export interface EnvdDoubleOptions {
   halfWriteMs?: number;
   /** How long a 'slow' answer takes; longer than the client's timeout. */
   slowMs?: number;
+  /** Serve HTTPS instead of HTTP. */
+  tls?: EnvdDoubleTls;
 }
 
 export interface EnvdDouble {
@@ -61,6 +80,8 @@ export interface EnvdDouble {
   requests: EnvdRequestRecord[];
   /** Pod paths written or moved to that are not under podDir. */
   outside: string[];
+  /** With `tls`: connections whose handshake failed, so no request was read from them. */
+  readonly handshakeFailures: number;
   setToken(token: string | undefined): void;
   /** Another folder for the volume from now on: a new pod. Requests still running finish in the old one. */
   setRoot(root: string): void;
@@ -105,11 +126,13 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
               ? 'get'
               : 'upload'
             : 'other';
+    const clientCommonName = peerCommonName(request);
     const record = (status: number, path?: string): EnvdRequestRecord => ({
       operation,
       path: path ?? url.searchParams.get('path') ?? undefined,
       status,
       at: Date.now(),
+      ...(clientCommonName === undefined ? {} : { clientCommonName }),
     });
 
     const chosen = behaviour?.(request) ?? 'normal';
@@ -213,7 +236,7 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
     return jsonError(response, 404, 'not found', record);
   };
 
-  const server: Server = createServer((request, response) => {
+  const onRequest = (request: IncomingMessage, response: ServerResponse): void => {
     handle(request, response)
       .then((entry) => requests.push(entry))
       .catch(() => {
@@ -226,7 +249,10 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
           }));
         else response.destroy();
       });
-  });
+  };
+  let handshakeFailures = 0;
+  const server: Server | HttpsServer = options.tls === undefined ? createServer(onRequest) : httpsServer(options.tls, onRequest);
+  server.on('tlsClientError', () => (handshakeFailures += 1));
   const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -234,10 +260,13 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
   });
   const port = (server.address() as AddressInfo).port;
   return {
-    url: `http://${host}:${port}`,
+    url: `${options.tls === undefined ? 'http' : 'https'}://${host}:${port}`,
     port,
     requests,
     outside,
+    get handshakeFailures() {
+      return handshakeFailures;
+    },
     setToken: (value) => {
       token = value;
     },
@@ -253,6 +282,31 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
         server.closeAllConnections();
       }),
   };
+}
+
+function httpsServer(
+  tls: EnvdDoubleTls,
+  onRequest: (req: IncomingMessage, res: ServerResponse) => void,
+): HttpsServer {
+  if (tls.requestClientCert && tls.ca === undefined) throw new Error('requestClientCert needs the client CA');
+  return createHttpsServer(
+    {
+      key: tls.key,
+      cert: tls.cert,
+      ...(tls.ca === undefined ? {} : { ca: tls.ca }),
+      requestCert: tls.requestClientCert,
+      rejectUnauthorized: tls.requestClientCert,
+    },
+    onRequest,
+  );
+}
+
+function peerCommonName(request: IncomingMessage): string | undefined {
+  const socket = request.socket as Partial<TLSSocket>;
+  if (typeof socket.getPeerCertificate !== 'function') return undefined;
+  const subject = socket.getPeerCertificate().subject as Record<string, unknown> | undefined;
+  const name = subject?.CN;
+  return typeof name === 'string' ? name : undefined;
 }
 
 async function readBody(request: IncomingMessage): Promise<Buffer> {
