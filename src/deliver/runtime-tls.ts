@@ -62,7 +62,10 @@ export interface RuntimeTlsBundle {
  * `ca.crt` is required; `client.crt` and `client.key` come both or neither (a Secret cannot tell an empty key
  * from an absent one, so a lone one is refused rather than quietly dropped to server-only TLS).
  */
-export function tlsBundleFromSecretData(data: Record<string, string> | undefined, secretName: string): RuntimeTlsBundle {
+export function tlsBundleFromSecretData(
+  data: Record<string, string> | undefined,
+  secretName: string,
+): RuntimeTlsBundle {
   const problem = (key: string, what: string): Error => new Error(`Secret ${secretName}: data key "${key}" ${what}`);
   const text = (key: string): string | undefined => {
     const value = data?.[key];
@@ -77,13 +80,13 @@ export function tlsBundleFromSecretData(data: Record<string, string> | undefined
   const ca = text(RUNTIME_TLS_CA_KEY);
   if (ca === undefined) throw problem(RUNTIME_TLS_CA_KEY, 'is missing or empty');
   const blocks = ca.match(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g) ?? [];
-  if (blocks.length === 0 || !blocks.every(isCertificate))
-    throw problem(RUNTIME_TLS_CA_KEY, 'is not PEM certificates');
+  if (blocks.length === 0 || !blocks.every(isCertificate)) throw problem(RUNTIME_TLS_CA_KEY, 'is not PEM certificates');
 
   const cert = text(RUNTIME_TLS_CERT_KEY);
   const key = text(RUNTIME_TLS_KEY_KEY);
   if ((cert === undefined) !== (key === undefined)) {
-    const [set, unset] = cert === undefined ? [RUNTIME_TLS_KEY_KEY, RUNTIME_TLS_CERT_KEY] : [RUNTIME_TLS_CERT_KEY, RUNTIME_TLS_KEY_KEY];
+    const [set, unset] =
+      cert === undefined ? [RUNTIME_TLS_KEY_KEY, RUNTIME_TLS_CERT_KEY] : [RUNTIME_TLS_CERT_KEY, RUNTIME_TLS_KEY_KEY];
     throw problem(set, `is set without "${unset}" (set both or neither)`);
   }
   let client: RuntimeTlsBundle['client'];

@@ -251,7 +251,8 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
       });
   };
   let handshakeFailures = 0;
-  const server: Server | HttpsServer = options.tls === undefined ? createServer(onRequest) : httpsServer(options.tls, onRequest);
+  const server: Server | HttpsServer =
+    options.tls === undefined ? createServer(onRequest) : httpsServer(options.tls, onRequest);
   server.on('tlsClientError', () => (handshakeFailures += 1));
   const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
@@ -284,10 +285,7 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
   };
 }
 
-function httpsServer(
-  tls: EnvdDoubleTls,
-  onRequest: (req: IncomingMessage, res: ServerResponse) => void,
-): HttpsServer {
+function httpsServer(tls: EnvdDoubleTls, onRequest: (req: IncomingMessage, res: ServerResponse) => void): HttpsServer {
   if (tls.requestClientCert && tls.ca === undefined) throw new Error('requestClientCert needs the client CA');
   return createHttpsServer(
     {
