@@ -1,9 +1,20 @@
 import { createServer, type Server, type ServerResponse, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpCall, HttpCallError, multipartFile, runtimeAgent } from '../../src/deliver/http-call.js';
+import { RUNTIME_TLS_SERVER_NAME, runtimeTlsAgent, tlsBundleFromSecretData } from '../../src/deliver/runtime-tls.js';
+import { createCa } from '../server/support/pki.js';
 import { propertyRuns } from '../support/property-runs.js';
+import {
+  runtimeServerCert,
+  runtimeTlsPki,
+  runtimeTlsSecretData,
+  type CertAndKey,
+  type RuntimeTlsPki,
+} from '../support/runtime-tls-pki.js';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -136,5 +147,121 @@ describe('httpCall', () => {
       httpCall(runtimeAgent(), `http://127.0.0.1:${port}/`, { method: 'GET', headers: {} }, limits),
     );
     expect(error.problem).toBe('ECONNREFUSED');
+  });
+});
+
+describe('httpCall over TLS', () => {
+  let pki: RuntimeTlsPki;
+  let stranger: CertAndKey;
+  const servers: HttpsServer[] = [];
+
+  beforeAll(() => {
+    pki = runtimeTlsPki();
+    stranger = createCa('stranger CA');
+  });
+
+  afterAll(async () => {
+    for (const s of servers) s.closeAllConnections();
+    await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+  });
+
+  interface Seen {
+    servername: string | false;
+    clientCommonName: unknown;
+  }
+
+  /** A real HTTPS server on loopback answering `secret` to everything, recording who reached a request. */
+  async function tlsServer(
+    cert: CertAndKey,
+    requireClient = false,
+  ): Promise<{ url: string; seen: Seen[]; handshakes: () => number }> {
+    const seen: Seen[] = [];
+    let handshakes = 0;
+    const options = { key: cert.keyPem, cert: cert.certPem, ca: pki.ca.certPem };
+    const tls = createHttpsServer(
+      { ...options, requestCert: requireClient, rejectUnauthorized: requireClient },
+      (req, res) => {
+        const socket = req.socket as TLSSocket;
+        seen.push({ servername: socket.servername, clientCommonName: socket.getPeerCertificate().subject?.CN });
+        res.end('SECRET from the server');
+      },
+    );
+    tls.on('secureConnection', () => (handshakes += 1));
+    servers.push(tls);
+    await new Promise<void>((resolve) => tls.listen(0, '127.0.0.1', resolve));
+    return { url: `https://127.0.0.1:${(tls.address() as AddressInfo).port}/x`, seen, handshakes: () => handshakes };
+  }
+
+  const agentFor = (client?: CertAndKey) =>
+    runtimeTlsAgent(tlsBundleFromSecretData(runtimeTlsSecretData(pki.ca.certPem, client), 'ns/tls'));
+  const get = { method: 'GET' as const, headers: {} };
+
+  it('answers from a runtime with the runtime name and our CA, sending that name as SNI', async () => {
+    const server = await tlsServer(pki.server);
+    const answer = await httpCall(agentFor(), server.url, get, limits);
+    expect(answer).toEqual({ status: 200, body: 'SECRET from the server' });
+    expect(server.seen).toEqual([{ servername: RUNTIME_TLS_SERVER_NAME, clientCommonName: undefined }]);
+  });
+
+  it('keeps one TLS connection for the requests of one delivery', async () => {
+    const server = await tlsServer(pki.server);
+    const agent = agentFor();
+    for (let i = 0; i < 3; i += 1) await httpCall(agent, server.url, get, limits);
+    expect(server.seen).toHaveLength(3);
+    expect(server.handshakes()).toBe(1);
+  });
+
+  it('fails by code on a certificate another CA signed, sending nothing', async () => {
+    const server = await tlsServer(runtimeServerCert(stranger));
+    const error = await failure(httpCall(agentFor(), server.url, get, limits));
+    expect(error.problem).toBe('UNABLE_TO_VERIFY_LEAF_SIGNATURE');
+    expect(error.status).toBeUndefined();
+    expect(server.seen).toEqual([]);
+  });
+
+  it('fails by code on a certificate for another name, sending nothing', async () => {
+    const server = await tlsServer(runtimeServerCert(pki.ca, ['envd.other.example']));
+    const error = await failure(httpCall(agentFor(), server.url, get, limits));
+    expect(error.problem).toBe('ERR_TLS_CERT_ALTNAME_INVALID');
+    expect(server.seen).toEqual([]);
+  });
+
+  it('is accepted by a runtime that requires a client certificate, and refused by it without one', async () => {
+    const server = await tlsServer(pki.server, true);
+    expect((await httpCall(agentFor(pki.client), server.url, get, limits)).status).toBe(200);
+    expect(server.seen.map((s) => s.clientCommonName)).toEqual(['sandbox-injector-deliver-env']);
+    const error = await failure(httpCall(agentFor(), server.url, get, limits));
+    // TLS 1.3: the server's alert comes after our side of the handshake, unless the reset overtakes it.
+    expect(error.problem).toMatch(/^(ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED|ECONNRESET)$/);
+    expect(error.message).not.toContain('SECRET');
+    expect(server.seen).toHaveLength(1);
+  });
+
+  it('gives up at the timeout on a server that never finishes the handshake', async () => {
+    const silentSockets: Socket[] = [];
+    const silent = createNetServer((socket) => silentSockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const port = (silent.address() as AddressInfo).port;
+    try {
+      const error = await failure(
+        httpCall(agentFor(), `https://127.0.0.1:${port}/`, get, { ...limits, timeoutMs: 100 }),
+      );
+      expect(error.problem).toBe('timed out');
+    } finally {
+      await new Promise((resolve) => {
+        silent.close(resolve);
+        for (const socket of silentSockets) socket.destroy();
+      });
+    }
+  });
+
+  it('never sends an https URL through a plain agent, nor an http one through a TLS agent', async () => {
+    const server = await tlsServer(pki.server);
+    const plain = await failure(httpCall(runtimeAgent(), server.url, get, limits));
+    expect(plain.problem).toBe('ERR_INVALID_PROTOCOL');
+    const mixed = await failure(httpCall(agentFor(), `${base}/x`, get, limits));
+    expect(mixed.problem).toBe('ERR_INVALID_PROTOCOL');
+    expect(server.seen).toEqual([]);
+    expect(server.handshakes()).toBe(0);
   });
 });
