@@ -60,7 +60,6 @@ export function httpCall(
     let status: number | undefined;
     let settled = false;
     let req: ClientRequest | undefined;
-    let timer: NodeJS.Timeout | undefined;
     const fail = (problem: string): void => {
       if (settled) return;
       settled = true;
@@ -92,6 +91,7 @@ export function httpCall(
     };
     const headers = { ...init.headers, ...(init.body === undefined ? {} : { 'content-length': init.body.length }) };
     const request = url.startsWith('https:') ? httpsRequest : httpRequest;
+    const timer = setTimeout(() => fail('timed out'), limits.timeoutMs);
     try {
       req = request(url, { method: init.method, headers, agent }, onResponse);
     } catch (error) {
@@ -99,7 +99,6 @@ export function httpCall(
       fail(codeOf(error));
       return;
     }
-    timer = setTimeout(() => fail('timed out'), limits.timeoutMs);
     req.on('error', (error) => fail(codeOf(error)));
     if (init.signal?.aborted === true) return fail('aborted');
     init.signal?.addEventListener('abort', onAbort, { once: true });

@@ -166,7 +166,7 @@ describe('httpCall over TLS', () => {
   });
 
   interface Seen {
-    servername: string | false;
+    servername: string | false | null;
     clientCommonName: unknown;
   }
 

@@ -6,7 +6,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpCall, HttpCallError } from '../../src/deliver/http-call.js';
 import {
   RUNTIME_TLS_PORT_ANNOTATION,
-  RUNTIME_TLS_SERVER_NAME,
   runtimeTlsAgent,
   runtimeTlsPort,
   tlsBundleFromSecretData,
