@@ -80,7 +80,7 @@ export function tlsBundleFromSecretData(
   const ca = text(RUNTIME_TLS_CA_KEY);
   if (ca === undefined) throw problem(RUNTIME_TLS_CA_KEY, 'is missing or empty');
   const blocks = ca.match(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g) ?? [];
-  if (blocks.length === 0 || !blocks.every(isCertificate)) throw problem(RUNTIME_TLS_CA_KEY, 'is not PEM certificates');
+  if (blocks.length === 0 || !blocks.every(isCertificate)) throw problem(RUNTIME_TLS_CA_KEY, 'is not a PEM CA bundle');
 
   const cert = text(RUNTIME_TLS_CERT_KEY);
   const key = text(RUNTIME_TLS_KEY_KEY);

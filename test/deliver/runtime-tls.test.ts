@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import forge from 'node-forge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { httpCall, HttpCallError } from '../../src/deliver/http-call.js';
+import { httpCall, HttpCallError, runtimeAgent } from '../../src/deliver/http-call.js';
 import {
   RUNTIME_TLS_PORT_ANNOTATION,
   runtimeTlsAgent,
@@ -22,6 +22,15 @@ import {
   type RuntimeTlsPki,
 } from '../support/runtime-tls-pki.js';
 import { createCa } from '../server/support/pki.js';
+
+/** Waits for `check`, for at most 10 s. */
+async function until(check: () => boolean): Promise<void> {
+  const deadline = performance.now() + 10_000;
+  while (!check()) {
+    if (performance.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
 
 const b64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
 
@@ -125,16 +134,16 @@ describe('tlsBundleFromSecretData', () => {
     ['an empty ca.crt', () => ({ 'ca.crt': '' }), '"ca.crt" is missing or empty'],
     ['a ca.crt of blanks', () => ({ 'ca.crt': b64(' \n') }), '"ca.crt" is missing or empty'],
     ['a ca.crt that is not base64', () => ({ 'ca.crt': '!!not base64!!' }), '"ca.crt" is not base64'],
-    ['a ca.crt that is not PEM', () => ({ 'ca.crt': b64('hello') }), '"ca.crt" is not PEM certificates'],
+    ['a ca.crt that is not PEM', () => ({ 'ca.crt': b64('hello') }), '"ca.crt" is not a PEM CA bundle'],
     [
       'a ca.crt holding a key, not a certificate',
       () => ({ 'ca.crt': b64(pki.ca.keyPem) }),
-      '"ca.crt" is not PEM certificates',
+      '"ca.crt" is not a PEM CA bundle',
     ],
     [
       'a ca.crt with one broken block among good ones',
       () => ({ 'ca.crt': b64(`${pki.ca.certPem}-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n`) }),
-      '"ca.crt" is not PEM certificates',
+      '"ca.crt" is not a PEM CA bundle',
     ],
     [
       'client.crt without client.key',
@@ -255,6 +264,18 @@ describe('the runtime TLS agent, against an HTTPS envd double', () => {
   it('refuses a runtime whose certificate another CA signed', async () => {
     const envd = await double(runtimeServerCert(stranger));
     expect(await look(envd)).toBe('UNABLE_TO_VERIFY_LEAF_SIGNATURE');
+    expect(envd.requests).toEqual([]);
+  });
+
+  it('counts a plain-HTTP request to a TLS runtime as a failed handshake, never as a request', async () => {
+    const envd = await double(pki.server, true);
+    const plainUrl = `${envd.url.replace('https:', 'http:')}/files?path=/var/sandbox/.env_ready&username=root`;
+    const error = await httpCall(runtimeAgent(), plainUrl, { method: 'GET', headers: {} }, limits).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(HttpCallError);
+    await until(() => envd.handshakeFailures === 1);
     expect(envd.requests).toEqual([]);
   });
 
