@@ -2,18 +2,91 @@
  * The caches delivery reads: every Sandbox, and every pod the Sandbox controller made (label
  * `agents.kruise.io/created-by: sandbox`), indexed by the Sandbox that controls it. Each change enqueues the
  * Sandbox it concerns; each full list enqueues them all.
+ *
+ * The caches keep only the fields below (SANDBOX_FIELDS, POD_FIELDS), cut as each object arrives: a whole pod
+ * is its template, managedFields and status, tens of KiB, and a Sandbox's request annotations can reach
+ * 256 KiB, so whole objects would put thousands of sandboxes past the Deployment's memory limit. A field that
+ * delivery starts to read must be added to its list, or it reads as absent.
  */
-import type { KubernetesListObject, V1Pod } from '@kubernetes/client-node';
+import type { KubernetesListObject, V1OwnerReference, V1Pod } from '@kubernetes/client-node';
 import { SANDBOX_GROUP, SANDBOX_VERSION, sandboxOwner } from '../admission/sandbox-owner.js';
 import type { Pod } from '../injection/index.js';
+import { STATUS_ANNOTATION } from '../injection/status.js';
 import type { KubeClients } from '../sources/kube/clients.js';
+import { EACH, fieldKeeper, type FieldPath } from '../sources/kube/keep-fields.js';
 import { ResilientWatch } from '../sources/kube/resilient-watch.js';
-import type { DeliverySandbox } from './claim.js';
+import {
+  CLAIM_TIMESTAMP,
+  INIT_RUNTIME_REQUEST,
+  LEGACY_ACCESS_TOKEN,
+  LEGACY_ENVD_URL,
+  RUNTIME_ACCESS_TOKEN,
+  RUNTIME_TLS_PORT,
+  RUNTIME_URL,
+  SANDBOX_CLAIMED,
+  type DeliverySandbox,
+} from './claim.js';
 import type { SandboxCache } from './controller.js';
+
+const CREATED_BY = 'agents.kruise.io/created-by';
+
+/** The metadata both caches keep: identity, version, and the times a recreate is told apart by. */
+const IDENTITY: readonly FieldPath[] = [
+  'name',
+  'namespace',
+  'uid',
+  'resourceVersion',
+  'creationTimestamp',
+  'deletionTimestamp',
+].map((key) => ['metadata', key]);
+
+/** What the Sandbox cache keeps of each Sandbox. */
+export const SANDBOX_FIELDS: readonly FieldPath[] = [
+  ...IDENTITY,
+  ['metadata', 'labels', SANDBOX_CLAIMED],
+  ...[
+    INIT_RUNTIME_REQUEST,
+    RUNTIME_URL,
+    RUNTIME_ACCESS_TOKEN,
+    CLAIM_TIMESTAMP,
+    RUNTIME_TLS_PORT,
+    LEGACY_ENVD_URL,
+    LEGACY_ACCESS_TOKEN,
+  ].map((key) => ['metadata', 'annotations', key]),
+  ['status', 'podInfo', 'podIP'],
+  ['status', 'podInfo', 'podUID'],
+];
+
+/** What the pod cache keeps of each pod; of its owner references, only the controller's is kept (stripPod). */
+export const POD_FIELDS: readonly FieldPath[] = [
+  ...IDENTITY,
+  ...['apiVersion', 'kind', 'name', 'uid', 'controller'].map((key) => ['metadata', 'ownerReferences', EACH, key]),
+  ['metadata', 'labels', CREATED_BY],
+  ['metadata', 'annotations', STATUS_ANNOTATION],
+  ['status', 'podIP'],
+  ['status', 'phase'],
+];
+
+const keepSandboxFields = fieldKeeper<SandboxObject>(SANDBOX_FIELDS);
+const keepPodFields = fieldKeeper<V1Pod>(POD_FIELDS);
+
+/** A Sandbox as the cache stores it: SANDBOX_FIELDS only. */
+export function stripSandbox(sandbox: SandboxObject): SandboxObject {
+  return keepSandboxFields(sandbox);
+}
+
+/** A pod as the cache stores it: POD_FIELDS only, with only controller owner references. */
+export function stripPod(pod: V1Pod): V1Pod {
+  const metadata = pod.metadata;
+  const refs = metadata?.ownerReferences;
+  if (metadata === undefined || refs === undefined) return keepPodFields(pod);
+  const controllers = refs.filter((ref: V1OwnerReference) => ref.controller === true);
+  return keepPodFields({ ...pod, metadata: { ...metadata, ownerReferences: controllers } });
+}
 
 const SANDBOX_POD_SELECTOR = 'agents.kruise.io/created-by=sandbox';
 
-type SandboxObject = DeliverySandbox & { apiVersion?: string; kind?: string };
+export type SandboxObject = DeliverySandbox & { apiVersion?: string; kind?: string };
 
 export interface DeliveryWatches {
   cache: SandboxCache;
@@ -54,12 +127,14 @@ export function deliveryWatches(
   const sandboxes = new ResilientWatch<SandboxObject>({
     watch: clients.watch,
     path: `/apis/${SANDBOX_GROUP}/${SANDBOX_VERSION}/sandboxes`,
-    list: async () =>
+    list: async (page) =>
       (await clients.custom.listClusterCustomObject({
         group: SANDBOX_GROUP,
         version: SANDBOX_VERSION,
         plural: 'sandboxes',
+        ...page,
       })) as KubernetesListObject<SandboxObject>,
+    transform: stripSandbox,
     onList: (items) => {
       for (const item of items) enqueue(sandboxKey(item.metadata?.namespace, item.metadata?.name));
     },
@@ -72,7 +147,8 @@ export function deliveryWatches(
     watch: clients.watch,
     path: '/api/v1/pods',
     labelSelector: SANDBOX_POD_SELECTOR,
-    list: () => clients.core.listPodForAllNamespaces({ labelSelector: SANDBOX_POD_SELECTOR }),
+    list: (page) => clients.core.listPodForAllNamespaces({ labelSelector: SANDBOX_POD_SELECTOR, ...page }),
+    transform: stripPod,
     onList: (items) => {
       const before = [...pods.keys()];
       pods.clear();

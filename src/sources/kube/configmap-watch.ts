@@ -33,7 +33,7 @@ export function watchInjectionConfigMap(options: ConfigMapWatchOptions): Resilie
     watch: clients.watch,
     path: `/api/v1/namespaces/${namespace}/configmaps`,
     fieldSelector,
-    list: () => clients.core.listNamespacedConfigMap({ namespace, fieldSelector }),
+    list: (page) => clients.core.listNamespacedConfigMap({ namespace, fieldSelector, ...page }),
     onList: (items) => {
       const found = items.find((item) => item.metadata?.name === name);
       apply(found, 'list');

@@ -1,18 +1,43 @@
-import { ListWatch, type KubernetesListObject, type KubernetesObject, type Watch } from '@kubernetes/client-node';
+import { ListWatch, type KubernetesObject, type Watch } from '@kubernetes/client-node';
 import { unrefSleep } from '../../util/sleep.js';
+import { GuardedWatch, realWatchClock, type WatchClock } from './guarded-watch.js';
+import { listAllPages, type ListPageFunction } from './paged-list.js';
+
+/**
+ * A watch with no event for this long is abandoned and the list read again. kube-apiserver sends each watcher
+ * that asks a bookmark about once a minute (k8s.io/apiserver's cacher, `defaultBookmarkFrequency`), also when
+ * nothing changes, so three minutes is two bookmarks missed in a row: no healthy watch is cut, and a dead one
+ * costs at most three minutes of stale cache and one list.
+ */
+export const DEFAULT_SILENCE_MS = 180_000;
 
 export interface ResilientWatchOptions<T extends KubernetesObject> {
   watch: Watch;
   path: string;
   labelSelector?: string;
   fieldSelector?: string;
-  list: () => Promise<KubernetesListObject<T>>;
-  /** Every successful list, with its items: the authoritative state at that moment. */
+  /** One page of the list; called with `limit` and then each `_continue` until the last page. */
+  list: ListPageFunction<T>;
+  /** Items per page of the list; default DEFAULT_PAGE_SIZE. */
+  pageSize?: number;
+  /**
+   * Applied to every object as it arrives, listed or watched, before the cache and the callbacks see it: the
+   * cache holds only what it returns. It must keep metadata's name, namespace and resourceVersion.
+   */
+  transform?: (object: T) => T;
+  /** Default DEFAULT_SILENCE_MS. */
+  silenceMs?: number;
+  /** The silence deadline's clock; injectable so tests need no real clock. */
+  clock?: WatchClock;
+  /** Every successful list, with its items (transformed): the authoritative state at that moment. */
   onList: (items: T[]) => void;
   onAdd?: (object: T) => void;
   onUpdate?: (object: T) => void;
   onDelete?: (object: T) => void;
-  /** Told about each failure before the restart is scheduled. */
+  /**
+   * Told about each failure before the restart is scheduled. A silent watch comes as a WatchSilentError with
+   * `retryInMs` 0: its list starts at once.
+   */
   onError?: (error: unknown, retryInMs: number) => void;
   /** Waits between restarts; injectable so tests need no real clock. */
   delay?: (ms: number) => Promise<void>;
@@ -23,7 +48,8 @@ export interface ResilientWatchOptions<T extends KubernetesObject> {
 /**
  * A client-node ListWatch that reports when it has listed and never stays down. ListWatch has no "synced"
  * flag, and on any error other than 410 Gone it stops for good; this restarts it with capped exponential
- * backoff, reset by the next successful list.
+ * backoff, reset by the next successful list. The list is read in pages, every object is transformed as it
+ * arrives, and a watch gone silent is replaced by a new list (guarded-watch.ts).
  */
 export class ResilientWatch<T extends KubernetesObject> {
   private readonly listWatch: ListWatch<T>;
@@ -34,11 +60,17 @@ export class ResilientWatch<T extends KubernetesObject> {
 
   constructor(private readonly options: ResilientWatchOptions<T>) {
     this.delay = options.delay ?? unrefSleep;
+    const guarded = new GuardedWatch<T>(options.watch, {
+      transform: options.transform,
+      silenceMs: options.silenceMs ?? DEFAULT_SILENCE_MS,
+      clock: options.clock ?? realWatchClock,
+      onSilence: (error) => options.onError?.(error, 0),
+    });
     this.listWatch = new ListWatch<T>(
       options.path,
-      options.watch,
+      guarded,
       async () => {
-        const list = await options.list();
+        const list = await listAllPages(options.list, { pageSize: options.pageSize, transform: options.transform });
         this.failures = 0;
         options.onList(list.items);
         this.synced = true;

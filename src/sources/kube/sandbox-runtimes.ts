@@ -109,11 +109,12 @@ export function watchSandboxes(
   const watch = new ResilientWatch<Sandbox>({
     watch: clients.watch,
     path: `/apis/${SANDBOX_GROUP}/${SANDBOX_VERSION}/${SANDBOX_PLURAL}`,
-    list: async () =>
+    list: async (page) =>
       (await clients.custom.listClusterCustomObject({
         group: SANDBOX_GROUP,
         version: SANDBOX_VERSION,
         plural: SANDBOX_PLURAL,
+        ...page,
       })) as KubernetesListObject<Sandbox>,
     onList: () => undefined,
     onError: options.onError,
