@@ -18,6 +18,7 @@ import { startEnvdDouble, type EnvdDouble } from '../../test/support/envd-double
 import { wrappedSandboxPod } from '../../test/support/wrapped-sandbox-pod.js';
 import { auditFlags, readAuditEvents } from '../../test/e2e/support/audit-log.js';
 import { startCluster } from '../../test/e2e/support/cluster.js';
+import { population } from './population.js';
 
 // Compiled to dist/bench-deliver/bench/deliver/run.js: the package root is four levels up.
 const ROOT = new URL('../../../../', import.meta.url).pathname;
@@ -92,6 +93,7 @@ async function main(): Promise<void> {
     );
     await cluster.kubectlOk(['apply', '-f', listFile]);
 
+    const scale = await population(cluster, ROOT);
     controller = spawn(
       process.execPath,
       [
@@ -102,15 +104,16 @@ async function main(): Promise<void> {
         '--host',
         '127.0.0.1',
         '--metrics-port',
-        '0',
+        String(scale.metricsPort),
         '--log-level',
         'warn',
         '--identity',
         'bench',
         ...EXTRA_ARGS,
       ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
+      { stdio: ['ignore', 'pipe', 'inherit'], env: scale.env },
     );
+    scale.watch(controller.pid);
     let out = '';
     controller.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
     // The claims go over kept-alive connections, one per Sandbox and opened before the clock starts: client-node
@@ -259,6 +262,7 @@ async function main(): Promise<void> {
         `from the claim sent (its claim-timestamp, where the controller's own histogram starts): ${result.targetMetFromSent ? 'met' : 'NOT met'}\n`,
     );
     process.stdout.write(`${JSON.stringify(result)}\n`);
+    await scale.report();
   } finally {
     controller?.kill('SIGTERM');
     agent?.destroy();
