@@ -9,8 +9,10 @@ import {
   runWrapper,
   signalReady,
   startWrapper,
-  waitForChildNamed,
+  processesStartedBy,
   waitForFile,
+  waitUntilWaiting,
+  writeWake,
 } from './run-wrapper.js';
 
 let dir: string;
@@ -35,10 +37,11 @@ describe('run_with_envs.sh main mode', () => {
     const marker = path.join(dir, 'started');
     const run = startWrapper(['--', 'bash', '-c', 'printf %s "$GREETING" > "$1"', 'bash', marker], { envDir: dir });
 
-    // In its wait loop (a sleep child), and through a few of its rounds: a wrapper that did not wait would
-    // have run the command by then.
-    const rounds = new Set<number>();
-    while (rounds.size < 3) rounds.add(await waitForChildNamed(run.child.pid ?? -1, 'sleep', rounds));
+    // In its wait, then a stray wake with no .env_ready yet, and a second of watching (one poll round): a
+    // wrapper that did not wait, or took any wake for readiness, would have run the command by then.
+    await waitUntilWaiting(run.child.pid ?? -1, dir);
+    expect(await writeWake(dir)).toBe(true);
+    await processesStartedBy(run.child.pid ?? -1, 1_200);
     expect(await exists(marker)).toBe(false);
     expect(run.child.exitCode).toBeNull();
 
@@ -119,7 +122,7 @@ describe('run_with_envs.sh main mode', () => {
 
   it('exits promptly on SIGTERM while still waiting (bash as PID 1 would otherwise ignore it)', async () => {
     const run = startWrapper(['--', 'true'], { envDir: dir });
-    await waitForChildNamed(run.child.pid ?? -1, 'sleep');
+    expect(await waitUntilWaiting(run.child.pid ?? -1, dir)).toBe('fifo');
     run.child.kill('SIGTERM');
     const result = await run.done;
     // Exiting through the trap (143) rather than dying of the signal shows the handler is installed.

@@ -3,7 +3,8 @@
  * tests exercise the same file the container image ships.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { mkdtemp, open, readdir, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -116,31 +117,103 @@ export function parseEnv0(output: Buffer): Map<string, Buffer> {
   return vars;
 }
 
+/** `promise`, or a rejection naming `what` once `ms` have passed: every wait in these tests has its own deadline. */
+export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Fields of /proc/PID/stat after COMM (which may hold spaces): [0] is the state, [1] the parent's PID. */
+async function statFields(pid: number | string): Promise<string[] | undefined> {
+  let stat: string;
+  try {
+    stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined; // the process ended between the listing and the read
+  }
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/** The PIDs whose parent is `pid`, read from /proc at this instant. */
+export async function childrenOf(pid: number): Promise<number[]> {
+  const found: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const fields = await statFields(entry);
+    if (fields !== undefined && Number(fields[1]) === pid) found.push(Number(entry));
+  }
+  return found;
+}
+
+export type WaitKind = 'fifo' | 'ptmx';
+
 /**
- * Resolves, with its PID, once process `pid` has a child named `name` other than those in `seen` (read from
- * /proc): for the wrapper, a `sleep` child means it is inside its wait loop, after its traps are set, and a new
- * one means another round of it. An event to wait for instead of a guessed time.
+ * Resolves once the wrapper `pid` holds its wait descriptor open (the FIFO `envDir/.env_wake`, or /dev/ptmx
+ * when it has no FIFO) and is asleep: by then its traps are set and it is inside its wait. Its own deadline.
  */
-export async function waitForChildNamed(
-  pid: number,
-  name: string,
-  seen: ReadonlySet<number> = new Set(),
-): Promise<number> {
+export async function waitUntilWaiting(pid: number, envDir: string, timeoutMs = 10_000): Promise<WaitKind> {
+  const fifo = path.join(envDir, '.env_wake');
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
-    for (const entry of await readdir('/proc')) {
-      if (!/^\d+$/.test(entry)) continue;
-      let stat: string;
-      try {
-        stat = await readFile(`/proc/${entry}/stat`, 'utf8');
-      } catch {
-        continue; // the process ended between the listing and the read
-      }
-      // "PID (COMM) STATE PPID ...": COMM may hold spaces, so split after its closing parenthesis.
-      const close = stat.lastIndexOf(')');
-      const comm = stat.slice(stat.indexOf('(') + 1, close);
-      const ppid = Number(stat.slice(close + 2).split(' ')[1]);
-      if (comm === name && ppid === pid && !seen.has(Number(entry))) return Number(entry);
+    let kind: WaitKind | undefined;
+    for (const fd of await readdir(`/proc/${pid}/fd`).catch(() => [] as string[])) {
+      const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
+      if (target === fifo) kind = 'fifo';
+      else if (target === '/dev/ptmx' || target === '/dev/pts/ptmx') kind ??= 'ptmx';
     }
+    if (kind !== undefined && (await statFields(pid))?.[0] === 'S') return kind;
+    if (Date.now() > deadline) throw new Error(`process ${pid} did not start waiting within ${timeoutMs} ms`);
     await sleep(10);
+  }
+}
+
+export interface ProcessesStarted {
+  /** Children seen alive at any sample. */
+  seen: number[];
+  /** Growth of the minor faults of the children it reaped (field cminflt): any child that ran adds to it. */
+  reapedFaults: number;
+}
+
+/**
+ * Watches `pid` for `windowMs` (the length of the observation, not a guess at how long something takes):
+ * every child alive at a sample, and the faults of every child reaped in between, however short it lived.
+ */
+export async function processesStartedBy(pid: number, windowMs: number): Promise<ProcessesStarted> {
+  const cminflt = async () => Number((await statFields(pid))?.[8] ?? Number.NaN);
+  const before = await cminflt();
+  const seen = new Set<number>();
+  const end = Date.now() + windowMs;
+  while (Date.now() < end) {
+    for (const child of await childrenOf(pid)) seen.add(child);
+    await sleep(5);
+  }
+  return { seen: [...seen], reapedFaults: (await cminflt()) - before };
+}
+
+/**
+ * What a writer does after creating .env_ready (docs/env-file.md): one byte into the FIFO, opened without
+ * blocking, so no reader means no wake rather than a hang. False when there was nothing to wake.
+ */
+export async function writeWake(envDir: string): Promise<boolean> {
+  let handle;
+  try {
+    handle = await open(path.join(envDir, '.env_wake'), constants.O_WRONLY | constants.O_NONBLOCK);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENXIO' || (error as NodeJS.ErrnoException).code === 'ENOENT')
+      return false;
+    throw error;
+  }
+  try {
+    await handle.write('\n');
+    return true;
+  } finally {
+    await handle.close();
   }
 }
