@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
 import { open, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -11,6 +12,8 @@ export type { EnvVars } from './render-env-file.js';
 /** Names the wrapper (src/wrapper/run_with_envs.sh) looks for; keep the two in step. */
 export const ENV_FILE_NAME = 'env.sh';
 export const READY_FILE_NAME = '.env_ready';
+/** The FIFO a waiting wrapper blocks on; one byte into it once .env_ready exists starts it at once. */
+export const WAKE_FILE_NAME = '.env_wake';
 
 /** env.sh may carry secrets; only its owner reads it. */
 const ENV_FILE_MODE = 0o600;
@@ -21,6 +24,8 @@ export interface WriteEnvFileResult {
   envFile: string;
   readyFile: string;
   count: number;
+  /** A byte went into the wake FIFO: some wrapper held it open. */
+  woken: boolean;
 }
 
 /**
@@ -36,8 +41,9 @@ export async function writeEnvFile(dir: string, vars: EnvVars): Promise<WriteEnv
   const readyFile = path.join(dir, READY_FILE_NAME);
   await replaceFileAtomically(envFile, content, ENV_FILE_MODE);
   await createReadyFile(readyFile);
+  const woken = await wakeWaiters(path.join(dir, WAKE_FILE_NAME));
   const count = Array.isArray(vars) ? vars.length : Object.keys(vars).length;
-  return { envFile, readyFile, count };
+  return { envFile, readyFile, count, woken };
 }
 
 async function assertDirectory(dir: string): Promise<void> {
@@ -91,6 +97,29 @@ async function createReadyFile(readyFile: string): Promise<void> {
     await syncDirectory(path.dirname(readyFile));
   } catch (error) {
     throw new EnvFileError(`cannot create ${readyFile}: ${errorMessage(error)}`, { cause: error });
+  }
+}
+
+/**
+ * One byte into the wrapper's wake FIFO, if there is one with a reader (docs/env-file.md, "Waking the
+ * wrapper"). Opened without blocking: no FIFO, no reader or a full pipe mean nobody to wake now, and a waiting
+ * wrapper still finds .env_ready on its next look; so a failed wake is not an error of the write.
+ */
+async function wakeWaiters(wakeFile: string): Promise<boolean> {
+  let handle;
+  try {
+    handle = await open(wakeFile, constants.O_WRONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+  } catch {
+    return false; // ENOENT: no wrapper made it; ENXIO: none holds it; ELOOP, EACCES: not ours to write
+  }
+  try {
+    if (!(await handle.stat()).isFIFO()) return false;
+    await handle.write('\n');
+    return true;
+  } catch {
+    return false; // EAGAIN: the pipe is full of wakes nobody read
+  } finally {
+    await handle.close();
   }
 }
 

@@ -133,6 +133,10 @@ else
   trap 'exit 130' INT
   if [ ! -e "$ready_file" ]; then
     wait_for_ready
+  elif [ -p "$wake_file" ]; then
+    # A writer whose wake found no wrapper holding the FIFO (this container was restarting) is still blocked
+    # opening it; an open of ours ends that, and its byte then goes nowhere.
+    { exec {wake_fd}<>"$wake_file" && exec {wake_fd}>&-; } 2>/dev/null
   fi
   trap - TERM INT
 fi

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readFile, readdir, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -7,7 +7,16 @@ import { EnvFileError } from '../../src/envfile/errors.js';
 import { isShellName } from '../../src/envfile/env-names.js';
 import { shellQuote } from '../../src/envfile/shell-quote.js';
 import { writeEnvFile } from '../../src/envfile/write-env-file.js';
-import { exists, makeTempDir, parseEnv0, removeDir, runWrapper } from '../wrapper/run-wrapper.js';
+import {
+  exists,
+  makeTempDir,
+  parseEnv0,
+  removeDir,
+  runWrapper,
+  startWrapper,
+  waitUntilWaiting,
+  within,
+} from '../wrapper/run-wrapper.js';
 
 let dir: string;
 
@@ -125,7 +134,9 @@ describe('writeEnvFile file handling', () => {
       envFile: path.join(dir, 'env.sh'),
       readyFile: path.join(dir, '.env_ready'),
       count: 1,
+      woken: false,
     });
+    // No wrapper made a FIFO, and the writer makes none.
     expect((await readdir(dir)).sort()).toEqual(['.env_ready', 'env.sh']);
   });
 
@@ -216,6 +227,34 @@ describe('writeEnvFile refusals write nothing', () => {
     await expect(writeEnvFile(dir, { 'BAD-KEY': 'x' })).rejects.toThrow(/"BAD-KEY"/);
     expect(await readFile(path.join(dir, 'env.sh'), 'utf8')).toBe("export OLD='kept'\n");
     expect(await exists(path.join(dir, '.env_ready'))).toBe(false);
+  });
+});
+
+describe('writeEnvFile waking the wrapper', () => {
+  it('wakes a wrapper waiting on the FIFO, which then runs with the variables', async () => {
+    const run = startWrapper(['--', 'bash', '-c', 'printf %s "$TOKEN"'], { envDir: dir });
+    expect(await waitUntilWaiting(run.child.pid ?? -1, dir)).toBe('fifo');
+    const result = await writeEnvFile(dir, { TOKEN: 'for the claim' });
+    expect(result.woken).toBe(true);
+    const ran = await within(run.done, 10_000, 'the woken command');
+    expect(ran.code).toBe(0);
+    expect(ran.stdout.toString()).toBe('for the claim');
+  });
+
+  it('neither blocks nor fails on a FIFO that no wrapper holds, nor writes into a plain file there', async () => {
+    // The FIFO of a wrapper that has since gone (stopped while waiting): nothing reads it any more.
+    const run = startWrapper(['--', 'true'], { envDir: dir });
+    await waitUntilWaiting(run.child.pid ?? -1, dir);
+    run.child.kill('SIGTERM');
+    expect((await within(run.done, 10_000, 'the wrapper stopping')).code).toBe(143);
+    const wake = path.join(dir, '.env_wake');
+    expect((await stat(wake)).isFIFO()).toBe(true);
+    expect((await writeEnvFile(dir, { A: '1' })).woken).toBe(false);
+
+    await rm(wake);
+    await writeFile(wake, '');
+    expect((await writeEnvFile(dir, { A: '2' })).woken).toBe(false);
+    expect(await readFile(wake, 'utf8')).toBe('');
   });
 });
 
