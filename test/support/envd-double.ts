@@ -8,7 +8,9 @@
  * - `POST /files?path=&username=`: multipart/form-data whose part named `file` is written to `path`; parent
  *   folders are made; an existing file is truncated and written in place (as envd opens it O_TRUNC), which this
  *   double does in two halves with a pause between them so that a reader racing it can see half a file; 200
- *   with `[{"path","name","type":"file"}]`;
+ *   with `[{"path","name","type":"file"}]`. Opened in place like envd's (os.OpenFile O_WRONLY|O_CREATE|O_TRUNC in
+ *   packages/envd/internal/api/upload.go), a FIFO at `path` is written into, not replaced, and the open waits
+ *   for a reader as envd's does: the wrapper's wake (docs/env-file.md);
  * - `POST /filesystem.Filesystem/Move`: Connect protocol, unary, JSON: `{"source","destination"}`; a rename;
  *   200 with `{"entry":{...}}`, or a Connect error `{"code","message"}` with the HTTP status Connect maps it to
  *   (not_found 404, unauthenticated 401, invalid_argument 400);
