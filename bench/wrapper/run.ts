@@ -1,0 +1,304 @@
+/**
+ * The wrapper benchmark (part of `npm run bench`; alone: `npm run bench:wrapper`): run_with_envs.sh under real
+ * bash, in the ways it can wait, side by side. Method and figures: docs/benchmark.md, "The wrapper".
+ *
+ *   idle cost     WRAPPER_BENCH_COUNT (50) wrappers waiting for WRAPPER_BENCH_SECONDS (30): their CPU from
+ *                 /proc/PID/stat (user + system, with the children they reaped), and the processes started,
+ *                 counted as PIDs allocated in a PID namespace of their own (unshare), else system-wide;
+ *   wake latency  WRAPPER_BENCH_WAKES (100) rounds per way: one waiting wrapper, .env_ready renamed into place
+ *                 (and the wake byte written, for the FIFO), to the first output of the exec'd command;
+ *   probe cost    WRAPPER_BENCH_PROBES (200) unclaimed exec probes in a row, CPU and time per probe, beside
+ *                 bare bash starts.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { childrenOf, waitUntilWaiting, writeWake } from '../../test/wrapper/run-wrapper.js';
+
+// Compiled to dist/bench-wrapper/bench/wrapper/run.js: the package root is four levels up.
+const ROOT = new URL('../../../../', import.meta.url).pathname;
+const WRAPPER = path.join(ROOT, 'src/wrapper/run_with_envs.sh');
+/** The wrapper as it was before it waited on a descriptor: `sleep 0.1` in a loop. */
+const BEFORE_COMMIT = '1826c21';
+
+function knob(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name}: "${raw}" is not a positive integer`);
+  return value;
+}
+const COUNT = knob('WRAPPER_BENCH_COUNT', 50);
+const SECONDS = knob('WRAPPER_BENCH_SECONDS', 30);
+const WAKES = knob('WRAPPER_BENCH_WAKES', 100);
+const PROBES = knob('WRAPPER_BENCH_PROBES', 200);
+const CLOCK_TICKS = 100; // USER_HZ on Linux
+
+interface Way {
+  name: string;
+  script: string;
+  /** A plain file at .env_wake: no FIFO can be made, so the wrapper falls back to /dev/ptmx. */
+  plainWakeFile: boolean;
+  /** How to know it is in its wait: its descriptor, or a sleep child. */
+  waits: 'descriptor' | 'sleep-child';
+  wake: boolean;
+}
+
+const work = mkdtempSync(path.join(tmpdir(), 'si-bench-wrapper-'));
+
+function ways(): Way[] {
+  const current = readFileSync(WRAPPER, 'utf8');
+  const fastPoll = path.join(work, 'fast-poll.sh');
+  writeFileSync(fastPoll, current.replace(/^fallback_poll_seconds=.*$/m, 'fallback_poll_seconds=0.01'));
+  const list: Way[] = [
+    { name: 'FIFO + wake (chosen)', script: WRAPPER, plainWakeFile: false, waits: 'descriptor', wake: true },
+    { name: 'no FIFO: read -t 0.1', script: WRAPPER, plainWakeFile: true, waits: 'descriptor', wake: false },
+    { name: 'no FIFO: read -t 0.01', script: fastPoll, plainWakeFile: true, waits: 'descriptor', wake: false },
+  ];
+  try {
+    const before = path.join(work, 'before.sh');
+    writeFileSync(before, execFileSync('git', ['-C', ROOT, 'show', `${BEFORE_COMMIT}:src/wrapper/run_with_envs.sh`]));
+    list.push({ name: 'before: sleep 0.1', script: before, plainWakeFile: false, waits: 'sleep-child', wake: false });
+  } catch {
+    process.stdout.write(`  (no git history here: the "before" wrapper, ${BEFORE_COMMIT}, is left out)\n`);
+  }
+  return list;
+}
+
+function quantile(sorted: readonly number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? Number.NaN;
+}
+
+/** utime + stime + cutime + cstime, in seconds. */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i]), 0) / CLOCK_TICKS;
+}
+
+async function inWait(way: Way, pid: number, dir: string): Promise<void> {
+  if (way.waits === 'descriptor') {
+    await waitUntilWaiting(pid, dir, 60_000);
+    return;
+  }
+  const deadline = Date.now() + 60_000;
+  while ((await childrenOf(pid)).length === 0) {
+    if (Date.now() > deadline) throw new Error(`wrapper ${pid} never started its sleep`);
+    await sleep(5);
+  }
+}
+
+/** Lines from a child's stdout, one at a time. */
+function lines(child: ChildProcess): () => Promise<string> {
+  let buffered = '';
+  const waiting: ((line: string) => void)[] = [];
+  const ready: string[] = [];
+  child.stdout?.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString('utf8');
+    for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
+      const line = buffered.slice(0, nl);
+      buffered = buffered.slice(nl + 1);
+      const taker = waiting.shift();
+      if (taker === undefined) ready.push(line);
+      else taker(line);
+    }
+  });
+  return () => {
+    const line = ready.shift();
+    return line !== undefined ? Promise.resolve(line) : new Promise((resolve) => waiting.push(resolve));
+  };
+}
+
+// Starts COUNT wrappers, then on each line read prints the last PID allocated in its PID namespace.
+const HARNESS = `
+script=$1 n=$2 base=$3 plain=$4
+for ((i = 0; i < n; i++)); do
+  mkdir -p "$base/$i"
+  if [ "$plain" = 1 ]; then printf '\\n' > "$base/$i/.env_wake"; fi
+  SANDBOX_ENV_DIR="$base/$i" bash "$script" -- true < /dev/null &
+done
+echo started
+while read -r _; do read -r last < /proc/sys/kernel/ns_last_pid; echo "$last"; done
+kill -TERM $(jobs -p)
+wait
+`;
+
+interface Idle {
+  way: string;
+  cpuSeconds: number;
+  coreShare: number;
+  processesStarted: number;
+  counted: 'PID namespace' | 'system-wide';
+}
+
+function systemForks(): number {
+  const match = /^processes (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'));
+  return Number(match?.[1]);
+}
+
+async function idle(way: Way, isolated: boolean): Promise<Idle> {
+  const base = mkdtempSync(path.join(work, 'idle-'));
+  const args = ['-c', HARNESS, 'harness', way.script, String(COUNT), base, way.plainWakeFile ? '1' : '0'];
+  const child = isolated
+    ? spawn('unshare', ['--pid', '--fork', '--', 'bash', ...args], { stdio: ['pipe', 'pipe', 'inherit'] })
+    : spawn('bash', args, { stdio: ['pipe', 'pipe', 'inherit'] });
+  const next = lines(child);
+  try {
+    if ((await next()) !== 'started') throw new Error('harness did not start');
+    const harness = isolated ? ((await childrenOf(child.pid ?? -1))[0] ?? -1) : (child.pid ?? -1);
+    let wrappers: number[] = [];
+    for (const deadline = Date.now() + 60_000; wrappers.length < COUNT; wrappers = await childrenOf(harness)) {
+      if (Date.now() > deadline) throw new Error(`${wrappers.length} of ${COUNT} wrappers started`);
+      await sleep(20);
+    }
+    for (const [i, pid] of wrappers.entries()) await inWait(way, pid, path.join(base, String(i)));
+    const cpuBefore = wrappers.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+    const forksBefore = systemForks();
+    child.stdin?.write('\n');
+    const pidBefore = Number(await next());
+    await sleep(SECONDS * 1000);
+    const cpuAfter = wrappers.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+    child.stdin?.write('\n');
+    const pidAfter = Number(await next());
+    const forksAfter = systemForks();
+    return {
+      way: way.name,
+      cpuSeconds: cpuAfter - cpuBefore,
+      coreShare: (cpuAfter - cpuBefore) / SECONDS,
+      processesStarted: isolated ? pidAfter - pidBefore : forksAfter - forksBefore,
+      counted: isolated ? 'PID namespace' : 'system-wide',
+    };
+  } finally {
+    child.stdin?.end();
+    await new Promise((resolve) => (child.exitCode !== null ? resolve(null) : child.on('close', resolve)));
+    rmSync(base, { recursive: true, force: true });
+  }
+}
+
+async function canUnshare(): Promise<boolean> {
+  const probe = spawn('unshare', ['--pid', '--fork', '--', 'bash', '-c', 'exit 0'], { stdio: 'ignore' });
+  return new Promise((resolve) => {
+    probe.on('error', () => resolve(false));
+    probe.on('close', (code) => resolve(code === 0));
+  });
+}
+
+/** One round: a fresh folder, one waiting wrapper, readiness, and the time to its command's first output. */
+async function wakeOnce(way: Way): Promise<number> {
+  const dir = mkdtempSync(path.join(work, 'wake-'));
+  try {
+    if (way.plainWakeFile) writeFileSync(path.join(dir, '.env_wake'), '\n');
+    const child = spawn('bash', [way.script, '--', 'echo', 'started'], {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', SANDBOX_ENV_DIR: dir },
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    const firstOutput = new Promise<number>((resolve) => child.stdout.once('data', () => resolve(performance.now())));
+    const closed = new Promise((resolve) => child.on('close', resolve));
+    await inWait(way, child.pid ?? -1, dir);
+    writeFileSync(path.join(dir, '.env_ready.tmp'), '');
+    const start = performance.now();
+    renameSync(path.join(dir, '.env_ready.tmp'), path.join(dir, '.env_ready'));
+    if (way.wake) await writeWake(dir);
+    const end = await firstOutput;
+    await closed;
+    return end - start;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Per probe: CPU (the harness's children, from bash's `times`) and wall time, over PROBES in a row. */
+function probes(command: string): { cpuMs: number; wallMs: number } {
+  const dir = mkdtempSync(path.join(work, 'probe-'));
+  try {
+    const out = execFileSync(
+      'bash',
+      [
+        '-c',
+        `start=$EPOCHREALTIME; for ((i = 0; i < $1; i++)); do ${command}; done; end=$EPOCHREALTIME; echo "$start $end"; times`,
+        'probes',
+        String(PROBES),
+      ],
+      {
+        encoding: 'utf8',
+        // stdin not a socket (Node's pipes are): bash would take that for rshd and read ~/.bashrc.
+        stdio: ['ignore', 'pipe', 'inherit'],
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', SANDBOX_ENV_DIR: dir, WRAPPER },
+      },
+    ).split('\n');
+    const [start, end] = (out[0] ?? '').split(' ').map(Number);
+    const seconds = (text: string) => {
+      const match = /^(\d+)m([\d.]+)s$/.exec(text);
+      return match === null ? Number.NaN : Number(match[1]) * 60 + Number(match[2]);
+    };
+    // `times`' second line: the children's user and system time.
+    const [user, system] = (out[2] ?? '').split(' ').map(seconds);
+    return {
+      cpuMs: (((user ?? Number.NaN) + (system ?? Number.NaN)) * 1000) / PROBES,
+      wallMs: (((end ?? Number.NaN) - (start ?? Number.NaN)) * 1000) / PROBES,
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const list = ways();
+  const isolated = await canUnshare();
+  process.stdout.write(
+    `run_with_envs.sh: ${COUNT} waiting wrappers for ${SECONDS} s, per way of waiting ` +
+      `(processes counted ${isolated ? 'in a PID namespace of their own' : 'system-wide: no PID namespace here'})\n`,
+  );
+  const idles: Idle[] = [];
+  for (const way of list) {
+    const result = await idle(way, isolated);
+    idles.push(result);
+    process.stdout.write(
+      `  ${way.name.padEnd(24)} CPU ${result.cpuSeconds.toFixed(2)} s (${(result.coreShare * 100).toFixed(2)}% of a core), ` +
+        `${result.processesStarted} processes started\n`,
+    );
+  }
+
+  process.stdout.write(`wake: .env_ready renamed into place -> the command's first output, ${WAKES} rounds each\n`);
+  const wakes = new Map<string, number[]>(list.map((way) => [way.name, []]));
+  // Interleaved, so a change in background load hits every way alike.
+  for (let round = 0; round < WAKES; round += 1) {
+    for (const way of list) wakes.get(way.name)?.push(await wakeOnce(way));
+  }
+  const wakeResults = list.map((way) => {
+    const sorted = (wakes.get(way.name) ?? []).sort((a, b) => a - b);
+    return { way: way.name, p50Ms: quantile(sorted, 0.5), p99Ms: quantile(sorted, 0.99), maxMs: sorted.at(-1) };
+  });
+  for (const r of wakeResults) {
+    process.stdout.write(
+      `  ${r.way.padEnd(24)} p50 ${r.p50Ms.toFixed(1)} ms   p99 ${r.p99Ms.toFixed(1)} ms   max ${r.maxMs?.toFixed(1)} ms\n`,
+    );
+  }
+
+  const probe = probes('bash "$WRAPPER" --probe -- true');
+  const bare = probes('bash -c :');
+  process.stdout.write(
+    `probe while unclaimed (${PROBES} in a row): ${probe.cpuMs.toFixed(2)} ms CPU, ${probe.wallMs.toFixed(2)} ms each; ` +
+      `a bare bash start: ${bare.cpuMs.toFixed(2)} ms CPU, ${bare.wallMs.toFixed(2)} ms\n`,
+  );
+  const chosen = wakeResults[0];
+  const result = {
+    count: COUNT,
+    seconds: SECONDS,
+    idle: idles,
+    wake: wakeResults,
+    probe: { wrapper: probe, bareBash: bare },
+    wakeTargetMet: chosen !== undefined && chosen.p99Ms <= 20,
+  };
+  process.stdout.write(`  wake target (p99 <= 20 ms, FIFO + wake): ${result.wakeTargetMet ? 'met' : 'NOT met'}\n`);
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+}
+
+try {
+  await main();
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
