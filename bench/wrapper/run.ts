@@ -45,6 +45,8 @@ interface Way {
   /** How to know it is in its wait: its descriptor, or a sleep child. */
   waits: 'descriptor' | 'sleep-child';
   wake: boolean;
+  /** Never ends its wait: the idle floor only. */
+  reference?: true;
 }
 
 const work = mkdtempSync(path.join(tmpdir(), 'si-bench-wrapper-'));
@@ -58,6 +60,16 @@ function ways(): Way[] {
     { name: 'no FIFO: read -t 0.1', script: WRAPPER, plainWakeFile: true, waits: 'descriptor', wake: false },
     { name: 'no FIFO: read -t 0.01', script: fastPoll, plainWakeFile: true, waits: 'descriptor', wake: false },
   ];
+  const blocked = path.join(work, 'blocked.sh');
+  writeFileSync(blocked, 'exec {fd}<>/dev/ptmx\nread -r -u "$fd" _\n');
+  list.push({
+    name: 'reference: blocked read',
+    script: blocked,
+    plainWakeFile: false,
+    waits: 'descriptor',
+    wake: false,
+    reference: true,
+  });
   try {
     const before = path.join(work, 'before.sh');
     writeFileSync(before, execFileSync('git', ['-C', ROOT, 'show', `${BEFORE_COMMIT}:src/wrapper/run_with_envs.sh`]));
@@ -263,12 +275,13 @@ async function main(): Promise<void> {
   }
 
   process.stdout.write(`wake: .env_ready renamed into place -> the command's first output, ${WAKES} rounds each\n`);
-  const wakes = new Map<string, number[]>(list.map((way) => [way.name, []]));
+  const wakeable = list.filter((way) => way.reference !== true);
+  const wakes = new Map<string, number[]>(wakeable.map((way) => [way.name, []]));
   // Interleaved, so a change in background load hits every way alike.
   for (let round = 0; round < WAKES; round += 1) {
-    for (const way of list) wakes.get(way.name)?.push(await wakeOnce(way));
+    for (const way of wakeable) wakes.get(way.name)?.push(await wakeOnce(way));
   }
-  const wakeResults = list.map((way) => {
+  const wakeResults = wakeable.map((way) => {
     const sorted = (wakes.get(way.name) ?? []).sort((a, b) => a - b);
     return { way: way.name, p50Ms: quantile(sorted, 0.5), p99Ms: quantile(sorted, 0.99), maxMs: sorted.at(-1) };
   });
