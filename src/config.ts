@@ -118,9 +118,14 @@ function label(key: OptionKey): string {
 export function injectionSettings(options: Readonly<ServeOptions>): {
   postStartConflict: PostStartConflict;
   wrapper?: WrapperInstaller;
+  warnUnwrapped: boolean;
 } {
   const image = options.agentRuntimeHasWrapper ? undefined : options.wrapperImage;
-  return { postStartConflict: options.postStartConflict, ...wrapperFromImage(image) };
+  return {
+    postStartConflict: options.postStartConflict,
+    warnUnwrapped: options.warnUnwrapped,
+    ...wrapperFromImage(image),
+  };
 }
 
 const MS_PER_SECOND = 1000;

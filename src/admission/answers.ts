@@ -6,7 +6,7 @@
 import { statusReason, type Failure } from '../errors.js';
 import type { SkipReason } from '../injection/index.js';
 import type { AdmissionResponse, AdmissionReview, AdmissionReviewRequest } from './types.js';
-import { limitWarnings } from './warnings.js';
+import { limitWarnings, oneLine } from './warnings.js';
 
 export type Decision = 'injected' | 'unchanged' | 'denied';
 
@@ -22,6 +22,10 @@ export interface AdmissionSummary {
   skipped: { runtime: string; reason: SkipReason }[];
   patchBytes: number;
   warnings: number;
+  /** The warnings answered, each whole (the answer cuts them to kube-apiserver's advised length). */
+  warningMessages: string[];
+  /** What Auto cannot hold until the claim, whole, whether or not it was answered as warnings. */
+  advice: string[];
   /** For a denial: its catalogue code (src/errors.ts) and message. */
   code?: string;
   message?: string;
@@ -41,6 +45,7 @@ export interface ReviewFacts {
   readonly present?: readonly string[];
   readonly skipped?: AdmissionSummary['skipped'];
   readonly warnings?: readonly string[];
+  readonly advice?: readonly string[];
 }
 
 /** Admitted as it is. */
@@ -72,8 +77,9 @@ function answer(
   denial?: Pick<Failure, 'code' | 'message'>,
 ): ReviewOutcome {
   const { subject } = facts;
-  const lines = facts.warnings ?? [];
-  const warnings = limitWarnings(subject === undefined ? lines : lines.map((warning) => `${subject}: ${warning}`));
+  const about = (line: string): string => oneLine(subject === undefined ? line : `${subject}: ${line}`);
+  const warningMessages = (facts.warnings ?? []).map(about);
+  const warnings = limitWarnings(warningMessages);
   const withWarnings: AdmissionResponse = warnings.length > 0 ? { ...response, warnings } : response;
   return {
     kind: 'response',
@@ -88,6 +94,8 @@ function answer(
       skipped: [...(facts.skipped ?? [])],
       patchBytes,
       warnings: warnings.length,
+      warningMessages,
+      advice: (facts.advice ?? []).map(about),
       ...(denial === undefined ? {} : { code: denial.code, message: denial.message }),
     },
   };

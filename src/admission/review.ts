@@ -25,6 +25,8 @@ export interface ReviewDeps {
   wrapper?: WrapperInstaller;
   /** A postStart hook on both the main container and agent-runtime's config: skip the runtime, or chain them. */
   postStartConflict?: PostStartConflict;
+  /** Answer what Auto cannot hold until the claim (network probes, no command) as warnings too. */
+  warnUnwrapped?: boolean;
 }
 
 export type { AdmissionSummary, Decision, ReviewOutcome } from './answers.js';
@@ -72,7 +74,8 @@ export async function reviewAdmission(body: unknown, deps: ReviewDeps, text?: st
     ...asked,
     present: report.present,
     skipped: report.skipped.map(({ runtime, reason }) => ({ runtime, reason })),
-    warnings: [...resolved.warnings, ...report.warnings],
+    warnings: [...resolved.warnings, ...report.warnings, ...(deps.warnUnwrapped === true ? report.advice : [])],
+    advice: report.advice,
   };
   if (!result.changed) return allowed(injected);
   // A patch that only records the status annotation (runtimes found present, all skipped) injected nothing.

@@ -6,7 +6,7 @@ export function limitWarnings(warnings: readonly string[]): string[] {
   const result: string[] = [];
   let total = 0;
   for (const [index, warning] of warnings.entries()) {
-    const line = shorten(warning.replace(/[\r\n\t]+/g, ' ').trim());
+    const line = shorten(oneLine(warning));
     const size = Buffer.byteLength(line);
     const remaining = warnings.length - index - 1;
     // Leave room for the line that says how many were dropped.
@@ -19,6 +19,11 @@ export function limitWarnings(warnings: readonly string[]): string[] {
     total += size;
   }
   return result;
+}
+
+/** A warning as one line, whole: what the log and `explain` show. */
+export function oneLine(warning: string): string {
+  return warning.replace(/[\r\n\t]+/g, ' ').trim();
 }
 
 function shorten(line: string): string {

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { reviewAdmission } from '../admission/review.js';
-import type { Pod } from '../injection/index.js';
+import { autoWarnings, wrappedWithoutInstaller, type Pod } from '../injection/index.js';
 import { wrapperFromImage } from '../wrapper/installer.js';
 import type { RuntimeSelection } from '../admission/ports.js';
 import {
@@ -26,7 +26,8 @@ import { applyResponsePatch, parsePod, podCreateReview } from './pod-review.js';
 export const usage = `usage: sandbox-injector inject [--config-file CONFIGMAP] [-f POD|-] [--runtimes a,b]
          [--env-vars-injection-policy Auto|None] [--wrapper-image IMAGE] ${POSTSTART_CONFLICT_USAGE} [-o yaml|json]
 
-Prints POD as the webhook would admit it (like istioctl kube-inject); warnings go to stderr. Runtimes and policy
+Prints POD as the webhook would admit it (like istioctl kube-inject); warnings go to stderr, whole, with what
+Auto cannot hold until the claim (as serve --warn-unwrapped, the Deployment's setting). Runtimes and policy
 come from the pod's annotations (agents.kruise.io/runtimes, agents.kruise.io/env-vars-injection-policy) unless
 the flags give them. A denial prints its message on stderr and exits 1.
 
@@ -68,15 +69,19 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
   const outcome = await reviewAdmission(podCreateReview(pod, undefined, 'sandbox-injector-inject'), {
     ...deps,
     ...wrapperFromImage(values['wrapper-image']),
+    warnUnwrapped: true,
     selectRuntimes: (pod) => selectionWithFlags(pod, values.runtimes, flagPolicy),
   });
   if (outcome.kind === 'bad-request') throw new CliError(outcome.message);
   const response = outcome.review.response;
-  for (const warning of response?.warnings ?? []) writeLine(io.stderr, `warning: ${warning}`);
+  for (const warning of outcome.summary.warningMessages) writeLine(io.stderr, `warning: ${warning}`);
   if (response?.allowed !== true) {
     throw new CliError(`denied: ${response?.status?.message ?? 'no reason given'}`);
   }
   const mutated = applyResponsePatch(pod, response.patch);
+  if (values['wrapper-image'] === undefined && wrappedWithoutInstaller(mutated)) {
+    writeLine(io.stderr, `note: ${autoWarnings.noWrapperImageNote()}`);
+  }
   writeLine(io.stdout, values.output === 'json' ? JSON.stringify(mutated, null, 2) : stringify(mutated));
   return 0;
 }

@@ -1,7 +1,8 @@
+import * as say from './auto-warnings.js';
 import { relativePath, type PodEditor } from './editor.js';
 import { addMissingVolumes, appendContainers, appendMounts, containerPath } from './merge.js';
 import type { InjectionReport } from './report.js';
-import type { Container, Volume, VolumeMount } from './types.js';
+import type { Container, Pod, Volume, VolumeMount } from './types.js';
 
 /**
  * The wrapper every wrapped command and exec probe starts with. These lists are shared by every pod and go into
@@ -53,9 +54,7 @@ export interface EnvWrapperInput {
  */
 export function wrapForEnvInjection(editor: PodEditor, input: EnvWrapperInput, report: InjectionReport): () => void {
   if (!agentRuntimePresent(editor, input)) {
-    report.warnings.push(
-      'EnvVarsInjectionPolicy Auto: commands not wrapped, agent-runtime is not in the pod (they would wait forever)',
-    );
+    report.warnings.push(say.noAgentRuntimeWarning());
     return () => undefined;
   }
   const containers = editor.pod.spec.containers;
@@ -64,25 +63,25 @@ export function wrapForEnvInjection(editor: PodEditor, input: EnvWrapperInput, r
   if (main !== undefined && mainBlocking !== undefined) {
     // envd runs in the main container and writes the environment from there: without the volume at
     // SANDBOX_ENV_PATH it cannot, so every wrapped command would wait forever.
-    report.warnings.push(
-      `EnvVarsInjectionPolicy Auto: commands not wrapped, main container "${main.name}" mounts "${mainBlocking.name}" at ${SANDBOX_ENV_PATH}, where envd must write the environment`,
-    );
+    report.warnings.push(say.mainMountBlocksWarning(main.name, mainBlocking.name));
     return () => undefined;
   }
   addMissingVolumes(editor, [sandboxEnvVolume()]);
   const wrapped: number[] = [];
   containers.forEach((container, index) => {
     if (input.injectedContainerNames.has(container.name)) return;
-    if (!wantsWrapping(container)) return;
+    if (!wantsWrapping(container)) {
+      if (!startsWithWrapper(container.command)) report.advice.push(say.noCommandWarning(container.name));
+      return;
+    }
     const blocking = blockingMount(container);
     if (blocking !== undefined) {
-      report.warnings.push(
-        `EnvVarsInjectionPolicy Auto: "${container.name}" not wrapped, "${blocking.name}" is mounted at ${SANDBOX_ENV_PATH}`,
-      );
+      report.warnings.push(say.containerMountBlocksWarning(container.name, blocking.name));
       return;
     }
     wrapped.push(index);
     report.wrapped.push(container.name);
+    adviseOnNetworkProbes(container, report);
   });
   // envd writes the environment from inside the main container, so it mounts the volume even when not wrapped.
   if (main !== undefined && !wrapped.includes(0) && !hasSandboxEnvMount(main)) {
@@ -100,6 +99,15 @@ export function wrapForEnvInjection(editor: PodEditor, input: EnvWrapperInput, r
     const current = editor.pod.spec.containers;
     for (const index of wrapped) wrapContainer(editor, index, current[index] as Container);
   };
+}
+
+/**
+ * Whether a pod runs commands through the wrapper with no init container of ours to install it: right when the
+ * agent-runtime image carries the script, a pod that waits forever otherwise.
+ */
+export function wrappedWithoutInstaller(pod: Pod): boolean {
+  const wrapped = pod.spec.containers.some((c) => startsWithWrapper(c.command));
+  return wrapped && !(pod.spec.initContainers ?? []).some((c) => c.name === WRAPPER_INIT_CONTAINER);
 }
 
 function agentRuntimePresent(editor: PodEditor, input: EnvWrapperInput): boolean {
@@ -144,15 +152,43 @@ function wrapContainer(editor: PodEditor, index: number, container: Container): 
   }
 }
 
+/** The kubelet runs network probes itself, so the wrapper cannot answer them while the app waits for its claim. */
+function adviseOnNetworkProbes(container: Container, report: InjectionReport): void {
+  for (const { name } of PROBES) {
+    const probe = container[name];
+    if (probe === undefined) continue;
+    const handler = say.NETWORK_PROBE_HANDLERS.find((kind) => probe[kind] !== undefined && probe[kind] !== null);
+    if (handler !== undefined) report.advice.push(say.networkProbeWarning(container.name, name, handler));
+  }
+}
+
 function mountSandboxEnvOnSidecar(editor: PodEditor, index: number, report: InjectionReport): void {
   const container = editor.pod.spec.initContainers?.[index];
   if (container === undefined || hasSandboxEnvMount(container)) return;
   if (appendMounts(editor, 'initContainers', index, [sandboxEnvMount()]).length > 0) {
-    report.warnings.push(
-      `EnvVarsInjectionPolicy Auto: sidecar "${container.name}" already mounts something at ${SANDBOX_ENV_PATH}`,
-    );
+    report.warnings.push(say.sidecarMountKeptWarning(container.name));
   }
 }
+
+/**
+ * What Pod Security `restricted` asks of every container, so the copier never gets a Sandbox pod refused: it
+ * only writes one file into the emptyDir, which is writable by any user. The user is the injector image's
+ * non-root one, named by number so the kubelet can check runAsNonRoot whatever the image says.
+ */
+const WRAPPER_COPIER_SECURITY = {
+  runAsNonRoot: true,
+  runAsUser: 65532,
+  runAsGroup: 65532,
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  capabilities: { drop: ['ALL'] },
+  seccompProfile: { type: 'RuntimeDefault' },
+};
+/** One short Node process writing one file: small, so the pod's effective requests stay its containers'. */
+const WRAPPER_COPIER_RESOURCES = {
+  requests: { cpu: '10m', memory: '32Mi' },
+  limits: { cpu: '200m', memory: '96Mi' },
+};
 
 /** An init container that copies the wrapper into the shared volume before any main container starts. */
 function addWrapperCopier(editor: PodEditor, { image, command }: WrapperInstaller): void {
@@ -162,6 +198,8 @@ function addWrapperCopier(editor: PodEditor, { image, command }: WrapperInstalle
     image,
     command: [...command],
     volumeMounts: [sandboxEnvMount()],
+    resources: structuredClone(WRAPPER_COPIER_RESOURCES),
+    securityContext: structuredClone(WRAPPER_COPIER_SECURITY),
   };
   appendContainers(editor, 'initContainers', [copier]);
 }

@@ -139,6 +139,8 @@ function recordStatus(editor: PodEditor, status: string): void {
 export type { EditOperation } from './editor.js';
 export type { PostStartConflict } from './agent-runtime.js';
 export type { WrapperInstaller } from './env-wrapper.js';
+export { wrappedWithoutInstaller } from './env-wrapper.js';
+export * as autoWarnings from './auto-warnings.js';
 export { POSTSTART_CONFLICT_MODES } from './agent-runtime.js';
 export type { InjectionReport, RuntimeSkip, SkipReason } from './report.js';
 export { STATUS_ANNOTATION } from './status.js';

@@ -18,10 +18,16 @@ export interface InjectionReport {
   wrapped: string[];
   /** One line each, for the admission response and the CLI's stderr. */
   warnings: string[];
+  /**
+   * What Auto cannot hold until the claim (network probes of wrapped containers, containers with no command):
+   * one line each, like the warnings, but answered as warnings only when asked for (`--warn-unwrapped`), since
+   * the spec's own cases expect none for such pods. Never a skip: no patch or status changes with them.
+   */
+  advice: string[];
 }
 
 export function emptyReport(): InjectionReport {
-  return { injected: [], present: [], skipped: [], wrapped: [], warnings: [] };
+  return { injected: [], present: [], skipped: [], wrapped: [], warnings: [], advice: [] };
 }
 
 export function skip(report: InjectionReport, runtime: string, reason: SkipReason, message: string): void {

@@ -176,6 +176,13 @@ export const OPTION_ROWS = {
     {},
     false,
   ),
+  warnUnwrapped: option(
+    'warn-unwrapped',
+    'boolean',
+    'Auto: also warn of what cannot wait for the claim (network probes, containers without command)',
+    {},
+    false,
+  ),
   postStartConflict: option(
     'poststart-conflict',
     'string',

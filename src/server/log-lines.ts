@@ -19,6 +19,7 @@ export function admissionLogFields(summary: AdmissionSummary, elapsedMs: number)
     skipped: cutSkipped(summary.skipped),
     patchBytes: summary.patchBytes,
     warnings: summary.warnings,
+    ...(summary.warningMessages.length === 0 ? {} : { warningMessages: cutMessages(summary.warningMessages) }),
     durationMs: roundMs(elapsedMs),
     ...(summary.code === undefined ? {} : { code: summary.code }),
     ...(summary.message === undefined ? {} : { message: cutMessage(summary.message) }),
@@ -32,6 +33,10 @@ export function admissionLogFields(summary: AdmissionSummary, elapsedMs: number)
 export function logRefusal(logger: Logger, path: string | undefined, { status, body }: HttpFailure): void {
   const where = path === undefined ? {} : { path: cutMessage(path) };
   logger.warn({ ...where, status, message: cutMessage(body.message), code: body.code }, 'request refused');
+}
+
+function cutMessages(messages: readonly string[]): string[] {
+  return cutList<string>(messages, cutMessage, (count) => `...(${count} more)`);
 }
 
 function cutSkipped(skipped: AdmissionSummary['skipped']): { runtime: string; reason: string }[] {

@@ -215,7 +215,7 @@ describe('reviewAdmission: saying why', () => {
       'agents.kruise.io/env-vars-injection-policy': 'Auto',
     });
     const warnings = response(await reviewAdmission(reviewFor(pod), deps())).warnings ?? [];
-    expect(warnings[0]).toMatch(/^pod default\/sbx-: EnvVarsInjectionPolicy Auto: commands not wrapped/);
+    expect(warnings[0]).toMatch(/^pod default\/sbx-: Auto: nothing wrapped, no agent-runtime/);
   });
 
   it("carries a denial's message in the summary the log line is made of", async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { STATUS_ANNOTATION, type Container, type Pod } from '../../src/injection/index.js';
 import { AGENT_CONFIG, CONFIGS, CSI_CONFIG, inject, pod } from '../support/builders.js';
+import * as say from '../../src/injection/auto-warnings.js';
 
 const W = ['/bin/bash', '/var/sandbox/run_with_envs.sh'];
 const main = (extra: Partial<Container> = {}): Container => ({ name: 'main', image: 'app:1', ...extra });
@@ -337,7 +338,7 @@ describe('EnvVarsInjectionPolicy Auto', () => {
     const { pod: out, report } = inject(pod([app]), ['csi'], 'Auto');
     expect(first(out).command).toEqual(['python', 'app.py']);
     expect(out.spec.volumes?.some((v) => v.name === 'sandbox-env')).toBe(false);
-    expect(report.warnings.join()).toMatch(/not wrapped, agent-runtime is not in the pod/);
+    expect(report.warnings).toEqual([say.noAgentRuntimeWarning()]);
   });
 
   it('applies when agent-runtime was injected before and is not asked now', () => {
@@ -364,7 +365,7 @@ describe('EnvVarsInjectionPolicy Auto', () => {
     });
     const { pod: out, report } = inject(pod([main(), blocked]), ['agent-runtime'], 'Auto');
     expect(out.spec.containers[1]?.command).toEqual(['run']);
-    expect(report.warnings.join()).toMatch(/"worker" not wrapped, "data" is mounted at \/var\/sandbox/);
+    expect(report.warnings).toEqual([say.containerMountBlocksWarning('worker', 'data')]);
   });
 
   it('wraps nothing at all when the main container mounts something else at /var/sandbox, with a warning', () => {
@@ -375,9 +376,7 @@ describe('EnvVarsInjectionPolicy Auto', () => {
     expect(out.spec.volumes?.some((v) => v.name === 'sandbox-env')).toBe(false);
     expect(out.spec.initContainers?.[0]?.volumeMounts?.some((m) => m.name === 'sandbox-env')).toBe(false);
     expect(report.wrapped).toEqual([]);
-    expect(report.warnings.join()).toMatch(
-      /commands not wrapped, main container "main" mounts "data" at \/var\/sandbox/,
-    );
+    expect(report.warnings).toEqual([say.mainMountBlocksWarning('main', 'data')]);
   });
 
   it('mounts sandbox-env on a main container without command, which envd writes from, and wraps the others', () => {
@@ -416,6 +415,17 @@ describe('EnvVarsInjectionPolicy Auto', () => {
       image: 'injector:1',
       command: ['install', '/var/sandbox'],
       volumeMounts: [{ name: 'sandbox-env', mountPath: '/var/sandbox' }],
+      resources: { requests: { cpu: '10m', memory: '32Mi' }, limits: { cpu: '200m', memory: '96Mi' } },
+      // What Pod Security `restricted` asks of every container.
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: 65532,
+        runAsGroup: 65532,
+        allowPrivilegeEscalation: false,
+        readOnlyRootFilesystem: true,
+        capabilities: { drop: ['ALL'] },
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
     });
     expect(inject(out, ['agent-runtime'], 'Auto', CONFIGS, 'injector:1').changed).toBe(false);
   });

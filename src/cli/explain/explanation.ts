@@ -3,7 +3,7 @@ import { stringify } from 'yaml';
 import type { ConfigSnapshot, RuntimeSelection } from '../../admission/ports.js';
 import { podName } from '../../admission/pod-name.js';
 import { reviewAdmission, type Decision, type ReviewDeps } from '../../admission/review.js';
-import type { Pod, SkipReason } from '../../injection/index.js';
+import { autoWarnings, wrappedWithoutInstaller, type Pod, type SkipReason } from '../../injection/index.js';
 // The status annotation's one reader; injection/index.ts does not re-export it and the core is not ours to edit.
 import { recordedStatus, type RecordedStatus } from '../../injection/status.js';
 import { CliError } from '../io.js';
@@ -38,7 +38,10 @@ export interface Explanation {
   denial?: { code: string; status: number; message: string };
   runtimes: RuntimeFate[];
   wrapped: string[];
+  /** The warnings answered, each whole (the answer itself cuts them at 120 characters). */
   warnings: string[];
+  /** What Auto cannot hold until the claim; answered as warnings too when the server runs --warn-unwrapped. */
+  advice: string[];
   /** The JSON patch the webhook answers with, and the same change as a unified diff of the pod's YAML. */
   patch: Operation[];
   diff: string;
@@ -81,7 +84,10 @@ export async function explainPod(input: ExplainInput): Promise<Explanation> {
   return {
     pod: `${namespace}/${name}`,
     origin: input.origin,
-    notes: input.notes ?? [],
+    notes: [
+      ...(input.notes ?? []),
+      ...(deps.wrapper === undefined && wrappedWithoutInstaller(mutated) ? [autoWarnings.noWrapperImageNote()] : []),
+    ],
     webhook: input.webhook,
     ...(chosen === undefined
       ? {}
@@ -98,7 +104,8 @@ export async function explainPod(input: ExplainInput): Promise<Explanation> {
     ...(denial === undefined ? {} : { denial }),
     runtimes: fates(asked, recordedStatus(pod), recordedStatus(mutated), whyNoRecord(snapshot, denial)),
     wrapped: [...recordedStatus(mutated).wrapped],
-    warnings: response?.warnings ?? [],
+    warnings: summary.warningMessages,
+    advice: summary.advice,
     patch: decodePatch(response?.patch),
     diff: unifiedDiff(asYaml(pod), asYaml(mutated), {
       from: `pod ${namespace}/${name} as created`,

@@ -18,6 +18,12 @@ export function renderText(explanation: Explanation): string {
   lines.push('', ...resultSection(explanation));
   if (explanation.warnings.length > 0)
     lines.push('', 'Warnings the webhook answers with', ...explanation.warnings.map((w) => `  ${w}`));
+  if (explanation.advice.length > 0)
+    lines.push(
+      '',
+      'What Auto cannot hold until the claim (answered as warnings with serve --warn-unwrapped)',
+      ...explanation.advice.map((a) => `  ${a}`),
+    );
   lines.push('', ...patchSection(explanation));
   return `${lines.join('\n')}\n`;
 }

@@ -1,0 +1,68 @@
+/**
+ * Every line EnvVarsInjectionPolicy Auto says about a pod, one function per kind, so the tests and the docs
+ * (docs/policy.md quotes each) read the same text. Each puts its reason first: kube-apiserver advises warnings
+ * of at most 120 characters and the webhook cuts longer ones at the end (src/admission/warnings.ts), so what is
+ * lost to a long name is the detail, never why. The whole line goes into the log and `explain`.
+ */
+
+/** The probes a container may have, in the order the kubelet runs them. */
+export type ProbeName = 'startupProbe' | 'livenessProbe' | 'readinessProbe';
+/** The probe handlers the kubelet runs itself, over the network; only `exec` runs in the container. */
+export type NetworkProbeHandler = 'httpGet' | 'tcpSocket' | 'grpc';
+
+export const NETWORK_PROBE_HANDLERS: readonly NetworkProbeHandler[] = ['httpGet', 'tcpSocket', 'grpc'];
+
+/** A network readiness probe on a wrapped container: the app is held until the claim, so the pod is never Ready. */
+export function readinessProbeWarning(container: string, handler: NetworkProbeHandler): string {
+  return `Auto: not Ready until claimed, pool never fills: "${container}" readinessProbe ${handler}; use an exec probe`;
+}
+
+/** A network liveness or startup probe on a wrapped container: it fails while the app waits, and the kubelet restarts it. */
+export function restartingProbeWarning(
+  container: string,
+  probe: 'startupProbe' | 'livenessProbe',
+  handler: NetworkProbeHandler,
+): string {
+  return `Auto: restarted until claimed: "${container}" ${probe} ${handler} fails meanwhile; use an exec probe`;
+}
+
+/** The text for any network probe: readiness and the two that restart differ in what they do to the pod. */
+export function networkProbeWarning(container: string, probe: ProbeName, handler: NetworkProbeHandler): string {
+  return probe === 'readinessProbe'
+    ? readinessProbeWarning(container, handler)
+    : restartingProbeWarning(container, probe, handler);
+}
+
+/** A container of the pod's own with no `command`: it runs its image's entrypoint at once, unclaimed. */
+export function noCommandWarning(container: string): string {
+  return `Auto: starts unclaimed, without the claim's env: "${container}" has no command to wrap; give it one`;
+}
+
+export function noAgentRuntimeWarning(): string {
+  return 'Auto: nothing wrapped, no agent-runtime to write the env: commands would wait forever';
+}
+
+/** The main container holds /var/sandbox with another volume: envd, which runs there, could never write the env. */
+export function mainMountBlocksWarning(main: string, volume: string): string {
+  return `Auto: nothing wrapped, envd cannot write the env: main container "${main}" has "${volume}" at /var/sandbox`;
+}
+
+export function containerMountBlocksWarning(container: string, volume: string): string {
+  return `Auto: not wrapped, the env never reaches it: "${container}" has "${volume}" at /var/sandbox`;
+}
+
+export function sidecarMountKeptWarning(sidecar: string): string {
+  return `Auto: sidecar "${sidecar}" left without the env volume: it has another volume at /var/sandbox`;
+}
+
+/**
+ * For the offline commands (`inject`, `explain`) run without `--wrapper-image`: the Deployment sets one, so the
+ * pod they print lacks the init container the webhook would add.
+ */
+export function noWrapperImageNote(): string {
+  return (
+    'no --wrapper-image: the pod shown has no sandbox-env-wrapper init container, so its wrapped commands wait ' +
+    'for /var/sandbox/run_with_envs.sh, which nothing installs unless the agent-runtime image carries it ' +
+    '(the Deployment sets one: SANDBOX_INJECTOR_WRAPPER_IMAGE)'
+  );
+}
