@@ -99,7 +99,7 @@ describe('sandbox-injector inject', () => {
     const out = JSON.parse(run.stdout) as typeof pod & { spec: { initContainers: { name: string }[] } };
     expect(out.spec.initContainers.map((c) => c.name)).toEqual(['csi-sidecar']);
     expect(out.spec.containers[0]?.command).toEqual(['python', 'app.py']);
-    expect(run.stderr).toMatch(/warning: pod default\/p: EnvVarsInjectionPolicy Auto: commands not wrapped/);
+    expect(run.stderr).toMatch(/warning: pod default\/p: Auto: nothing wrapped, no agent-runtime/);
   });
 
   it('--wrapper-image adds the init container that installs run_with_envs.sh when commands are wrapped', async () => {

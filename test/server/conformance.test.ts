@@ -4,7 +4,15 @@
  */
 import { Agent } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectConformance, loadConformanceCases, reviewFor, type ReviewResponseLike } from '../support/conformance.js';
+import {
+  expectConformance,
+  loadConformanceCases,
+  OUR_CONFORMANCE_DIR,
+  type ConformanceCase,
+  reviewFor,
+  type ReviewResponseLike,
+} from '../support/conformance.js';
+import { readinessProbeWarning } from '../../src/injection/auto-warnings.js';
 import { postJson } from './support/https-client.js';
 import { servingPki, temporaryDirectory } from './support/pki.js';
 import { startTestServer, type TestServer } from './support/server.js';
@@ -45,23 +53,7 @@ interface ReviewBody {
 }
 
 describe('conformance cases over HTTPS POST /mutate', () => {
-  for (const testCase of loadConformanceCases()) {
-    it(testCase.file, async () => {
-      const server = await serverFor(testCase.flags);
-      const data = testCase.configMap?.data as Record<string, string> | undefined;
-      server.setConfig(data);
-      const uid = `uid-${testCase.name}`;
-
-      const result = await postJson(`${server.url}/mutate`, reviewFor(testCase.pod, uid), { ca: server.caPem, agent });
-
-      expect(result.status).toBe(200);
-      const review = result.json() as ReviewBody;
-      expect(review.apiVersion).toBe('admission.k8s.io/v1');
-      expect(review.kind).toBe('AdmissionReview');
-      expectConformance(testCase, review.response);
-    });
-  }
-
+  for (const testCase of loadConformanceCases()) it(testCase.file, () => postCase(testCase));
   it('logs one admission line per review, with what was decided', async () => {
     const server = await serverFor();
     const admissions = server.logs.filter((line) => line.message === 'admission');
@@ -78,3 +70,31 @@ describe('conformance cases over HTTPS POST /mutate', () => {
     expect(typeof first?.durationMs).toBe('number');
   });
 });
+
+describe('our own conformance-style cases (test/fixtures/conformance-ours) over HTTPS POST /mutate', () => {
+  for (const testCase of loadConformanceCases(OUR_CONFORMANCE_DIR)) it(testCase.file, () => postCase(testCase));
+
+  it('logs each warning whole, beside the count', async () => {
+    const server = await serverFor(['--warn-unwrapped']);
+    const line = server.logs.find((l) => l.message === 'admission' && l.fields.pod === 'sbx-http-ready')?.fields;
+    expect(line).toMatchObject({
+      warnings: 1,
+      warningMessages: [`pod default/sbx-http-ready: ${readinessProbeWarning('app', 'httpGet')}`],
+    });
+  });
+});
+
+async function postCase(testCase: ConformanceCase): Promise<void> {
+  const server = await serverFor(testCase.flags);
+  const data = testCase.configMap?.data as Record<string, string> | undefined;
+  server.setConfig(data);
+  const uid = `uid-${testCase.name}`;
+
+  const result = await postJson(`${server.url}/mutate`, reviewFor(testCase.pod, uid), { ca: server.caPem, agent });
+
+  expect(result.status).toBe(200);
+  const review = result.json() as ReviewBody;
+  expect(review.apiVersion).toBe('admission.k8s.io/v1');
+  expect(review.kind).toBe('AdmissionReview');
+  expectConformance(testCase, review.response);
+}
