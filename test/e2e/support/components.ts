@@ -10,7 +10,13 @@ import { at } from './json.js';
 import { runKubectl } from './kubectl.js';
 
 export const MANIFESTS = path.join(repoRoot, 'manifests');
-export const COMPONENTS = ['autoscaling', 'monitoring', 'deliver-env'] as const;
+export const COMPONENTS = [
+  'autoscaling',
+  'monitoring',
+  'deliver-env',
+  'deliver-env-monitoring',
+  'network-policies',
+] as const;
 export type ComponentName = (typeof COMPONENTS)[number];
 
 export interface KubeObject {
