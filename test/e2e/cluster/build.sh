@@ -5,7 +5,9 @@
 #   build.sh [kube]   kube-apiserver, kubectl (tools/go.mod) and etcd (tools/etcd)
 #   build.sh helm     helm (tools-helm/go.mod)
 #   build.sh promtool promtool (tools-promtool/go.mod)
-#   build.sh all      the three sets at once, one line each: "<set> <bin dir>"
+#   build.sh node     kubelet, kube-scheduler and pause (tools-node/go.mod, the Kubernetes pin of tools/)
+#   build.sh containerd  containerd, ctr and containerd-shim-runc-v2 (tools-containerd/go.mod)
+#   build.sh all      every set at once, one line each: "<set> <bin dir>"
 #
 # A set lands in ${SANDBOX_INJECTOR_CACHE:-$HOME/.cache/sandbox-injector}/<set>-<versions>-<hash>/bin/.
 # <hash> is a short digest of the set's go.mod, go.sum, sources and the build
@@ -31,19 +33,20 @@ command -v go >/dev/null 2>&1 || {
   fi
 }
 
+all_sets=(kube helm promtool node containerd)
 if [[ "$tool_set" == all ]]; then
   # The sets share nothing but the module cache, which Go locks itself; their
   # downloads overlap each other's compiles.
   declare -A outputs=()
   pids=()
-  for set in kube helm promtool; do
+  for set in "${all_sets[@]}"; do
     outputs[$set]="$(mktemp)"
     bash "${BASH_SOURCE[0]}" "$set" >"${outputs[$set]}" &
     pids+=($!)
   done
   status=0
   for pid in "${pids[@]}"; do wait "$pid" || status=1; done
-  for set in kube helm promtool; do
+  for set in "${all_sets[@]}"; do
     [[ -s "${outputs[$set]}" ]] && printf '%s %s\n' "$set" "$(cat "${outputs[$set]}")"
     rm -f "${outputs[$set]}"
   done
@@ -63,6 +66,19 @@ mod_version() {
   ' "$1/go.mod"
 }
 
+# Stamps the Kubernetes version the way its release build does, so that `kubectl version`, the apiserver's
+# /version and the node's kubelet version report v1.x.y.
+kube_version_ldflags() {
+  local pkg flags=""
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    flags+=" -X $pkg.gitVersion=$1 -X $pkg.gitMajor=1 -X $pkg.gitMinor=$2 -X $pkg.gitTreeState=clean"
+  done
+  printf '%s' "$flags"
+}
+
+# Build tags: one `go build` per entry of `steps` ("<tags>|<packages>"); most sets have one step without tags.
+steps=()
+
 case "$tool_set" in
   kube)
     tools_dir="$script_dir/tools"
@@ -73,16 +89,7 @@ case "$tool_set" in
       exit 1
     fi
     k8s_minor="$(cut -d. -f2 <<<"${k8s_version#v}")"
-    # Stamp the Kubernetes version the way its release build does, so that
-    # `kubectl version` and the apiserver's /version report v1.x.y.
-    version_ldflags=""
-    for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-      version_ldflags+=" -X $pkg.gitVersion=$k8s_version"
-      version_ldflags+=" -X $pkg.gitMajor=1"
-      version_ldflags+=" -X $pkg.gitMinor=$k8s_minor"
-      version_ldflags+=" -X $pkg.gitTreeState=clean"
-    done
-    ldflags="-s -w$version_ldflags"
+    ldflags="-s -w$(kube_version_ldflags "$k8s_version" "$k8s_minor")"
     packages=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./etcd)
     binaries=(kube-apiserver kubectl etcd)
     sources=("$tools_dir/etcd/main.go")
@@ -116,16 +123,46 @@ case "$tool_set" in
     sources=("$tools_dir/tools.go")
     folder="promtool-$prometheus_version"
     ;;
+  node)
+    tools_dir="$script_dir/tools-node"
+    k8s_version="$(mod_version "$tools_dir" k8s.io/kubernetes)"
+    [[ "$k8s_version" =~ ^v1\.([0-9]+)\.[0-9]+$ ]] || { log "could not read k8s.io/kubernetes from $tools_dir/go.mod"; exit 1; }
+    ldflags="-s -w$(kube_version_ldflags "$k8s_version" "${BASH_REMATCH[1]}")"
+    packages=(k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-scheduler ./pause)
+    binaries=(kubelet kube-scheduler pause)
+    sources=("$tools_dir/pause/main.go")
+    folder="node-$k8s_version"
+    ;;
+  containerd)
+    tools_dir="$script_dir/tools-containerd"
+    containerd_version="$(mod_version "$tools_dir" github.com/containerd/containerd/v2)"
+    [[ "$containerd_version" =~ ^v2\.[0-9]+\.[0-9]+$ ]] || { log "could not read the containerd pin from $tools_dir/go.mod"; exit 1; }
+    ldflags="-s -w -X github.com/containerd/containerd/v2/version.Version=$containerd_version"
+    # containerd's static release tags: no snapshotters this node does not use, no cgo; the shim also
+    # leaves out gRPC, as containerd's own Makefile builds it.
+    static_tags="no_btrfs,no_devmapper,no_zfs,osusergo,netgo,static_build,urfave_cli_no_docs"
+    steps=(
+      "$static_tags|github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/ctr"
+      "$static_tags,no_grpc|github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2"
+    )
+    packages=(github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/ctr
+      github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2)
+    binaries=(containerd ctr containerd-shim-runc-v2)
+    sources=()
+    folder="containerd-$containerd_version"
+    ;;
   *)
-    log "unknown tool set (kube, helm, promtool or all)"
+    log "unknown tool set (${all_sets[*]} or all)"
     exit 2
     ;;
 esac
 
 recipe_hash="$(
   {
-    cat "$tools_dir/go.mod" "$tools_dir/go.sum" "${sources[@]}"
+    cat "$tools_dir/go.mod" "$tools_dir/go.sum" ${sources[@]+"${sources[@]}"}
     printf '%s\n' "$ldflags" "${packages[@]}" "CGO_ENABLED=$CGO_ENABLED" "-trimpath"
+    # Only sets with build tags add a line, so the other sets keep their cache folders.
+    [[ ${#steps[@]} -eq 0 ]] || printf '%s\n' "${steps[@]}"
   } | sha256sum | cut -c1-10
 )"
 
@@ -159,10 +196,14 @@ if ! complete; then
     log "building ${binaries[*]} ($folder) with $(go version | cut -d' ' -f3)"
     log "into $final_dir (first build takes a long while; later runs reuse it)"
     start=$SECONDS
-    (
-      cd "$tools_dir"
-      go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp_dir/bin/" "${packages[@]}"
-    )
+    [[ ${#steps[@]} -gt 0 ]] || steps=("|${packages[*]}")
+    for step in "${steps[@]}"; do
+      read -r -a step_packages <<<"${step#*|}"
+      (
+        cd "$tools_dir"
+        go build -trimpath -buildvcs=false -tags "${step%%|*}" -ldflags "$ldflags" -o "$tmp_dir/bin/" "${step_packages[@]}"
+      )
+    done
     for b in "${binaries[@]}"; do
       [[ -x "$tmp_dir/bin/$b" ]] || { log "build produced no $b"; exit 1; }
     done
