@@ -1,17 +1,19 @@
 // Where the e2e suite's tools are: etcd, kube-apiserver and kubectl (the "kube"
-// set), helm, and promtool, each built from its pinned Go module by
+// set), helm, promtool, and the node's kubelet, kube-scheduler, pause, containerd, ctr and runc shim, each built from its pinned Go module by
 // test/e2e/cluster/build.sh (see docs/e2e.md).
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export type ToolSet = 'kube' | 'helm' | 'promtool';
+export type ToolSet = 'kube' | 'helm' | 'promtool' | 'node' | 'containerd';
 
 const BINARIES: Record<ToolSet, readonly string[]> = {
   kube: ['etcd', 'kube-apiserver', 'kubectl'],
   helm: ['helm'],
   promtool: ['promtool'],
+  node: ['kubelet', 'kube-scheduler', 'pause'],
+  containerd: ['containerd', 'ctr', 'containerd-shim-runc-v2'],
 };
 
 /** Set by `npm run test:e2e` (test/e2e/cluster/with-tools.sh) to the bin dir build.sh printed. */

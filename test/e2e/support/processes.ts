@@ -19,12 +19,18 @@ export interface ManagedProcess {
   exited: Promise<ExitInfo>;
 }
 
-export function startProcess(name: string, bin: string, args: string[], cwd: string): ManagedProcess {
+export function startProcess(
+  name: string,
+  bin: string,
+  args: string[],
+  cwd: string,
+  env?: NodeJS.ProcessEnv,
+): ManagedProcess {
   const logPath = path.join(cwd, `${name}.log`);
   const fd = openSync(logPath, 'a');
   let child: ChildProcess;
   try {
-    child = spawn(bin, args, { cwd, stdio: ['ignore', fd, fd] });
+    child = spawn(bin, args, { cwd, env, stdio: ['ignore', fd, fd] });
   } finally {
     closeSync(fd);
   }

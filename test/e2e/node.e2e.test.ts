@@ -1,0 +1,595 @@
+// Sandbox pods on a real node: a kubelet and containerd (built by build.sh, runc from Debian) run the pods that
+// the webhook admitted in cluster mode with EnvVarsInjectionPolicy Auto, and deliver-env, as a process, writes
+// each claim into the pod through envd's file API. The envd is our double of that API (test/support/
+// envd-double.ts, which follows envd's published spec; it is not the real envd), started in the main container
+// by the injection config's postStart, as upstream's agent-runtime does. Pods are hostNetwork (there is no CNI
+// here), so each one's envd gets a loopback port of its own. What the node is and is not: docs/e2e.md.
+//
+// The tests look into the containers from the host, as root: a container's processes are in /proc, with their
+// command lines, their environments and, under /proc/<pid>/root, their files.
+import { readFileSync, existsSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parse as parseYaml } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
+import { startDeliverProcess, type DeliverProcess } from './support/deliver-process.js';
+import { prepareNode, startNode, type E2eNode } from './support/e2e-node.js';
+import type { Leftovers } from './support/node-host.js';
+import { APP_ENTRYPOINT_LINE, IMAGES } from './support/node-images.js';
+import { podFromSandbox, type SandboxObject } from './support/sandbox-controller.js';
+import { freePort, startWebhookProcess, webhookConfiguration, type WebhookProcess } from './support/webhook-process.js';
+
+const NS = 'e2e-node';
+const CONFIG_NS = 'sandbox-system';
+const W = ['/bin/bash', '/var/sandbox/run_with_envs.sh'];
+const REQUEST = 'agents.kruise.io/init-runtime-request';
+const STATUS = 'agents.kruise.io/runtime-injection-status';
+
+/**
+ * The webhook's warning for a network probe on a wrapped container under Auto (issue 31, "Operating Auto: say
+ * what will break before it breaks"). Its wording is issue 31's to settle: this is the ONE place that spells
+ * what the node tests expect it to say, from what they see the kubelet do.
+ */
+const NETWORK_PROBE_WARNING = (container: string, probe: 'readinessProbe' | 'livenessProbe'): RegExp =>
+  probe === 'readinessProbe'
+    ? new RegExp(`container "?${container}"?.*${probe}.*(httpGet|network).*never (becomes )?[Rr]eady`)
+    : new RegExp(`container "?${container}"?.*${probe}.*(httpGet|network).*restart`);
+
+/** Values a careless writer would break; the app must see exactly these. */
+const CLAIM_VARS: Record<string, string> = {
+  API_KEY: 'sk-node-e2e-0001',
+  QUOTED: `it's "quoted" and $HOME and \`id\``,
+  MULTI_LINE: 'line one\nline two',
+  UNICODE: 'héllo 🌍',
+  EMPTY: '',
+};
+/** Names bash itself sets or exports on the way to exec, not the claim's. */
+const SHELL_NAMES = new Set(['_', 'SHLVL', 'PWD', 'OLDPWD']);
+
+const APP_LINE = 'app: started';
+const APP_COMMAND = [
+  '/bin/bash',
+  '-c',
+  `touch /tmp/app-running; echo "${APP_LINE} as pid $$"; while :; do sleep 3600; done`,
+];
+const APP_RUNNING_PROBE = {
+  exec: { command: ['test', '-e', '/tmp/app-running'] },
+  periodSeconds: 1,
+  failureThreshold: 2,
+};
+
+type Json = Record<string, unknown>;
+interface ContainerStatus {
+  name: string;
+  containerID?: string;
+  restartCount: number;
+  ready?: boolean;
+  started?: boolean;
+  state?: {
+    running?: { startedAt: string };
+    waiting?: { reason?: string };
+    terminated?: { exitCode: number; reason?: string };
+  };
+  lastState?: { terminated?: { exitCode: number; reason?: string } };
+}
+interface Pod {
+  metadata: { name: string; uid: string; annotations?: Record<string, string> };
+  spec: { containers: Json[]; initContainers?: Json[] };
+  status?: {
+    phase?: string;
+    podIP?: string;
+    conditions?: { type: string; status: string }[];
+    containerStatuses?: ContainerStatus[];
+    initContainerStatuses?: ContainerStatus[];
+  };
+}
+
+let cluster: TestCluster;
+let node: E2eNode | undefined;
+let webhook: WebhookProcess | undefined;
+let deliver: DeliverProcess | undefined;
+let configData: Record<string, string>;
+let leftAfterStop: Leftovers | undefined;
+/** Claim-to-app-start times measured here, printed at the end for docs/benchmark.md. */
+const claimToStartMs: number[] = [];
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 90_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
+    await sleep(100);
+  }
+}
+
+async function getPod(name: string): Promise<Pod | undefined> {
+  const r = await cluster.kubectl(['-n', NS, 'get', 'pod', name, '-o', 'json']);
+  return r.code === 0 ? (JSON.parse(r.stdout) as Pod) : undefined;
+}
+
+const statusOf = (pod: Pod, container: string): ContainerStatus | undefined =>
+  [...(pod.status?.containerStatuses ?? []), ...(pod.status?.initContainerStatuses ?? [])].find(
+    (s) => s.name === container,
+  );
+const isReady = (pod: Pod): boolean =>
+  pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+
+function untilPod(name: string, what: string, test: (pod: Pod) => boolean, timeoutMs?: number): Promise<Pod> {
+  return until(
+    `${name}: ${what}`,
+    async () => {
+      const pod = await getPod(name);
+      return pod !== undefined && test(pod) ? pod : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+interface SandboxInput {
+  name: string;
+  main: Json;
+  envdPort: number;
+  grace?: number;
+}
+
+/** A Sandbox (policy Auto, agent-runtime) and its pod as the controller makes it; returns the admission's warnings. */
+async function sandboxPod(input: SandboxInput): Promise<{ pod: Pod; warnings: string[] }> {
+  const main = {
+    imagePullPolicy: 'Never',
+    ...input.main,
+    env: [...((input.main.env as Json[] | undefined) ?? []), { name: 'ENVD_PORT', value: String(input.envdPort) }],
+  };
+  const created = JSON.parse(
+    await cluster.kubectlOk(['create', '-f', '-', '-o', 'json'], {
+      input: JSON.stringify({
+        apiVersion: 'agents.kruise.io/v1alpha1',
+        kind: 'Sandbox',
+        metadata: {
+          name: input.name,
+          namespace: NS,
+          annotations: { 'agents.kruise.io/runtime-url': `http://127.0.0.1:${input.envdPort}` },
+        },
+        spec: {
+          runtimes: [{ name: 'agent-runtime' }],
+          envVarsInjectionPolicy: 'Auto',
+          template: {
+            spec: {
+              hostNetwork: true,
+              automountServiceAccountToken: false,
+              terminationGracePeriodSeconds: input.grace ?? 30,
+              containers: [main],
+            },
+          },
+        },
+      }),
+    }),
+  ) as SandboxObject;
+  const r = await cluster.kubectl(['create', '-f', '-', '-o', 'json'], {
+    input: JSON.stringify(podFromSandbox(created, { configData })),
+  });
+  if (r.code !== 0) throw new Error(`pod of ${input.name} not created: ${r.stderr}`);
+  const warnings = r.stderr
+    .split('\n')
+    .filter((l) => l.startsWith('Warning: '))
+    .map((l) => l.slice('Warning: '.length));
+  return { pod: JSON.parse(r.stdout) as Pod, warnings };
+}
+
+async function claim(sandbox: string, vars: Record<string, string>): Promise<number> {
+  await cluster.kubectlOk([
+    '-n',
+    NS,
+    'annotate',
+    '--overwrite',
+    'sandbox',
+    sandbox,
+    `${REQUEST}=${JSON.stringify({ envVars: vars, accessToken: 'node-e2e-token' })}`,
+    `agents.kruise.io/claim-timestamp=${new Date().toISOString()}`,
+  ]);
+  // The annotation is stored once kubectl has its answer: the claim is recorded by now.
+  return Date.now();
+}
+
+/** The host pid of a container's first process, from containerd. */
+async function hostPid(status: ContainerStatus | undefined): Promise<number> {
+  const id = status?.containerID?.replace(/^containerd:\/\//, '');
+  if (id === undefined || node === undefined) throw new Error(`no container id in ${JSON.stringify(status)}`);
+  const line = (await node.containerd.ctr(['tasks', 'ls'])).split('\n').find((l) => l.startsWith(`${id} `));
+  const pid = Number(line?.trim().split(/\s+/)[1]);
+  if (!Number.isInteger(pid) || pid <= 0) throw new Error(`no task for container ${id}`);
+  return pid;
+}
+
+const cmdline = (pid: number): string[] => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(0, -1);
+/** The pid a process has in its own pid namespace: the last of NSpid. */
+const pidInContainer = (pid: number): number =>
+  Number(
+    /^NSpid:\s*(.*)$/m
+      .exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
+      ?.trim()
+      .split(/\s+/)
+      .pop(),
+  );
+function environ(pid: number): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const entry of readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
+    const eq = entry.indexOf('=');
+    if (eq > 0) env[entry.slice(0, eq)] = entry.slice(eq + 1);
+  }
+  return env;
+}
+/** What `after` has that `before` did not, less what bash sets itself. */
+function added(before: Record<string, string>, after: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(after).filter(([key, value]) => !SHELL_NAMES.has(key) && before[key] !== value),
+  );
+}
+
+interface LogLine {
+  at: Date;
+  text: string;
+}
+
+/** A container's log as the kubelet keeps it (CRI format: time, stream, tag, text), one file per restart. */
+function containerLog(pod: Pod, container: string, restart: number): LogLine[] {
+  if (node === undefined) return [];
+  const file = path.join(
+    node.dir,
+    'pod-logs',
+    `${NS}_${pod.metadata.name}_${pod.metadata.uid}`,
+    container,
+    `${restart}.log`,
+  );
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => {
+      const [at = '', , , ...rest] = l.split(' ');
+      return { at: new Date(at), text: rest.join(' ') };
+    });
+}
+
+/** RFC 3339 with nanoseconds, as CRI logs and containerd write it, in ms with the fraction kept. */
+const preciseMs = (stamp: string): number => {
+  const m = /^(.*T\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$/.exec(stamp);
+  if (m === null) throw new Error(`not an RFC 3339 time: ${stamp}`);
+  return Date.parse(`${m[1]}${m[3]}`) + Number(`0${m[2] ?? ''}`) * 1000;
+};
+
+async function containerCreatedMs(status: ContainerStatus | undefined): Promise<number> {
+  const id = status?.containerID?.replace(/^containerd:\/\//, '') ?? '';
+  const info = JSON.parse((await node?.containerd.ctr(['containers', 'info', id])) ?? '{}') as { CreatedAt?: string };
+  return preciseMs(info.CreatedAt ?? '');
+}
+
+function readInjectionConfig(): Record<string, string> {
+  const doc = parseYaml(readFileSync(path.join(repoRoot, 'manifests', 'injection-config.yaml'), 'utf8')) as {
+    data: Record<string, string>;
+  };
+  const agentRuntime = JSON.parse(doc.data['agent-runtime'] ?? '{}') as { csiSidecar: Json[] };
+  for (const sidecar of agentRuntime.csiSidecar) {
+    sidecar.image = IMAGES.agentRuntime;
+    sidecar.imagePullPolicy = 'Never';
+  }
+  return { 'agent-runtime': JSON.stringify(agentRuntime) };
+}
+
+beforeAll(async () => {
+  const prepared = prepareNode();
+  try {
+    cluster = await startCluster({ apiserverArgs: prepared.apiserverArgs });
+  } catch (error) {
+    const { restoreHost } = await import('./support/node-host.js');
+    restoreHost(prepared.host, prepared.dir);
+    throw error;
+  }
+  await cluster.installSandboxCrd();
+  await cluster.ensureNamespace(NS);
+  await cluster.ensureNamespace(CONFIG_NS);
+  configData = readInjectionConfig();
+  await cluster.applyObject({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'sandbox-injection-config', namespace: CONFIG_NS },
+    data: configData,
+  });
+  webhook = await startWebhookProcess(cluster, { extraArgs: ['--wrapper-image', IMAGES.injector] });
+  await cluster.applyObject(webhookConfiguration('sandbox-injector', webhook.url, webhook.ca.certPem));
+  deliver = await startDeliverProcess(cluster, 'node-e2e', [
+    '--lease-namespace',
+    CONFIG_NS,
+    '--request-timeout-ms',
+    '2000',
+  ]);
+  node = await startNode(prepared, cluster);
+  // kube-apiserver calls a new webhook configuration a moment after it is stored.
+  const warm = {
+    metadata: { name: 'warmup', namespace: NS, uid: '00000000-0000-0000-0000-000000000000' },
+    spec: {
+      runtimes: [{ name: 'agent-runtime' }],
+      template: { spec: { containers: [{ name: 'main', image: IMAGES.app }] } },
+    },
+  } as SandboxObject;
+  await until('the webhook admits Sandbox pods', async () => {
+    const r = await cluster.kubectl(['create', '--dry-run=server', '-f', '-', '-o', 'json'], {
+      input: JSON.stringify(podFromSandbox(warm, { configData })),
+    });
+    return r.code === 0 && (JSON.parse(r.stdout) as Pod).metadata.annotations?.[STATUS] !== undefined
+      ? true
+      : undefined;
+  });
+}, 1_800_000);
+
+afterAll(async () => {
+  await deliver?.stop();
+  await webhook?.stop();
+  if (node !== undefined && leftAfterStop === undefined) await node.stop();
+  await cluster?.stop();
+  if (claimToStartMs.length > 0) {
+    process.stdout.write(
+      `node e2e: claim recorded -> app's first output: ${claimToStartMs.map((ms) => `${ms.toFixed(0)} ms`).join(', ')}\n`,
+    );
+  }
+});
+
+describe('Auto on a real node', () => {
+  let podA: Pod;
+  let waitingEnv: Record<string, string>;
+
+  it('starts the agent-runtime sidecar and the wrapper installer before the main container', async () => {
+    const port = await freePort();
+    const { pod } = await sandboxPod({
+      name: 'sbx-app',
+      envdPort: port,
+      main: {
+        name: 'main',
+        image: IMAGES.app,
+        command: APP_COMMAND,
+        readinessProbe: APP_RUNNING_PROBE,
+        livenessProbe: APP_RUNNING_PROBE,
+      },
+    });
+    expect(pod.spec.initContainers?.map((c) => c.name)).toEqual(
+      expect.arrayContaining(['agent-runtime', 'sandbox-env-wrapper']),
+    );
+    podA = await untilPod('sbx-app', 'main running', (p) => statusOf(p, 'main')?.state?.running !== undefined, 300_000);
+    const sidecar = statusOf(podA, 'agent-runtime');
+    expect(sidecar?.state?.running).toBeDefined();
+    expect(statusOf(podA, 'sandbox-env-wrapper')?.state?.terminated?.exitCode).toBe(0);
+    // The sidecar's entrypoint had copied envd before containerd even created the main container.
+    const copied = containerLog(podA, 'agent-runtime', 0).find((l) => l.text.includes('envd stand-in copied'));
+    expect(copied).toBeDefined();
+    const mainCreated = await containerCreatedMs(statusOf(podA, 'main'));
+    const copiedLine =
+      readFileSync(
+        path.join(node?.dir ?? '', 'pod-logs', `${NS}_sbx-app_${podA.metadata.uid}`, 'agent-runtime', '0.log'),
+        'utf8',
+      )
+        .split('\n')
+        .find((l) => l.includes('envd stand-in copied')) ?? '';
+    expect(preciseMs(copiedLine.split(' ')[0] ?? '')).toBeLessThan(mainCreated);
+  });
+
+  it('is Ready while unclaimed: its exec probes are wrapped, and would fail unwrapped', async () => {
+    const main = podA.spec.containers[0] as {
+      readinessProbe: { exec: { command: string[] } };
+      livenessProbe: { exec: { command: string[] } };
+      command: string[];
+    };
+    expect(main.command).toEqual([...W, '--']);
+    expect(main.readinessProbe.exec.command).toEqual([...W, '--probe', '--', 'test', '-e', '/tmp/app-running']);
+    expect(main.livenessProbe.exec.command).toEqual([...W, '--probe', '--', 'test', '-e', '/tmp/app-running']);
+    podA = await untilPod('sbx-app', 'Ready', isReady);
+    expect(statusOf(podA, 'main')?.restartCount).toBe(0);
+  });
+
+  it('has not started the app: PID 1 of the main container is run_with_envs.sh, waiting', async () => {
+    const pid = await hostPid(statusOf(podA, 'main'));
+    expect(pidInContainer(pid)).toBe(1);
+    expect(cmdline(pid).slice(0, 3)).toEqual([...W, '--']);
+    expect(existsSync(`/proc/${pid}/root/tmp/app-running`)).toBe(false);
+    expect(containerLog(podA, 'main', 0).filter((l) => l.text.startsWith(APP_LINE))).toEqual([]);
+    // envd, started by postStart, is up inside the main container.
+    expect(containerLog(podA, 'main', 0).some((l) => l.text.startsWith('envd stand-in listening'))).toBe(true);
+    waitingEnv = environ(pid);
+  });
+
+  it("a claim starts the app, as PID 1, with exactly the claim's variables", async () => {
+    const pid = await hostPid(statusOf(podA, 'main'));
+    const recorded = await claim('sbx-app', CLAIM_VARS);
+    const first = await until('the app printed', async () =>
+      containerLog(podA, 'main', 0).find((l) => l.text.startsWith(APP_LINE)),
+    );
+    expect(first.text).toBe(`${APP_LINE} as pid 1`);
+    claimToStartMs.push(first.at.getTime() - recorded);
+    process.stdout.write(`node e2e: claim recorded -> app's first output ${first.at.getTime() - recorded} ms\n`);
+    // The same process, now the app: the wrapper exec'd it.
+    expect(cmdline(pid)).toEqual(APP_COMMAND);
+    expect(added(waitingEnv, environ(pid))).toEqual(CLAIM_VARS);
+    expect(readFileSync(`/proc/${pid}/root/var/sandbox/.env_ready`, 'utf8')).toMatch(/^sha256:/);
+    podA = await untilPod('sbx-app', 'Ready after the claim', isReady);
+  });
+
+  it('a killed app restarts its container, and the app starts again at once with the same variables', async () => {
+    const pid = await hostPid(statusOf(podA, 'main'));
+    process.kill(pid, 'SIGKILL');
+    podA = await untilPod('sbx-app', 'restarted and running', (p) => {
+      const s = statusOf(p, 'main');
+      return s?.restartCount === 1 && s.state?.running !== undefined;
+    });
+    expect(statusOf(podA, 'main')?.lastState?.terminated?.exitCode).toBe(137);
+    const line = await until('the restarted app printed', async () =>
+      containerLog(podA, 'main', 1).find((l) => l.text.startsWith(APP_LINE)),
+    );
+    expect(line.text).toBe(`${APP_LINE} as pid 1`);
+    const again = await hostPid(statusOf(podA, 'main'));
+    expect(again).not.toBe(pid);
+    expect(cmdline(again)).toEqual(APP_COMMAND);
+    expect(added(waitingEnv, environ(again))).toEqual(CLAIM_VARS);
+  });
+
+  it('deleting a waiting pod ends it at SIGTERM, long before its grace period', async () => {
+    const grace = 600;
+    await sandboxPod({
+      name: 'sbx-delete',
+      envdPort: await freePort(),
+      grace,
+      main: { name: 'main', image: IMAGES.app, command: APP_COMMAND },
+    });
+    const running = await untilPod(
+      'sbx-delete',
+      'main running',
+      (p) => statusOf(p, 'main')?.state?.running !== undefined,
+      300_000,
+    );
+    const pid = await hostPid(statusOf(running, 'main'));
+    expect(cmdline(pid).slice(0, 3)).toEqual([...W, '--']);
+    const watcher = spawn(
+      path.join(cluster.binDir, 'kubectl'),
+      [
+        '--kubeconfig',
+        cluster.kubeconfigPath,
+        '-n',
+        NS,
+        'get',
+        'pod',
+        'sbx-delete',
+        '--watch',
+        '--output-watch-events',
+        '-o',
+        'json',
+      ],
+      { stdio: ['ignore', 'pipe', 'ignore'] },
+    );
+    let seen = '';
+    watcher.stdout.on('data', (chunk: Buffer) => (seen += chunk.toString('utf8')));
+    await cluster.kubectlOk(['-n', NS, 'delete', 'pod', 'sbx-delete', '--wait=false']);
+    // A deadline far inside the grace period: a pod that ignored SIGTERM would still be there.
+    await until('the wrapper exited', async () => (existsSync(`/proc/${pid}`) ? undefined : true), (grace / 4) * 1000);
+    await until(
+      'the pod is gone',
+      async () => ((await getPod('sbx-delete')) === undefined ? true : undefined),
+      (grace / 4) * 1000,
+    );
+    watcher.kill();
+    const codes = [...seen.matchAll(/"name":\s*"main"[^]*?"terminated":\s*\{[^}]*"exitCode":\s*(\d+)/g)].map((m) =>
+      Number(m[1]),
+    );
+    expect(codes.length === 0 || codes.every((c) => c === 143)).toBe(true);
+  });
+
+  it('a main container without command is not wrapped, still gets its env folder, and envd writes into it', async () => {
+    const { pod } = await sandboxPod({
+      name: 'sbx-entrypoint',
+      envdPort: await freePort(),
+      main: { name: 'main', image: IMAGES.app },
+    });
+    expect(JSON.parse(pod.metadata.annotations?.[STATUS] ?? '{}')).toMatchObject({ wrapped: [] });
+    const running = await untilPod(
+      'sbx-entrypoint',
+      'main running',
+      (p) => statusOf(p, 'main')?.state?.running !== undefined,
+      300_000,
+    );
+    await until('the image entrypoint printed', async () =>
+      containerLog(running, 'main', 0).find((l) => l.text === APP_ENTRYPOINT_LINE),
+    );
+    const pid = await hostPid(statusOf(running, 'main'));
+    await claim('sbx-entrypoint', { ENTRYPOINT_VAR: 'written-by-envd' });
+    const envFile = await until('env.sh in the main container', async () =>
+      existsSync(`/proc/${pid}/root/var/sandbox/.env_ready`)
+        ? readFileSync(`/proc/${pid}/root/var/sandbox/env.sh`, 'utf8')
+        : undefined,
+    );
+    expect(envFile).toContain('ENTRYPOINT_VAR');
+    expect(envFile).toContain('written-by-envd');
+  });
+
+  describe('network probes on a wrapped container, unclaimed', () => {
+    const warnings: Record<string, string[]> = {};
+
+    it('an httpGet readiness probe: the pod never becomes Ready', async () => {
+      const port = await freePort();
+      const created = await sandboxPod({
+        name: 'sbx-http-ready',
+        envdPort: await freePort(),
+        main: {
+          name: 'main',
+          image: IMAGES.app,
+          command: APP_COMMAND,
+          readinessProbe: { httpGet: { path: '/', port, host: '127.0.0.1' }, periodSeconds: 1 },
+        },
+      });
+      warnings.readinessProbe = created.warnings;
+      const pod = await untilPod(
+        'sbx-http-ready',
+        'main running',
+        (p) => statusOf(p, 'main')?.state?.running !== undefined,
+        300_000,
+      );
+      expect((pod.spec.containers[0] as { readinessProbe: Json }).readinessProbe).toMatchObject({ httpGet: { port } });
+      // What the kubelet does: the probe fails, with nothing listening while the wrapper waits.
+      await until('a failed readiness probe', async () => {
+        const events = JSON.parse(
+          await cluster.kubectlOk([
+            '-n',
+            NS,
+            'get',
+            'events',
+            '--field-selector',
+            'involvedObject.name=sbx-http-ready',
+            '-o',
+            'json',
+          ]),
+        ) as { items: { reason: string; message: string; count?: number }[] };
+        return events.items.some(
+          (e) => e.reason === 'Unhealthy' && e.message.startsWith('Readiness probe failed') && (e.count ?? 1) >= 3,
+        )
+          ? true
+          : undefined;
+      });
+      const after = await getPod('sbx-http-ready');
+      expect(after !== undefined && isReady(after)).toBe(false);
+      expect(statusOf(after as Pod, 'main')?.restartCount).toBe(0);
+    });
+
+    it('an httpGet liveness probe: the container is restarted into CrashLoopBackOff', async () => {
+      const port = await freePort();
+      const created = await sandboxPod({
+        name: 'sbx-http-live',
+        envdPort: await freePort(),
+        main: {
+          name: 'main',
+          image: IMAGES.app,
+          command: APP_COMMAND,
+          livenessProbe: { httpGet: { path: '/', port, host: '127.0.0.1' }, periodSeconds: 1, failureThreshold: 1 },
+        },
+      });
+      warnings.livenessProbe = created.warnings;
+      const pod = await untilPod(
+        'sbx-http-live',
+        'CrashLoopBackOff',
+        (p) => statusOf(p, 'main')?.state?.waiting?.reason === 'CrashLoopBackOff',
+        180_000,
+      );
+      expect(statusOf(pod, 'main')?.restartCount).toBeGreaterThanOrEqual(1);
+    });
+
+    it("the webhook's warnings name the container and the probe, and say what the node does", () => {
+      expect(warnings.readinessProbe?.some((w) => NETWORK_PROBE_WARNING('main', 'readinessProbe').test(w))).toBe(true);
+      expect(warnings.livenessProbe?.some((w) => NETWORK_PROBE_WARNING('main', 'livenessProbe').test(w))).toBe(true);
+    });
+  });
+
+  it('stops, and leaves no process, mount, cgroup, path or kernel setting behind', async () => {
+    if (node === undefined) throw new Error('no node');
+    await deliver?.stop();
+    leftAfterStop = await node.stop();
+    expect(leftAfterStop).toEqual({ processes: [], mounts: [], cgroups: [], paths: [], kernel: {} });
+    expect(node.kernelRestores()).toBeGreaterThanOrEqual(1);
+  });
+});
