@@ -95,7 +95,11 @@ let leftAfterStop: Leftovers | undefined;
 /** Claim-to-app-start times measured here, printed at the end for docs/benchmark.md. */
 const claimToStartMs: number[] = [];
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 90_000): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 90_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -401,7 +405,7 @@ describe('Auto on a real node', () => {
   it("a claim starts the app, as PID 1, with exactly the claim's variables", async () => {
     const pid = await hostPid(statusOf(podA, 'main'));
     const recorded = await claim('sbx-app', CLAIM_VARS);
-    const first = await until('the app printed', async () =>
+    const first = await until('the app printed', () =>
       containerLog(podA, 'main', 0).find((l) => l.text.startsWith(APP_LINE)),
     );
     expect(first.text).toBe(`${APP_LINE} as pid 1`);
@@ -422,7 +426,7 @@ describe('Auto on a real node', () => {
       return s?.restartCount === 1 && s.state?.running !== undefined;
     });
     expect(statusOf(podA, 'main')?.lastState?.terminated?.exitCode).toBe(137);
-    const line = await until('the restarted app printed', async () =>
+    const line = await until('the restarted app printed', () =>
       containerLog(podA, 'main', 1).find((l) => l.text.startsWith(APP_LINE)),
     );
     expect(line.text).toBe(`${APP_LINE} as pid 1`);
@@ -469,7 +473,7 @@ describe('Auto on a real node', () => {
     watcher.stdout.on('data', (chunk: Buffer) => (seen += chunk.toString('utf8')));
     await cluster.kubectlOk(['-n', NS, 'delete', 'pod', 'sbx-delete', '--wait=false']);
     // A deadline far inside the grace period: a pod that ignored SIGTERM would still be there.
-    await until('the wrapper exited', async () => (existsSync(`/proc/${pid}`) ? undefined : true), (grace / 4) * 1000);
+    await until('the wrapper exited', () => (existsSync(`/proc/${pid}`) ? undefined : true), (grace / 4) * 1000);
     await until(
       'the pod is gone',
       async () => ((await getPod('sbx-delete')) === undefined ? true : undefined),
@@ -495,12 +499,12 @@ describe('Auto on a real node', () => {
       (p) => statusOf(p, 'main')?.state?.running !== undefined,
       300_000,
     );
-    await until('the image entrypoint printed', async () =>
+    await until('the image entrypoint printed', () =>
       containerLog(running, 'main', 0).find((l) => l.text === APP_ENTRYPOINT_LINE),
     );
     const pid = await hostPid(statusOf(running, 'main'));
     await claim('sbx-entrypoint', { ENTRYPOINT_VAR: 'written-by-envd' });
-    const envFile = await until('env.sh in the main container', async () =>
+    const envFile = await until('env.sh in the main container', () =>
       existsSync(`/proc/${pid}/root/var/sandbox/.env_ready`)
         ? readFileSync(`/proc/${pid}/root/var/sandbox/env.sh`, 'utf8')
         : undefined,

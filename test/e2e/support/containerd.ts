@@ -19,7 +19,7 @@ export interface Containerd {
   /** unix socket path of the gRPC API (the kubelet's CRI endpoint). */
   socket: string;
   /** Runs ctr against this containerd in the k8s.io namespace; rejects unless it exits 0. */
-  ctr(args: string[]): Promise<string>;
+  ctr: (args: string[]) => Promise<string>;
 }
 
 export function runcPath(): string {
