@@ -311,13 +311,19 @@ beforeAll(async () => {
   ]);
   node = await startNode(prepared, cluster);
   // kube-apiserver calls a new webhook configuration a moment after it is stored.
-  const warm = {
-    metadata: { name: 'warmup', namespace: NS, uid: '00000000-0000-0000-0000-000000000000' },
-    spec: {
-      runtimes: [{ name: 'agent-runtime' }],
-      template: { spec: { containers: [{ name: 'main', image: IMAGES.app }] } },
-    },
-  } as SandboxObject;
+  const warm = JSON.parse(
+    await cluster.kubectlOk(['create', '-f', '-', '-o', 'json'], {
+      input: JSON.stringify({
+        apiVersion: 'agents.kruise.io/v1alpha1',
+        kind: 'Sandbox',
+        metadata: { name: 'warmup', namespace: NS },
+        spec: {
+          runtimes: [{ name: 'agent-runtime' }],
+          template: { spec: { containers: [{ name: 'main', image: IMAGES.app }] } },
+        },
+      }),
+    }),
+  ) as SandboxObject;
   await until('the webhook admits Sandbox pods', async () => {
     const r = await cluster.kubectl(['create', '--dry-run=server', '-f', '-', '-o', 'json'], {
       input: JSON.stringify(podFromSandbox(warm, { configData })),
