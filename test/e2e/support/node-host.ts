@@ -96,7 +96,7 @@ export function snapshotHost(): HostSnapshot {
   const created: string[] = [];
   for (const fixed of FIXED_PATHS) {
     let missing: string | undefined;
-    for (let p: string = fixed; p !== "/"; p = path.dirname(p)) if (!existsSync(p)) missing = p;
+    for (let p: string = fixed; p !== '/'; p = path.dirname(p)) if (!existsSync(p)) missing = p;
     if (missing !== undefined && !created.includes(missing)) created.push(missing);
   }
   return { kernel: readKernelSettings(), cgroups: cgroupDirs(), mounts: new Set(mountPoints()), created };
