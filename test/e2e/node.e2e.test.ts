@@ -49,10 +49,11 @@ const CLAIM_VARS: Record<string, string> = {
 const SHELL_NAMES = new Set(['_', 'SHLVL', 'PWD', 'OLDPWD']);
 
 const APP_LINE = 'app: started';
+// $BASHPID rather than $$: the kubelet turns $$ in a command into $.
 const APP_COMMAND = [
   '/bin/bash',
   '-c',
-  `touch /tmp/app-running; echo "${APP_LINE} as pid $$"; while :; do sleep 3600; done`,
+  `touch /tmp/app-running; echo "${APP_LINE} as pid $BASHPID"; while :; do sleep 3600; done`,
 ];
 const APP_RUNNING_PROBE = {
   exec: { command: ['test', '-e', '/tmp/app-running'] },
@@ -489,13 +490,16 @@ describe('Auto on a real node', () => {
     const codes = [...seen.matchAll(/"name":\s*"main"[^]*?"terminated":\s*\{[^}]*"exitCode":\s*(\d+)/g)].map((m) =>
       Number(m[1]),
     );
+    process.stdout.write(`node e2e: exit codes of the deleted pod's main container: ${JSON.stringify(codes)}\n`);
     expect(codes.length === 0 || codes.every((c) => c === 143)).toBe(true);
   });
 
   it('a main container without command is not wrapped, still gets its env folder, and envd writes into it', async () => {
+    const envdPort = await freePort();
+    const envdUrl = `http://127.0.0.1:${envdPort}`;
     const { pod } = await sandboxPod({
       name: 'sbx-entrypoint',
-      envdPort: await freePort(),
+      envdPort,
       main: { name: 'main', image: IMAGES.app },
     });
     expect(JSON.parse(pod.metadata.annotations?.[STATUS] ?? '{}')).toMatchObject({ wrapped: [] });
@@ -509,14 +513,20 @@ describe('Auto on a real node', () => {
       containerLog(running, 'main', 0).find((l) => l.text === APP_ENTRYPOINT_LINE),
     );
     const pid = await hostPid(statusOf(running, 'main'));
-    await claim('sbx-entrypoint', { ENTRYPOINT_VAR: 'written-by-envd' });
-    const envFile = await until('env.sh in the main container', () =>
-      existsSync(`/proc/${pid}/root/var/sandbox/.env_ready`)
-        ? readFileSync(`/proc/${pid}/root/var/sandbox/env.sh`, 'utf8')
-        : undefined,
-    );
-    expect(envFile).toContain('ENTRYPOINT_VAR');
-    expect(envFile).toContain('written-by-envd');
+    expect(existsSync(`/proc/${pid}/root/var/sandbox`)).toBe(true);
+    // deliver-env writes only where a wrapped command waits, so the write here is the agent's own, through the
+    // envd that postStart started in this container.
+    const form = new FormData();
+    form.append('file', new Blob(['written-by-envd\n']), 'note.txt');
+    const answer = await until('envd answers the upload', async () => {
+      const r = await fetch(`${envdUrl}/files?path=/var/sandbox/note.txt&username=root`, {
+        method: 'POST',
+        body: form,
+      }).catch(() => undefined);
+      return r?.status === 200 ? r : undefined;
+    });
+    expect(answer.status).toBe(200);
+    expect(readFileSync(`/proc/${pid}/root/var/sandbox/note.txt`, 'utf8')).toBe('written-by-envd\n');
   });
 
   describe('network probes on a wrapped container, unclaimed', () => {
