@@ -61,7 +61,8 @@ function ownIp(pod: DeliveryPod): unknown {
 }
 
 /** How the runtime is spoken to: plain HTTP, or HTTPS through an agent that verifies RUNTIME_TLS_SERVER_NAME. */
-export type RuntimeTls = { kind: 'none' } | { kind: 'ok'; agent: HttpsAgent; version: string } | { kind: 'broken'; reason: string };
+export type RuntimeTls =
+  { kind: 'none' } | { kind: 'ok'; agent: HttpsAgent; version: string } | { kind: 'broken'; reason: string };
 
 export interface RuntimeEndpoint {
   /** Base URL of the pod's envd, without a trailing slash. */
@@ -127,7 +128,13 @@ export function claimDecision(
   if (base.kind === 'refused') return { inputs, kind: 'refused', podUid, event: base.event, reason: base.reason };
 
   // An unclaimed pod is only ever cleared, with the token its last claim was delivered with (kept in memory).
-  if (!claimed) return { inputs, kind: 'unclaimed', podUid, endpoint: { url: base.url, tlsAgent: base.tlsAgent, accessToken: undefined } };
+  if (!claimed)
+    return {
+      inputs,
+      kind: 'unclaimed',
+      podUid,
+      endpoint: { url: base.url, tlsAgent: base.tlsAgent, accessToken: undefined },
+    };
   const token = accessToken(annotations, hasRequest ? request : undefined);
   if (token !== undefined && !/^[\x21-\x7e]+$/.test(token)) {
     const reason = `the access token (${RUNTIME_ACCESS_TOKEN}, ${LEGACY_ACCESS_TOKEN} or accessToken) is not printable ASCII`;
@@ -136,7 +143,12 @@ export function claimDecision(
   const endpoint: RuntimeEndpoint = { url: base.url, tlsAgent: base.tlsAgent, accessToken: token };
 
   if (hasRequest && request.length > MAX_REQUEST_CHARS)
-    return refused(inputs, podUid, 'EnvRequestRefused', `${INIT_RUNTIME_REQUEST} is longer than ${MAX_REQUEST_CHARS} characters`);
+    return refused(
+      inputs,
+      podUid,
+      'EnvRequestRefused',
+      `${INIT_RUNTIME_REQUEST} is longer than ${MAX_REQUEST_CHARS} characters`,
+    );
   let pairs: [string, string][];
   let content: string;
   try {
@@ -237,7 +249,10 @@ function runtimeBase(
     if (port < 1 || port > 65535)
       return { kind: 'refused', event: 'EnvRequestRefused', reason: `${RUNTIME_TLS_PORT} is not a port number` };
     if (settings.tls.kind !== 'ok') {
-      const why = settings.tls.kind === 'broken' ? `the bundle is unusable: ${settings.tls.reason}` : 'no bundle is configured (--runtime-tls-secret)';
+      const why =
+        settings.tls.kind === 'broken'
+          ? `the bundle is unusable: ${settings.tls.reason}`
+          : 'no bundle is configured (--runtime-tls-secret)';
       return {
         kind: 'refused',
         event: 'RuntimeTlsUnconfigured',
@@ -292,8 +307,10 @@ function checkedUrl(raw: string, source: string): UrlResult {
       kind: 'refused',
       reason: `${source}: only http runtime URLs are supported (TLS runtimes advertise ${RUNTIME_TLS_PORT}), got ${url.protocol}`,
     };
-  if (url.username !== '' || url.password !== '') return { kind: 'refused', reason: `${source} must not carry credentials` };
-  if (url.search !== '' || url.hash !== '') return { kind: 'refused', reason: `${source} must not carry a query or fragment` };
+  if (url.username !== '' || url.password !== '')
+    return { kind: 'refused', reason: `${source} must not carry credentials` };
+  if (url.search !== '' || url.hash !== '')
+    return { kind: 'refused', reason: `${source} must not carry a query or fragment` };
   return { kind: 'ok', value: `${url.origin}${url.pathname.replace(/\/+$/, '')}`, host: url.hostname };
 }
 

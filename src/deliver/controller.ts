@@ -76,7 +76,8 @@ class Memory {
   readonly firstSeen = new Map<string, { want: string; at: number }>();
 
   forget(key: string): void {
-    for (const map of [this.delivered, this.cleared, this.lastPod, this.blocked, this.failing, this.firstSeen]) map.delete(key);
+    for (const map of [this.delivered, this.cleared, this.lastPod, this.blocked, this.failing, this.firstSeen])
+      map.delete(key);
   }
 }
 
@@ -169,7 +170,15 @@ export class Controller {
         return { kind: 'wait-for-change' };
       case 'refused': {
         const event = decision.event === 'EnvRequestRefused' ? 'EnvDeliveryFailed' : decision.event;
-        return this.refuse(memory, key, decision.inputs, decision.podUid, 'refused', event, `request refused: ${decision.reason}`);
+        return this.refuse(
+          memory,
+          key,
+          decision.inputs,
+          decision.podUid,
+          'refused',
+          event,
+          `request refused: ${decision.reason}`,
+        );
       }
       case 'unclaimed':
         return this.clear(term, memory, key, decision);
@@ -316,10 +325,27 @@ export class Controller {
     if (error.kind === 'unavailable' && retryable) {
       const firstOfStreak = !memory.failing.has(key);
       memory.failing.set(key, inputs);
-      this.deps.report({ kind: 'failed', key, podUid, reason: 'unavailable', event, message: error.message, retrying: true, firstOfStreak });
+      this.deps.report({
+        kind: 'failed',
+        key,
+        podUid,
+        reason: 'unavailable',
+        event,
+        message: error.message,
+        retrying: true,
+        firstOfStreak,
+      });
       return { kind: 'retry' };
     }
-    return this.refuse(memory, key, inputs, podUid, error.kind === 'unavailable' ? 'unavailable' : error.kind, event, error.message);
+    return this.refuse(
+      memory,
+      key,
+      inputs,
+      podUid,
+      error.kind === 'unavailable' ? 'unavailable' : error.kind,
+      event,
+      error.message,
+    );
   }
 
   private refuse(

@@ -92,7 +92,11 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
         throw new EnvdError('unavailable', `${what}: ${error.problem}`);
       }
       deps.onRequest?.(operation, error.status);
-      throw new EnvdError('unavailable', `${what}: answer HTTP ${error.status} unreadable: ${error.problem}`, error.status);
+      throw new EnvdError(
+        'unavailable',
+        `${what}: answer HTTP ${error.status} unreadable: ${error.problem}`,
+        error.status,
+      );
     }
   };
   const connect = (
@@ -123,7 +127,14 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
   return {
     async readReady(endpoint, path, guard) {
       const what = `GET ${path}`;
-      const { status, body } = await call('get', what, endpoint, filesUrl(endpoint, path, deps.user), { method: 'GET', headers: {} }, guard);
+      const { status, body } = await call(
+        'get',
+        what,
+        endpoint,
+        filesUrl(endpoint, path, deps.user),
+        { method: 'GET', headers: {} },
+        guard,
+      );
       if (status === 404) return { found: false };
       if (status === 200) return { found: true, body };
       throw statusError(what, status);
@@ -157,7 +168,14 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
         return;
       }
       const what = `move ${step.source} to ${step.destination}`;
-      const { status } = await connect('move', what, endpoint, 'Move', { source: step.source, destination: step.destination }, guard);
+      const { status } = await connect(
+        'move',
+        what,
+        endpoint,
+        'Move',
+        { source: step.source, destination: step.destination },
+        guard,
+      );
       // A missing source means the upload before it was lost (a new, empty volume): plan again.
       if (status === 404) throw new EnvdError('unavailable', `${what}: HTTP 404`, status);
       if (status !== 200) throw statusError(what, status);
@@ -196,8 +214,10 @@ function entryNames(body: string, folder: string, what: string): string[] {
 }
 
 function statusError(what: string, status: number): EnvdError {
-  if (status === 401 || status === 403) return new EnvdError('unauthorized', `${what}: HTTP ${status} (token refused)`, status);
-  if (status >= 500 || status === 408 || status === 429) return new EnvdError('unavailable', `${what}: HTTP ${status}`, status);
+  if (status === 401 || status === 403)
+    return new EnvdError('unauthorized', `${what}: HTTP ${status} (token refused)`, status);
+  if (status >= 500 || status === 408 || status === 429)
+    return new EnvdError('unavailable', `${what}: HTTP ${status}`, status);
   if (status >= 300 && status < 400)
     return new EnvdError('rejected', `${what}: HTTP ${status} (redirects are not followed)`, status);
   return new EnvdError('rejected', `${what}: HTTP ${status}`, status);

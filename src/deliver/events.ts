@@ -28,7 +28,12 @@ export function eventFor(outcome: DeliveryOutcome): SandboxEvent | undefined {
     }
     const what = `${outcome.variables} variable${outcome.variables === 1 ? '' : 's'}`;
     const verb = outcome.delivery === 'change' ? 'rewrote' : 'wrote';
-    const why = outcome.delivery === 'empty' ? ', claimed without a request' : outcome.delivery === 'resume' ? ', a new pod of the claim' : '';
+    const why =
+      outcome.delivery === 'empty'
+        ? ', claimed without a request'
+        : outcome.delivery === 'resume'
+          ? ', a new pod of the claim'
+          : '';
     return {
       reason: 'EnvDelivered',
       type: 'Normal',

@@ -139,8 +139,7 @@ export class LeaderElection {
       const view: Term = {
         signal: controller.signal,
         fresh: () =>
-          !controller.signal.aborted &&
-          this.deps.clock.monotonic() - this.lastRenewStart < this.deps.renewDeadlineMs,
+          !controller.signal.aborted && this.deps.clock.monotonic() - this.lastRenewStart < this.deps.renewDeadlineMs,
       };
       this.term = { controller, view, cancelExpiry: () => undefined };
       this.armExpiry();

@@ -28,7 +28,10 @@ export interface DeliveryMetrics {
 
 const LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
-export function createDeliveryMetrics(options: { defaultMetrics: boolean; queue: () => QueueFigures }): DeliveryMetrics {
+export function createDeliveryMetrics(options: {
+  defaultMetrics: boolean;
+  queue: () => QueueFigures;
+}): DeliveryMetrics {
   const registry = new Registry();
   if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
   const deliveries = new Counter({

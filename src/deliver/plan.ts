@@ -70,6 +70,7 @@ export function clearingSteps(paths: EnvPaths, present: readonly string[]): Deli
   const names = new Set(present);
   if (names.has(READY_FILE_NAME)) steps.push({ op: 'remove', path: paths.readyFile });
   if (names.has(ENV_FILE_NAME)) steps.push({ op: 'remove', path: paths.envFile });
-  for (const name of [...names].filter(isTempName).sort()) steps.push({ op: 'remove', path: posix.join(paths.dir, name) });
+  for (const name of [...names].filter(isTempName).sort())
+    steps.push({ op: 'remove', path: posix.join(paths.dir, name) });
   return steps;
 }

@@ -74,7 +74,11 @@ describe('claimDecision: what is asked', () => {
 
   it('delivers an empty env.sh to a Sandbox claimed without a request (skip-init-runtime)', () => {
     const t = target(
-      claimDecision(sandbox({ labels: { 'agents.kruise.io/sandbox-claimed': 'true' } }), pod({ ip: '10.0.0.1' }), SETTINGS),
+      claimDecision(
+        sandbox({ labels: { 'agents.kruise.io/sandbox-claimed': 'true' } }),
+        pod({ ip: '10.0.0.1' }),
+        SETTINGS,
+      ),
     );
     expect(t).toMatchObject({ empty: true, variableCount: 0, content: renderEnvFile([]) });
     expect(t.endpoint.accessToken).toBeUndefined();
@@ -114,12 +118,21 @@ describe('claimDecision: what is asked', () => {
     ['a non-string value', request({ A: 5 }), {}, /must be a string/],
     ['not JSON', '{"envVars": {"A": "secret-value-1"', {}, /not valid JSON/],
     ['an https URL', request({}), { 'agents.kruise.io/runtime-url': 'https://10.0.0.1:1' }, /only http/],
-    ['credentials in the URL', request({}), { 'agents.kruise.io/runtime-url': 'http://u:secret-value-1@10.0.0.1:1' }, /credentials/],
+    [
+      'credentials in the URL',
+      request({}),
+      { 'agents.kruise.io/runtime-url': 'http://u:secret-value-1@10.0.0.1:1' },
+      /credentials/,
+    ],
     ['not a URL', request({}), { 'agents.kruise.io/runtime-url': 'secret-value-1' }, /not a URL/],
     ['a token that is not ASCII', request({}, { accessToken: 'tök secret-value-1' }), {}, /not printable ASCII/],
     ['a TLS port that is no port', request({}), { 'agents.kruise.io/runtime-tls-port': '70000' }, /not a port number/],
   ])('refuses %s, naming no value', (_what, text, annotations, reason) => {
-    const decision = claimDecision(sandbox({ annotations: { [REQUEST]: text, ...annotations } }), pod({ ip: '10.0.0.1' }), SETTINGS);
+    const decision = claimDecision(
+      sandbox({ annotations: { [REQUEST]: text, ...annotations } }),
+      pod({ ip: '10.0.0.1' }),
+      SETTINGS,
+    );
     expect(decision).toMatchObject({ kind: 'refused', event: 'EnvRequestRefused' });
     if (decision.kind !== 'refused') return;
     expect(decision.reason).toMatch(reason);
@@ -148,13 +161,18 @@ describe('claimDecision: the right pod', () => {
   });
 
   it('brackets an IPv6 pod IP', () => {
-    expect(target(claimDecision(claimed(), pod({ ip: 'fd00::1' }), SETTINGS)).endpoint.url).toBe('http://[fd00::1]:49983');
+    expect(target(claimDecision(claimed(), pod({ ip: 'fd00::1' }), SETTINGS)).endpoint.url).toBe(
+      'http://[fd00::1]:49983',
+    );
   });
 
   it.each([
     [{ 'agents.kruise.io/runtime-url': 'http://10.0.0.2:1234/' }, 'http://10.0.0.2:1234'],
     [{ 'e2b.agents.kruise.io/envd-url': 'http://10.0.0.2:5' }, 'http://10.0.0.2:5'],
-    [{ 'agents.kruise.io/runtime-url': 'http://10.0.0.2:1', 'e2b.agents.kruise.io/envd-url': 'http://10.0.0.3:2' }, 'http://10.0.0.2:1'],
+    [
+      { 'agents.kruise.io/runtime-url': 'http://10.0.0.2:1', 'e2b.agents.kruise.io/envd-url': 'http://10.0.0.3:2' },
+      'http://10.0.0.2:1',
+    ],
   ])("follows a runtime URL whose host is the pod's IP: %j", (annotations, url) => {
     expect(target(claimDecision(claimed(annotations), pod({ ip: '10.0.0.2' }), SETTINGS)).endpoint.url).toBe(url);
   });
@@ -172,12 +190,17 @@ describe('claimDecision: the right pod', () => {
     ['another IP', 'http://10.0.0.3:1234'],
     ['a host name', 'http://runtime.example:1234'],
     ['the stale IP of the deleted pod', 'http://10.0.0.9:49983'],
-  ])("refuses a runtime URL naming %s, unless trusted", (_what, url) => {
+  ])('refuses a runtime URL naming %s, unless trusted', (_what, url) => {
     const annotations = { 'agents.kruise.io/runtime-url': url };
     const decision = claimDecision(claimed(annotations), pod({ ip: '10.0.0.2' }), SETTINGS);
     expect(decision).toMatchObject({ kind: 'refused', event: 'RuntimeUrlRefused' });
-    expect(decision.kind === 'refused' && decision.reason).toMatch(/not the pod's IP \(10\.0\.0\.2\).*--trust-runtime-url/);
-    const trusted = claimDecision(claimed(annotations), pod({ ip: '10.0.0.2' }), { ...SETTINGS, trustRuntimeUrl: true });
+    expect(decision.kind === 'refused' && decision.reason).toMatch(
+      /not the pod's IP \(10\.0\.0\.2\).*--trust-runtime-url/,
+    );
+    const trusted = claimDecision(claimed(annotations), pod({ ip: '10.0.0.2' }), {
+      ...SETTINGS,
+      trustRuntimeUrl: true,
+    });
     expect(target(trusted).endpoint.url).toBe(url.replace(/\/$/, ''));
   });
 
@@ -223,12 +246,34 @@ describe('claimDecision: inputs', () => {
   });
 
   it.each([
-    ['the request', () => claimDecision(sandbox({ annotations: { [REQUEST]: request({ A: '2' }) } }), pod({ ip: '10.0.0.1' }), SETTINGS)],
-    ['the token', () => claimDecision(claimed({ 'agents.kruise.io/runtime-access-token': 't' }), pod({ ip: '10.0.0.1' }), SETTINGS)],
+    [
+      'the request',
+      () =>
+        claimDecision(sandbox({ annotations: { [REQUEST]: request({ A: '2' }) } }), pod({ ip: '10.0.0.1' }), SETTINGS),
+    ],
+    [
+      'the token',
+      () => claimDecision(claimed({ 'agents.kruise.io/runtime-access-token': 't' }), pod({ ip: '10.0.0.1' }), SETTINGS),
+    ],
     ['the pod', () => claimDecision(claimed(), pod({ ip: '10.0.0.1', uid: 'other' }), SETTINGS)],
     ['the pod IP', () => claimDecision(claimed(), pod({ ip: '10.0.0.2' }), SETTINGS)],
-    ['the claimed label', () => claimDecision(claimed({}, { labels: { 'agents.kruise.io/sandbox-claimed': 'true' } }), pod({ ip: '10.0.0.1' }), SETTINGS)],
-    ['the TLS bundle', () => claimDecision(claimed(), pod({ ip: '10.0.0.1' }), { ...SETTINGS, tls: { kind: 'ok', agent: new HttpsAgent(), version: 'v2' } })],
+    [
+      'the claimed label',
+      () =>
+        claimDecision(
+          claimed({}, { labels: { 'agents.kruise.io/sandbox-claimed': 'true' } }),
+          pod({ ip: '10.0.0.1' }),
+          SETTINGS,
+        ),
+    ],
+    [
+      'the TLS bundle',
+      () =>
+        claimDecision(claimed(), pod({ ip: '10.0.0.1' }), {
+          ...SETTINGS,
+          tls: { kind: 'ok', agent: new HttpsAgent(), version: 'v2' },
+        }),
+    ],
   ])('changes with %s', (_what, decide) => {
     expect(decide().inputs).not.toBe(base());
   });

@@ -134,7 +134,15 @@ describe('Controller: a claim', () => {
     expect(readFileSync(path.join(dir, 'env.sh'), 'utf8')).toBe(renderEnvFile({ A: 'one', B: "it's" }));
     expect(readdirSync(dir).sort()).toEqual(['.env_ready', 'env.sh']);
     expect(outcomes).toEqual([
-      expect.objectContaining({ kind: 'delivered', key: KEY, podUid: 'pod-1', delivery: 'claim', variables: 2, requests: 5, claimToReadyMs: 1000 }),
+      expect.objectContaining({
+        kind: 'delivered',
+        key: KEY,
+        podUid: 'pod-1',
+        delivery: 'claim',
+        variables: 2,
+        requests: 5,
+        claimToReadyMs: 1000,
+      }),
     ]);
 
     controller.enqueue(KEY);
@@ -225,7 +233,10 @@ describe('Controller: the right pod', () => {
     controller.enqueue(KEY);
     await settled(controller);
     expect(existsSync(path.join(dir, '.env_ready'))).toBe(true);
-    expect(outcomes.map((o) => o.kind === 'delivered' && `${o.delivery} ${o.podUid}`)).toEqual(['claim pod-1', 'resume pod-2']);
+    expect(outcomes.map((o) => o.kind === 'delivered' && `${o.delivery} ${o.podUid}`)).toEqual([
+      'claim pod-1',
+      'resume pod-2',
+    ]);
     expect(outcomes[1]).toMatchObject({ claimToReadyMs: undefined });
   });
 
@@ -233,7 +244,9 @@ describe('Controller: the right pod', () => {
     const elsewhere = await envd({ host: '127.0.0.4', token: 'tok' });
     const annotations = claimAnnotations(elsewhere.double.port, { A: 'x' });
     annotations['agents.kruise.io/runtime-url'] = elsewhere.double.url;
-    const { controller, outcomes } = harness({ current: { sandbox: sandbox(annotations), pod: pod('pod-1', '127.0.0.1') } });
+    const { controller, outcomes } = harness({
+      current: { sandbox: sandbox(annotations), pod: pod('pod-1', '127.0.0.1') },
+    });
     controller.setTerm(term());
     await settled(controller);
     controller.enqueue(KEY);
@@ -291,10 +304,18 @@ describe('Controller: the claim ends', () => {
 
   it('says it could not clear when envd wants a token this term never knew', async () => {
     const { dir, double, state, controller, outcomes } = await delivered();
-    state.current = { ...state.current, sandbox: sandbox({ 'agents.kruise.io/runtime-url': `http://127.0.0.1:${double.port}` }) };
+    state.current = {
+      ...state.current,
+      sandbox: sandbox({ 'agents.kruise.io/runtime-url': `http://127.0.0.1:${double.port}` }),
+    };
     controller.setTerm(term());
     await settled(controller);
-    expect(outcomes.at(-1)).toMatchObject({ kind: 'failed', reason: 'unauthorized', event: 'EnvNotCleared', retrying: false });
+    expect(outcomes.at(-1)).toMatchObject({
+      kind: 'failed',
+      reason: 'unauthorized',
+      event: 'EnvNotCleared',
+      retrying: false,
+    });
     expect(outcomes.at(-1)?.kind === 'failed' && outcomes.at(-1)).toMatchObject({
       message: expect.stringMatching(/does not know the token/) as unknown,
     });
@@ -317,8 +338,12 @@ describe('Controller: failures', () => {
   it('retries a 5xx with capped backoff, reports one streak, removes what a failed attempt uploaded, then delivers', async () => {
     const { dir, double } = await envd();
     let failMoves = 2;
-    double.setBehaviour((request) => (request.url?.includes('/Move') === true && failMoves-- > 0 ? { status: 503 } : 'normal'));
-    const { controller, outcomes, clock } = harness({ current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'x' })), pod: pod() } });
+    double.setBehaviour((request) =>
+      request.url?.includes('/Move') === true && failMoves-- > 0 ? { status: 503 } : 'normal',
+    );
+    const { controller, outcomes, clock } = harness({
+      current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'x' })), pod: pod() },
+    });
     controller.setTerm(term());
     await settled(controller);
     expect(readdirSync(dir)).toEqual([]);
@@ -329,7 +354,10 @@ describe('Controller: failures', () => {
       await settled(controller);
     }
     expect(waits).toEqual([100, 200]);
-    expect(outcomes.filter((o) => o.kind === 'failed').map((o) => o.kind === 'failed' && o.firstOfStreak)).toEqual([true, false]);
+    expect(outcomes.filter((o) => o.kind === 'failed').map((o) => o.kind === 'failed' && o.firstOfStreak)).toEqual([
+      true,
+      false,
+    ]);
     expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered' });
     expect(readdirSync(dir).sort()).toEqual(['.env_ready', 'env.sh']);
   });
@@ -374,20 +402,26 @@ describe('Controller: failures', () => {
 
   it('reports a refused request once, and writes nothing', async () => {
     const { double } = await envd();
-    const { controller, outcomes } = harness({ current: { sandbox: sandbox(claimAnnotations(double.port, { 'NOT-A-NAME': 'v' })), pod: pod() } });
+    const { controller, outcomes } = harness({
+      current: { sandbox: sandbox(claimAnnotations(double.port, { 'NOT-A-NAME': 'v' })), pod: pod() },
+    });
     controller.setTerm(term());
     await settled(controller);
     controller.enqueue(KEY);
     await settled(controller);
     expect(double.requests).toEqual([]);
-    expect(outcomes).toEqual([expect.objectContaining({ kind: 'failed', reason: 'refused', event: 'EnvDeliveryFailed' })]);
+    expect(outcomes).toEqual([
+      expect.objectContaining({ kind: 'failed', reason: 'refused', event: 'EnvDeliveryFailed' }),
+    ]);
   });
 });
 
 describe('Controller: leadership', () => {
   it('does nothing without a term', async () => {
     const { double } = await envd();
-    const { controller } = harness({ current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'x' })), pod: pod() } });
+    const { controller } = harness({
+      current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'x' })), pod: pod() },
+    });
     controller.enqueue(KEY);
     await settled(controller);
     expect(double.requests).toEqual([]);
@@ -395,7 +429,9 @@ describe('Controller: leadership', () => {
 
   it('sends nothing while the term is not provably fresh', async () => {
     const { double } = await envd();
-    const { controller, outcomes } = harness({ current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'x' })), pod: pod() } });
+    const { controller, outcomes } = harness({
+      current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'x' })), pod: pod() },
+    });
     const stale = term();
     stale.freshness.value = false;
     controller.setTerm(stale);
@@ -429,6 +465,10 @@ describe('Controller: leadership', () => {
     controller.setTerm(term());
     await settled(controller);
     expect(outcomes).toEqual([expect.objectContaining({ kind: 'delivered' })]);
-    expect(writes(double).filter((r) => r.status === 200).map((r) => r.operation)).toEqual(['upload', 'move', 'upload', 'move']);
+    expect(
+      writes(double)
+        .filter((r) => r.status === 200)
+        .map((r) => r.operation),
+    ).toEqual(['upload', 'move', 'upload', 'move']);
   });
 });

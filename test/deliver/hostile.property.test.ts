@@ -71,7 +71,14 @@ const runtimeUrl = fc.oneof(
 );
 const podIP = fc.oneof(fc.constant(undefined), fc.ipV4(), fc.ipV6(), fc.string({ maxLength: 20 }), fc.integer());
 const hostUrl = fc
-  .tuple(fc.oneof(fc.ipV4(), fc.ipV6().map((ip) => `[${ip}]`), fc.domain()), fc.integer({ min: 0, max: 70_000 }))
+  .tuple(
+    fc.oneof(
+      fc.ipV4(),
+      fc.ipV6().map((ip) => `[${ip}]`),
+      fc.domain(),
+    ),
+    fc.integer({ min: 0, max: 70_000 }),
+  )
   .map(([host, port]) => `http://${host}:${port}/`);
 const tlsPort = fc.oneof(
   fc.constant(undefined),
@@ -135,7 +142,9 @@ describe('delivery fuzz: malformed annotations', () => {
               spec: { containers: [] },
               status: { podIP: c.ownIp },
             } as unknown as Pod;
-            const tls = c.bundle ? ({ kind: 'ok', agent: TLS_AGENT, version: '1' } as const) : ({ kind: 'none' } as const);
+            const tls = c.bundle
+              ? ({ kind: 'ok', agent: TLS_AGENT, version: '1' } as const)
+              : ({ kind: 'none' } as const);
             const decision = claimDecision(sandbox, pod, { runtimePort: 49983, trustRuntimeUrl: c.trust, tls });
             if (decision.kind === 'refused') {
               expect(decision.reason).not.toContain(SECRET);
@@ -143,20 +152,30 @@ describe('delivery fuzz: malformed annotations', () => {
               expect(decision.reason.length).toBeLessThan(400);
             }
             const endpoint =
-              decision.kind === 'deliver' ? decision.target.endpoint : decision.kind === 'unclaimed' ? decision.endpoint : undefined;
+              decision.kind === 'deliver'
+                ? decision.target.endpoint
+                : decision.kind === 'unclaimed'
+                  ? decision.endpoint
+                  : undefined;
             if (endpoint === undefined) return;
             expect(endpoint.url).toMatch(/^https?:\/\/[^/@?#]+(\/[^?#]*)?$/);
             if (decision.kind === 'deliver') expect(decision.target.marker).toBe(markerOf(decision.target.content));
             // Never another pod: the host is this pod's own IP, or the Sandbox's podInfo IP for this very pod UID,
             // unless the operator trusts runtime URLs (and a TLS runtime is always dialled at the pod IP).
             const own = typeof c.ownIp === 'string' && isIP(c.ownIp) !== 0 ? c.ownIp : undefined;
-            const info = c.infoUid === 'u' && typeof c.infoIp === 'string' && isIP(c.infoIp) !== 0 ? c.infoIp : undefined;
+            const info =
+              c.infoUid === 'u' && typeof c.infoIp === 'string' && isIP(c.infoIp) !== 0 ? c.infoIp : undefined;
             const address = own ?? info;
             const host = new URL(endpoint.url).hostname.replace(/^\[|\]$/g, '');
             const tlsRuntime = c.tlsPort !== undefined && c.tlsPort !== '';
             if (c.trust && !tlsRuntime) return;
             expect(address).toBeDefined();
-            expect(host).toBe(new URL(`http://${address?.includes(':') === true ? `[${address}]` : address}/`).hostname.replace(/^\[|\]$/g, ''));
+            expect(host).toBe(
+              new URL(`http://${address?.includes(':') === true ? `[${address}]` : address}/`).hostname.replace(
+                /^\[|\]$/g,
+                '',
+              ),
+            );
             expect(endpoint.url.startsWith('https:')).toBe(tlsRuntime);
             expect(endpoint.tlsAgent === TLS_AGENT).toBe(tlsRuntime);
           },
@@ -273,9 +292,9 @@ describe('delivery fuzz: a hostile envd', () => {
             expect(readFileSync(path.join(volume, 'env.sh'), 'utf8')).toBe(content);
             expect(readFileSync(path.join(volume, '.env_ready'), 'utf8')).toBe(markerOf(content));
             // Temporary files of an attempt whose Move was cut may stay (clearing removes them); nothing else.
-            expect(readdirSync(volume).filter((name) => !['env.sh', '.env_ready'].includes(name) && !isTempName(name))).toEqual(
-              [],
-            );
+            expect(
+              readdirSync(volume).filter((name) => !['env.sh', '.env_ready'].includes(name) && !isTempName(name)),
+            ).toEqual([]);
             expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered' });
             // Every path envd was asked to touch lies in the env folder.
             const touched = double.requests.flatMap((r) => (r.path === undefined ? [] : [r.path]));

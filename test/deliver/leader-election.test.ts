@@ -14,7 +14,8 @@ class LeaseStore implements LeaseApi {
   private version = 0;
   /** Calls that never answer while set: an API server that hangs. */
   hang = false;
-  read = (): Promise<V1Lease | undefined> => this.answer(() => (this.lease === undefined ? undefined : structuredClone(this.lease)));
+  read = (): Promise<V1Lease | undefined> =>
+    this.answer(() => (this.lease === undefined ? undefined : structuredClone(this.lease)));
   create = (lease: V1Lease): Promise<V1Lease> =>
     this.answer(() => {
       if (this.lease !== undefined) throw Object.assign(new Error('exists'), { code: 409 });

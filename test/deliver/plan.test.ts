@@ -17,9 +17,19 @@ describe('deliverySteps', () => {
     expect(finals).toEqual(['/var/sandbox/env.sh', '/var/sandbox/.env_ready']);
     // Nothing is ever uploaded under a final name: envd would follow a symlink there and truncate in place.
     for (const step of steps) if (step.op === 'upload') expect(finals).not.toContain(step.path);
-    for (const step of steps) if (step.op === 'move') expect(steps).toContainEqual(expect.objectContaining({ op: 'upload', path: step.source }));
-    expect(steps).toContainEqual({ op: 'upload', path: expect.stringMatching(/^\/var\/sandbox\/\.env\.sh\.0123456789abcdef\.tmp$/) as unknown, body: 'X=1\n' });
-    expect(steps).toContainEqual({ op: 'upload', path: expect.stringMatching(/\.env_ready\.0123456789abcdef\.tmp$/) as unknown, body: 'sha256:new\n' });
+    for (const step of steps)
+      if (step.op === 'move')
+        expect(steps).toContainEqual(expect.objectContaining({ op: 'upload', path: step.source }));
+    expect(steps).toContainEqual({
+      op: 'upload',
+      path: expect.stringMatching(/^\/var\/sandbox\/\.env\.sh\.0123456789abcdef\.tmp$/) as unknown,
+      body: 'X=1\n',
+    });
+    expect(steps).toContainEqual({
+      op: 'upload',
+      path: expect.stringMatching(/\.env_ready\.0123456789abcdef\.tmp$/) as unknown,
+      body: 'sha256:new\n',
+    });
   });
 
   it('gives two attempts two different temporary names', () => {
@@ -32,7 +42,14 @@ describe('deliverySteps', () => {
 
 describe('clearingSteps', () => {
   it('removes .env_ready first, then env.sh, then the temporary files, and nothing else', () => {
-    const present = ['run_with_envs.sh', 'env.sh', '.env.sh.0123456789abcdef.tmp', '.env_ready', 'notes.txt', '.env_ready.fedcba9876543210.tmp'];
+    const present = [
+      'run_with_envs.sh',
+      'env.sh',
+      '.env.sh.0123456789abcdef.tmp',
+      '.env_ready',
+      'notes.txt',
+      '.env_ready.fedcba9876543210.tmp',
+    ];
     expect(clearingSteps(paths, present)).toEqual([
       { op: 'remove', path: '/var/sandbox/.env_ready' },
       { op: 'remove', path: '/var/sandbox/env.sh' },
@@ -48,6 +65,7 @@ describe('clearingSteps', () => {
   it('knows its own temporary names, and only those', () => {
     expect(isTempName(tempPath('/var/sandbox/env.sh', 'abcdef0123456789').split('/').pop() ?? '')).toBe(true);
     expect(isTempName(tempPath('/var/sandbox/.env_ready', 'abcdef0123456789').split('/').pop() ?? '')).toBe(true);
-    for (const name of ['.env.sh.tmp', 'env.sh', '.bashrc.0123456789abcdef.tmp', '.env.sh.../x.tmp']) expect(isTempName(name)).toBe(false);
+    for (const name of ['.env.sh.tmp', 'env.sh', '.bashrc.0123456789abcdef.tmp', '.env.sh.../x.tmp'])
+      expect(isTempName(name)).toBe(false);
   });
 });

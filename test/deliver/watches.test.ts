@@ -134,7 +134,7 @@ describe('stripPod', () => {
   });
 
   it('gives the delivery decision what the whole objects give it', () => {
-    const settings = { runtimePort: 49983 };
+    const settings = { runtimePort: 49983, trustRuntimeUrl: false, tls: { kind: 'none' as const } };
     const whole = claimDecision(sandbox, pod() as Pod, settings);
     expect(whole.kind).toBe('deliver');
     expect(claimDecision(stripSandbox(sandbox), stripPod(pod()) as Pod, settings)).toEqual(whole);

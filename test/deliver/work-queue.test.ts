@@ -183,7 +183,9 @@ describe('WorkQueue', () => {
 describe('backoffDelay', () => {
   const settings = { minMs: 100, maxMs: 1000 };
   it('doubles from the minimum, is capped, and jitters within the upper half', () => {
-    expect([1, 2, 3, 4, 5, 40].map((n) => backoffDelay(n, settings, () => 1))).toEqual([100, 200, 400, 800, 1000, 1000]);
+    expect([1, 2, 3, 4, 5, 40].map((n) => backoffDelay(n, settings, () => 1))).toEqual([
+      100, 200, 400, 800, 1000, 1000,
+    ]);
     expect([1, 2, 5].map((n) => backoffDelay(n, settings, () => 0))).toEqual([50, 100, 500]);
   });
 });

@@ -187,7 +187,14 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
         const local = localPath(podPath);
         if (local === undefined) {
           if (isRemove && podPath !== null) outside.push(podPath);
-          return connectError(response, 400, 'invalid_argument', 'path outside the volume', record, podPath ?? undefined);
+          return connectError(
+            response,
+            400,
+            'invalid_argument',
+            'path outside the volume',
+            record,
+            podPath ?? undefined,
+          );
         }
         if (isRemove) {
           await rm(local, { recursive: true, force: true });
@@ -203,7 +210,11 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
         const entries = await Promise.all(
           names.map(async (name) => {
             const info = await lstat(join(local, name));
-            const type = info.isSymbolicLink() ? 'FILE_TYPE_SYMLINK' : info.isDirectory() ? 'FILE_TYPE_DIRECTORY' : 'FILE_TYPE_FILE';
+            const type = info.isSymbolicLink()
+              ? 'FILE_TYPE_SYMLINK'
+              : info.isDirectory()
+                ? 'FILE_TYPE_DIRECTORY'
+                : 'FILE_TYPE_FILE';
             return { name, type, path: posix.join(podPath ?? '', name) };
           }),
         );

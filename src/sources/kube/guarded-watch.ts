@@ -8,22 +8,8 @@
  *   still stands but carries nothing (a stalled proxy, a half-dead NAT entry, a stuck apiserver) sends no
  *   error and never ends; only its silence shows it.
  */
+import type { Clock } from '../../util/clock.js';
 import { Watch } from '@kubernetes/client-node';
-
-/** The clock the silence deadline runs on: monotonic milliseconds and a cancellable timer. */
-export interface WatchClock {
-  now(): number;
-  /** Runs `run` after `ms`; the returned function cancels it. */
-  setTimer(run: () => void, ms: number): () => void;
-}
-
-export const realWatchClock: WatchClock = {
-  now: () => performance.now(),
-  setTimer(run, ms) {
-    const timer = setTimeout(run, ms).unref();
-    return () => clearTimeout(timer);
-  },
-};
 
 /** Told when a watch was abandoned for its silence, right before the list starts again. */
 export class WatchSilentError extends Error {
@@ -40,7 +26,8 @@ const OBJECT_EVENTS = new Set(['ADDED', 'MODIFIED', 'DELETED']);
 export interface GuardedWatchOptions<T> {
   transform?: (object: T) => T;
   silenceMs: number;
-  clock: WatchClock;
+  /** The silence deadline runs on its monotonic time. */
+  clock: Clock;
   onSilence: (error: WatchSilentError) => void;
 }
 
@@ -64,7 +51,7 @@ export class GuardedWatch<T> extends Watch {
     const request = new AbortController();
     let inner: AbortController | undefined;
     let finished = false;
-    let lastEventAt = clock.now();
+    let lastEventAt = clock.monotonic();
     let cancelTimer: () => void = () => undefined;
     const end = (): boolean => {
       if (finished) return false;
@@ -79,7 +66,7 @@ export class GuardedWatch<T> extends Watch {
     request.signal.addEventListener('abort', end, { once: true });
     const check = (): void => {
       if (finished) return;
-      const silent = clock.now() - lastEventAt;
+      const silent = clock.monotonic() - lastEventAt;
       if (silent < silenceMs) {
         cancelTimer = clock.setTimer(check, silenceMs - silent);
         return;
@@ -91,7 +78,7 @@ export class GuardedWatch<T> extends Watch {
     cancelTimer = clock.setTimer(check, silenceMs);
     const onEvent: Callback = (phase, object) => {
       if (finished) return;
-      lastEventAt = clock.now();
+      lastEventAt = clock.monotonic();
       // The raw event is not passed on: it holds the whole object, which ListWatch does not read anyway.
       callback(phase, transform !== undefined && OBJECT_EVENTS.has(phase) ? transform(object as T) : object);
     };

@@ -1,6 +1,7 @@
 import { ListWatch, type KubernetesObject, type Watch } from '@kubernetes/client-node';
 import { unrefSleep } from '../../util/sleep.js';
-import { GuardedWatch, realWatchClock, type WatchClock } from './guarded-watch.js';
+import { systemClock, type Clock } from '../../util/clock.js';
+import { GuardedWatch } from './guarded-watch.js';
 import { listAllPages, type ListPageFunction } from './paged-list.js';
 
 /**
@@ -28,7 +29,7 @@ export interface ResilientWatchOptions<T extends KubernetesObject> {
   /** Default DEFAULT_SILENCE_MS. */
   silenceMs?: number;
   /** The silence deadline's clock; injectable so tests need no real clock. */
-  clock?: WatchClock;
+  clock?: Clock;
   /** Every successful list, with its items (transformed): the authoritative state at that moment. */
   onList: (items: T[]) => void;
   onAdd?: (object: T) => void;
@@ -63,7 +64,7 @@ export class ResilientWatch<T extends KubernetesObject> {
     const guarded = new GuardedWatch<T>(options.watch, {
       transform: options.transform,
       silenceMs: options.silenceMs ?? DEFAULT_SILENCE_MS,
-      clock: options.clock ?? realWatchClock,
+      clock: options.clock ?? systemClock,
       onSilence: (error) => options.onError?.(error, 0),
     });
     this.listWatch = new ListWatch<T>(

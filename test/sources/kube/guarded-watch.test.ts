@@ -60,15 +60,10 @@ function guarded(silenceMs = 1000) {
   const watch = new GuardedWatch<V1ConfigMap>(inner, {
     transform: strip,
     silenceMs,
-    clock: clockOf(clock),
+    clock,
     onSilence: (e) => silences.push(e),
   });
   return { inner, clock, silences, watch };
-}
-
-/** FakeClock's time is a field the test moves; the watch reads it through now(). */
-function clockOf(fake: FakeClock) {
-  return { now: () => fake.now, setTimer: fake.setTimer };
 }
 
 async function tick(): Promise<void> {
@@ -115,7 +110,7 @@ describe('GuardedWatch', () => {
     );
     await tick();
     for (let i = 0; i < 5; i += 1) {
-      clock.now += 900;
+      clock.jump(900);
       inner.requests[0]?.event('BOOKMARK', { metadata: { resourceVersion: String(i) } });
       clock.fire();
     }
@@ -138,7 +133,7 @@ describe('GuardedWatch', () => {
       (error) => ends.push(error),
     );
     await tick();
-    clock.now += 400;
+    clock.jump(400);
     inner.requests[0]?.event('ADDED', cm('a', '1'));
     clock.fire(); // at 1000: 600 ms since the event, re-armed for the 400 left
     expect(silences).toEqual([]);
@@ -207,7 +202,7 @@ describe('ResilientWatch on a silent watch', () => {
       },
       transform: strip,
       silenceMs: 5000,
-      clock: clockOf(clock),
+      clock,
       onList: () => undefined,
       onError: (error, retryInMs) => errors.push([error, retryInMs]),
     });
@@ -218,7 +213,7 @@ describe('ResilientWatch on a silent watch', () => {
     expect(watch.get('watched', 'ns')).toEqual(strip(cm('watched', '11')));
     expect(watch.get('listed-1', 'ns')).toEqual(strip(cm('listed-1', '10')));
 
-    clock.now += 5000;
+    clock.jump(5000);
     clock.fire();
     while (inner.requests.length < 2) await tick();
     expect(lists).toBe(2);
