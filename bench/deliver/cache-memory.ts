@@ -26,7 +26,10 @@ function managedFields(manager: string): unknown[] {
       apiVersion: 'v1',
       time: '2026-12-02T07:00:00Z',
       fieldsType: 'FieldsV1',
-      fieldsV1: { 'f:metadata': { 'f:labels': { '.': {} } }, 'f:spec': { 'f:containers': { 'k:{"name":"main"}': {} } } },
+      fieldsV1: {
+        'f:metadata': { 'f:labels': { '.': {} } },
+        'f:spec': { 'f:containers': { 'k:{"name":"main"}': {} } },
+      },
     },
   ];
 }

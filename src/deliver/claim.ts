@@ -19,24 +19,23 @@
  * No value of a variable, and no token, ever appears in a reason.
  */
 import { createHash } from 'node:crypto';
-import type { Agent as HttpsAgent } from 'node:https';
 import { isIP } from 'node:net';
 import { EnvFileError } from '../envfile/errors.js';
 import { parseEnvJson } from '../envfile/parse-env-json.js';
 import { renderEnvFile } from '../envfile/render-env-file.js';
 import { recordedStatus } from '../injection/status.js';
 import type { Pod } from '../injection/index.js';
-
-export const INIT_RUNTIME_REQUEST = 'agents.kruise.io/init-runtime-request';
-export const RUNTIME_URL = 'agents.kruise.io/runtime-url';
-export const LEGACY_ENVD_URL = 'e2b.agents.kruise.io/envd-url';
-export const RUNTIME_ACCESS_TOKEN = 'agents.kruise.io/runtime-access-token';
-export const LEGACY_ACCESS_TOKEN = 'e2b.agents.kruise.io/envd-access-token';
-export const CLAIM_TIMESTAMP = 'agents.kruise.io/claim-timestamp';
-export const RUNTIME_TLS_PORT = 'agents.kruise.io/runtime-tls-port';
-export const SANDBOX_CLAIMED = 'agents.kruise.io/sandbox-claimed';
-/** The name upstream's runtime certificate is verified against: the pod IP is dialled, this name is checked. */
-export const RUNTIME_TLS_SERVER_NAME = 'agentruntime.sandbox.agents.kruise.io';
+import { accessToken, runtimeBase, type EndpointSettings, type RuntimeEndpoint } from './runtime-endpoint.js';
+import {
+  CLAIM_TIMESTAMP,
+  INIT_RUNTIME_REQUEST,
+  LEGACY_ACCESS_TOKEN,
+  LEGACY_ENVD_URL,
+  RUNTIME_ACCESS_TOKEN,
+  RUNTIME_TLS_PORT,
+  RUNTIME_URL,
+  SANDBOX_CLAIMED,
+} from './sandbox-vocabulary.js';
 
 /** The Sandbox fields delivery reads; everything else of the object is ignored (and stripped from the cache). */
 export interface DeliverySandbox {
@@ -58,19 +57,6 @@ export type DeliveryPod = Pod;
 function ownIp(pod: DeliveryPod): unknown {
   const status = pod.status;
   return status !== null && typeof status === 'object' ? (status as { podIP?: unknown }).podIP : undefined;
-}
-
-/** How the runtime is spoken to: plain HTTP, or HTTPS through an agent that verifies RUNTIME_TLS_SERVER_NAME. */
-export type RuntimeTls =
-  { kind: 'none' } | { kind: 'ok'; agent: HttpsAgent; version: string } | { kind: 'broken'; reason: string };
-
-export interface RuntimeEndpoint {
-  /** Base URL of the pod's envd, without a trailing slash. */
-  url: string;
-  /** Set for a TLS runtime: the agent that verifies it (and presents the client certificate). */
-  tlsAgent: HttpsAgent | undefined;
-  /** Sent as X-Access-Token; undefined sends none. */
-  accessToken: string | undefined;
 }
 
 export interface DeliveryTarget {
@@ -96,13 +82,8 @@ export type ClaimDecision = { inputs: string } & (
   | { kind: 'deliver'; target: DeliveryTarget }
 );
 
-export interface ClaimSettings {
-  /** The port of envd when only the pod IP is known. */
-  runtimePort: number;
-  /** Follow runtime URL annotations whatever their host (an operator's choice, off by default). */
-  trustRuntimeUrl: boolean;
-  tls: RuntimeTls;
-}
+/** What a decision depends on besides the objects: the endpoint's settings and the TLS bundle in use. */
+export type ClaimSettings = EndpointSettings;
 
 /** The largest request annotation read; kube-apiserver caps all annotations at 256 KiB together. */
 const MAX_REQUEST_CHARS = 256 * 1024;
@@ -201,7 +182,7 @@ function inputsOf(sandbox: DeliverySandbox, pod: DeliveryPod | undefined, settin
     CLAIM_TIMESTAMP,
   ].map((name) => annotations[name] ?? null);
   const info = sandbox.status?.podInfo;
-  const tls = settings.tls.kind === 'ok' ? settings.tls.version : settings.tls.kind;
+  const tls = settings.tls.kind === 'ok' ? `v${settings.tls.version}` : settings.tls.kind;
   return createHash('sha256')
     .update(
       JSON.stringify([
@@ -226,110 +207,6 @@ const MAX_REASON_CHARS = 300;
 function refused(inputs: string, podUid: string, event: RefusalReason, reason: string): ClaimDecision {
   const text = reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS)}...` : reason;
   return { inputs, kind: 'refused', podUid, event, reason: text };
-}
-
-type BaseResult =
-  | { kind: 'ok'; url: string; tlsAgent: HttpsAgent | undefined }
-  | { kind: 'wait' }
-  | { kind: 'refused'; event: RefusalReason; reason: string };
-
-/**
- * Where envd is. A TLS runtime is reached as upstream reaches it: HTTPS to the pod IP at the advertised port,
- * the certificate checked against RUNTIME_TLS_SERVER_NAME; never in clear, and never without a bundle. Else the
- * runtime URL annotation (or the legacy envd one) when it names this pod; else the pod IP on envd's port.
- */
-function runtimeBase(
-  annotations: Record<string, string>,
-  address: string | undefined,
-  settings: ClaimSettings,
-): BaseResult {
-  const tlsPort = annotations[RUNTIME_TLS_PORT];
-  if (typeof tlsPort === 'string' && tlsPort !== '') {
-    const port = /^[0-9]{1,5}$/.test(tlsPort) ? Number(tlsPort) : 0;
-    if (port < 1 || port > 65535)
-      return { kind: 'refused', event: 'EnvRequestRefused', reason: `${RUNTIME_TLS_PORT} is not a port number` };
-    if (settings.tls.kind !== 'ok') {
-      const why =
-        settings.tls.kind === 'broken'
-          ? `the bundle is unusable: ${settings.tls.reason}`
-          : 'no bundle is configured (--runtime-tls-secret)';
-      return {
-        kind: 'refused',
-        event: 'RuntimeTlsUnconfigured',
-        reason: `the runtime serves TLS (${RUNTIME_TLS_PORT}) but ${why}; nothing is sent in clear`,
-      };
-    }
-    if (address === undefined) return { kind: 'wait' };
-    return { kind: 'ok', url: `https://${hostOf(address)}:${port}`, tlsAgent: settings.tls.agent };
-  }
-  for (const key of [RUNTIME_URL, LEGACY_ENVD_URL]) {
-    const value = annotations[key];
-    if (typeof value !== 'string' || value === '') continue;
-    const url = checkedUrl(value, `annotation ${key}`);
-    if (url.kind === 'refused') return { kind: 'refused', event: 'EnvRequestRefused', reason: url.reason };
-    if (settings.trustRuntimeUrl) return { kind: 'ok', url: url.value, tlsAgent: undefined };
-    if (address === undefined) return { kind: 'wait' };
-    if (!sameHost(url.host, address)) {
-      return {
-        kind: 'refused',
-        event: 'RuntimeUrlRefused',
-        reason: `annotation ${key} names a host that is not the pod's IP (${address}); not followed without --trust-runtime-url`,
-      };
-    }
-    return { kind: 'ok', url: url.value, tlsAgent: undefined };
-  }
-  if (address === undefined) return { kind: 'wait' };
-  return { kind: 'ok', url: `http://${hostOf(address)}:${settings.runtimePort}`, tlsAgent: undefined };
-}
-
-function hostOf(ip: string): string {
-  return ip.includes(':') ? `[${ip}]` : ip;
-}
-
-/** URL hosts keep IPv6 in brackets and in the WHATWG normal form; compare both sides in that form. */
-function sameHost(urlHost: string, ip: string): boolean {
-  const bare = urlHost.startsWith('[') && urlHost.endsWith(']') ? urlHost.slice(1, -1) : urlHost;
-  if (isIP(bare) === 0) return false;
-  return new URL(`http://${hostOf(bare)}/`).hostname === new URL(`http://${hostOf(ip)}/`).hostname;
-}
-
-type UrlResult = { kind: 'ok'; value: string; host: string } | { kind: 'refused'; reason: string };
-
-function checkedUrl(raw: string, source: string): UrlResult {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return { kind: 'refused', reason: `${source} is not a URL` };
-  }
-  if (url.protocol !== 'http:')
-    return {
-      kind: 'refused',
-      reason: `${source}: only http runtime URLs are supported (TLS runtimes advertise ${RUNTIME_TLS_PORT}), got ${url.protocol}`,
-    };
-  if (url.username !== '' || url.password !== '')
-    return { kind: 'refused', reason: `${source} must not carry credentials` };
-  if (url.search !== '' || url.hash !== '')
-    return { kind: 'refused', reason: `${source} must not carry a query or fragment` };
-  return { kind: 'ok', value: `${url.origin}${url.pathname.replace(/\/+$/, '')}`, host: url.hostname };
-}
-
-/** As upstream's GetAccessToken: the runtime token annotation, then the legacy envd one; else the request's. */
-function accessToken(annotations: Record<string, string>, request: string | undefined): string | undefined {
-  for (const key of [RUNTIME_ACCESS_TOKEN, LEGACY_ACCESS_TOKEN]) {
-    const value = annotations[key];
-    if (typeof value === 'string' && value !== '') return value;
-  }
-  if (request === undefined) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(request);
-  } catch {
-    return undefined;
-  }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return undefined;
-  const token = (parsed as Record<string, unknown>).accessToken;
-  return typeof token === 'string' && token !== '' ? token : undefined;
 }
 
 function claimTime(raw: string | undefined): number | undefined {

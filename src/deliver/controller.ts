@@ -15,17 +15,14 @@
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../util/clock.js';
 import type { BackoffSettings } from './backoff.js';
-import {
-  claimDecision,
-  type ClaimDecision,
-  type DeliveryPod,
-  type DeliverySandbox,
-  type RuntimeEndpoint,
-  type RuntimeTls,
-} from './claim.js';
-import { EnvdError, type EnvdFiles, type SendGuard } from './envd-files.js';
-import type { DeliveryKind, DeliveryOutcome, FailureEvent, FailureReason } from './outcome.js';
-import { clearingSteps, deliverySteps, envPaths, type DeliveryStep, type EnvPaths } from './plan.js';
+import { claimDecision, type ClaimDecision, type DeliveryPod, type DeliverySandbox } from './claim.js';
+import { clearClaim } from './clear-claim.js';
+import { deliverClaim, type StepDeps } from './deliver-claim.js';
+import type { EnvdFiles, SendGuard } from './envd-files.js';
+import type { DeliveryOutcome } from './outcome.js';
+import { envPaths, type EnvPaths } from './plan.js';
+import type { RuntimeTls } from './runtime-endpoint.js';
+import { refuse, TermMemory, type Attempt } from './term-memory.js';
 import { WorkQueue, type QueueFigures, type ReconcileResult } from './work-queue.js';
 
 export interface SandboxCache {
@@ -58,32 +55,9 @@ export interface ControllerDeps {
   nonce?: () => string;
 }
 
-/** What one term has learned. */
-class Memory {
-  /** key -> `podUid url marker` delivered. */
-  readonly delivered = new Map<string, string>();
-  /** key -> `podUid url` found clear. */
-  readonly cleared = new Map<string, string>();
-  /** pod UID -> the endpoint (token included) its claim was delivered with: what clearing uses. */
-  readonly claimEndpoints = new Map<string, RuntimeEndpoint>();
-  /** key -> the last pod delivered to: a later pod of the same claim is a resume. */
-  readonly lastPod = new Map<string, string>();
-  /** key -> the inputs of a refusal (or refused token): nothing until they change. */
-  readonly blocked = new Map<string, string>();
-  /** key -> the inputs of an attempt that failed and is being retried. */
-  readonly failing = new Map<string, string>();
-  /** key -> when the current want was first seen, and what it was. */
-  readonly firstSeen = new Map<string, { want: string; at: number }>();
-
-  forget(key: string): void {
-    for (const map of [this.delivered, this.cleared, this.lastPod, this.blocked, this.failing, this.firstSeen])
-      map.delete(key);
-  }
-}
-
 export class Controller {
   private term: SendGuard | undefined;
-  private memory = new Memory();
+  private memory = new TermMemory();
   private readonly queue: WorkQueue;
   private readonly paths: EnvPaths;
   /** key -> when it was first queued since its last run (monotonic). */
@@ -108,7 +82,7 @@ export class Controller {
   /** A term began: every Sandbox is looked at. A term ended: the queue and all it learned are dropped. */
   setTerm(term: SendGuard | undefined): void {
     this.term = term;
-    this.memory = new Memory();
+    this.memory = new TermMemory();
     this.queue.clear();
     this.pendingSince.clear();
     if (term !== undefined) for (const key of this.deps.cache.keys()) this.enqueue(key);
@@ -125,6 +99,11 @@ export class Controller {
       return;
     }
     this.queue.add(key);
+  }
+
+  /** Something every decision reads changed (the runtime TLS bundle): every Sandbox is looked at again. */
+  requeueAll(): void {
+    for (const key of this.deps.cache.keys()) this.enqueue(key);
   }
 
   /** True while Sandboxes are queued or being delivered to. */
@@ -164,214 +143,26 @@ export class Controller {
     }
     if (memory.blocked.get(key) === decision.inputs) return { kind: 'wait-for-change' };
     memory.blocked.delete(key);
+    const attempt = (podUid: string): Attempt => ({
+      memory,
+      key,
+      inputs: decision.inputs,
+      podUid,
+      report: this.deps.report,
+    });
+    const steps: StepDeps = { term, envd: this.deps.envd, paths: this.paths, clock: this.deps.clock };
     switch (decision.kind) {
       case 'wait':
         memory.firstSeen.delete(key);
         return { kind: 'wait-for-change' };
       case 'refused': {
         const event = decision.event === 'EnvRequestRefused' ? 'EnvDeliveryFailed' : decision.event;
-        return this.refuse(
-          memory,
-          key,
-          decision.inputs,
-          decision.podUid,
-          'refused',
-          event,
-          `request refused: ${decision.reason}`,
-        );
+        return refuse(attempt(decision.podUid), 'refused', event, `request refused: ${decision.reason}`);
       }
       case 'unclaimed':
-        return this.clear(term, memory, key, decision);
+        return clearClaim(steps, attempt(decision.podUid), decision);
       case 'deliver':
-        return this.deliver(term, memory, key, decision, since);
-    }
-  }
-
-  private async deliver(
-    term: SendGuard,
-    memory: Memory,
-    key: string,
-    decision: Extract<ClaimDecision, { kind: 'deliver' }>,
-    since: number,
-  ): Promise<ReconcileResult> {
-    const { target } = decision;
-    const want = `${target.podUid} ${target.endpoint.url} ${target.marker}`;
-    if (memory.delivered.get(key) === want) return { kind: 'done' };
-    const seen = memory.firstSeen.get(key);
-    const firstSeenAt = seen?.want === want ? seen.at : since;
-    memory.firstSeen.set(key, { want, at: firstSeenAt });
-    const retrying = memory.failing.has(key);
-    let requests = 0;
-    const temps: string[] = [];
-    try {
-      const ready = await this.deps.envd.readReady(target.endpoint, this.paths.readyFile, term);
-      requests += 1;
-      const steps = deliverySteps(this.paths, ready, target.content, target.marker, this.nonce());
-      for (const step of steps) {
-        await this.deps.envd.run(target.endpoint, step, term);
-        requests += 1;
-        if (step.op === 'upload') temps.push(step.path);
-        if (step.op === 'move') temps.splice(temps.indexOf(step.source), 1);
-      }
-      if (term.signal.aborted) return { kind: 'done' };
-      const previousPod = memory.lastPod.get(key);
-      memory.delivered.set(key, want);
-      memory.claimEndpoints.set(target.podUid, target.endpoint);
-      memory.lastPod.set(key, target.podUid);
-      memory.cleared.delete(key);
-      memory.failing.delete(key);
-      memory.firstSeen.delete(key);
-      if (steps.length === 0 && !retrying) {
-        this.deps.report({ kind: 'unchanged', key, podUid: target.podUid, requests });
-        return { kind: 'done' };
-      }
-      const delivery: DeliveryKind = target.empty
-        ? 'empty'
-        : ready.found
-          ? 'change'
-          : previousPod !== undefined && previousPod !== target.podUid
-            ? 'resume'
-            : 'claim';
-      const claimed = target.claimedAtMs;
-      this.deps.report({
-        kind: 'delivered',
-        key,
-        podUid: target.podUid,
-        delivery,
-        variables: target.variableCount,
-        requests,
-        claimToReadyMs:
-          (delivery === 'claim' || delivery === 'empty') && claimed !== undefined
-            ? Math.max(0, this.deps.clock.now() - claimed)
-            : undefined,
-        seenToReadyMs: Math.max(0, this.deps.clock.monotonic() - firstSeenAt),
-      });
-      return { kind: 'done' };
-    } catch (error) {
-      if (!(error instanceof EnvdError)) throw error;
-      await this.removeQuietly(term, target.endpoint, temps);
-      return this.failed(memory, key, decision.inputs, target.podUid, error, 'EnvDeliveryFailed', true);
-    }
-  }
-
-  /**
-   * The pod lives but carries no claim: the files of an earlier one must go. With the token that claim was
-   * delivered with, when this term knows it; else without one, which a never-claimed envd accepts and one that
-   * was initialised for an earlier claim refuses (then an Event says the files could not be cleared).
-   */
-  private async clear(
-    term: SendGuard,
-    memory: Memory,
-    key: string,
-    decision: Extract<ClaimDecision, { kind: 'unclaimed' }>,
-  ): Promise<ReconcileResult> {
-    const done = `${decision.podUid} ${decision.endpoint.url}`;
-    memory.firstSeen.delete(key);
-    if (memory.cleared.get(key) === done) return { kind: 'done' };
-    const known = memory.claimEndpoints.get(decision.podUid);
-    const endpoint: RuntimeEndpoint = { ...decision.endpoint, accessToken: known?.accessToken };
-    let requests = 0;
-    try {
-      const names = await this.deps.envd.list(endpoint, this.paths.dir, term);
-      requests += 1;
-      const steps = clearingSteps(this.paths, names);
-      for (const step of steps) {
-        await this.deps.envd.run(endpoint, step, term);
-        requests += 1;
-      }
-      if (term.signal.aborted) return { kind: 'done' };
-      memory.cleared.set(key, done);
-      memory.delivered.delete(key);
-      memory.claimEndpoints.delete(decision.podUid);
-      memory.failing.delete(key);
-      if (steps.length > 0) {
-        this.deps.report({
-          kind: 'delivered',
-          key,
-          podUid: decision.podUid,
-          delivery: 'cleared',
-          variables: 0,
-          requests,
-          claimToReadyMs: undefined,
-          seenToReadyMs: 0,
-        });
-      }
-      return { kind: 'done' };
-    } catch (error) {
-      if (!(error instanceof EnvdError)) throw error;
-      if (error.kind === 'unauthorized') {
-        const message =
-          known === undefined
-            ? `${error.message}: the files of an earlier claim may still be in pod ${decision.podUid}, and this replica does not know the token they were delivered with (it started or took the Lease after that delivery)`
-            : `${error.message}: envd no longer takes the token the claim was delivered with`;
-        return this.refuse(memory, key, decision.inputs, decision.podUid, 'unauthorized', 'EnvNotCleared', message);
-      }
-      // A pool's pod that was never claimed and is not up yet is no reason to retry for ever: its next change is.
-      if (known === undefined && error.kind === 'unavailable') return { kind: 'wait-for-change' };
-      return this.failed(memory, key, decision.inputs, decision.podUid, error, 'EnvNotCleared', true);
-    }
-  }
-
-  private failed(
-    memory: Memory,
-    key: string,
-    inputs: string,
-    podUid: string,
-    error: EnvdError,
-    event: FailureEvent,
-    retryable: boolean,
-  ): ReconcileResult {
-    if (error.kind === 'aborted') return { kind: 'done' };
-    if (error.kind === 'unavailable' && retryable) {
-      const firstOfStreak = !memory.failing.has(key);
-      memory.failing.set(key, inputs);
-      this.deps.report({
-        kind: 'failed',
-        key,
-        podUid,
-        reason: 'unavailable',
-        event,
-        message: error.message,
-        retrying: true,
-        firstOfStreak,
-      });
-      return { kind: 'retry' };
-    }
-    return this.refuse(
-      memory,
-      key,
-      inputs,
-      podUid,
-      error.kind === 'unavailable' ? 'unavailable' : error.kind,
-      event,
-      error.message,
-    );
-  }
-
-  private refuse(
-    memory: Memory,
-    key: string,
-    inputs: string,
-    podUid: string,
-    reason: FailureReason,
-    event: FailureEvent,
-    message: string,
-  ): ReconcileResult {
-    memory.blocked.set(key, inputs);
-    memory.failing.delete(key);
-    this.deps.report({ kind: 'failed', key, podUid, reason, event, message, retrying: false, firstOfStreak: true });
-    return { kind: 'wait-for-change' };
-  }
-
-  /** A temporary file an attempt uploaded and could not move holds the claim's values: it goes, if it can. */
-  private async removeQuietly(term: SendGuard, endpoint: RuntimeEndpoint, paths: readonly string[]): Promise<void> {
-    for (const path of paths) {
-      const step: DeliveryStep = { op: 'remove', path };
-      try {
-        await this.deps.envd.run(endpoint, step, term);
-      } catch {
-        // Best effort: the next attempt, or clearing, lists and removes what is left.
-      }
+        return deliverClaim({ ...steps, nonce: this.nonce() }, attempt(decision.target.podUid), decision, since);
     }
   }
 }

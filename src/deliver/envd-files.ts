@@ -16,7 +16,7 @@
  * body (envd may echo what it was sent) or a token.
  */
 import { posix } from 'node:path';
-import type { RuntimeEndpoint } from './claim.js';
+import type { RuntimeEndpoint } from './runtime-endpoint.js';
 import { httpCall, HttpCallError, multipartFile, runtimeAgent, type HttpAnswer } from './http-call.js';
 import type { DeliveryStep, ReadyState } from './plan.js';
 
@@ -59,7 +59,7 @@ export interface EnvdFilesDeps {
 export interface EnvdFiles {
   readReady(endpoint: RuntimeEndpoint, path: string, guard: SendGuard): Promise<ReadyState>;
   /** The names in folder `path` (one level); a missing folder is empty. */
-  list(endpoint: RuntimeEndpoint, path: string, guard: SendGuard): Promise<string[]>;
+  list(endpoint: RuntimeEndpoint, path: string, guard: SendGuard): Promise<FolderEntry[]>;
   run(endpoint: RuntimeEndpoint, step: DeliveryStep, guard: SendGuard): Promise<void>;
 }
 
@@ -144,7 +144,7 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
       const { status, body } = await connect('list', what, endpoint, 'ListDir', { path, depth: 1 }, guard);
       if (status === 404) return [];
       if (status !== 200) throw statusError(what, status);
-      return entryNames(body, path, what);
+      return folderEntries(body, path, what);
     },
     async run(endpoint, step, guard) {
       if (step.op === 'upload') {
@@ -192,8 +192,14 @@ function tokenHeader(endpoint: RuntimeEndpoint): Record<string, string> {
   return endpoint.accessToken === undefined ? {} : { 'x-access-token': endpoint.accessToken };
 }
 
-/** The entries' base names, only those directly in `folder`; an answer of another shape is envd's fault. */
-function entryNames(body: string, folder: string, what: string): string[] {
+/** One entry of a ListDir answer: its base name, and envd's FileType (FILE_TYPE_FILE, ...; '' when absent). */
+export interface FolderEntry {
+  name: string;
+  type: string;
+}
+
+/** The entries directly in `folder`; an answer of another shape is envd's fault. */
+function folderEntries(body: string, folder: string, what: string): FolderEntry[] {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
@@ -203,14 +209,14 @@ function entryNames(body: string, folder: string, what: string): string[] {
   const entries = (parsed as { entries?: unknown } | null)?.entries;
   if (entries === undefined) return [];
   if (!Array.isArray(entries)) throw new EnvdError('unavailable', `${what}: the answer has no entries list`);
-  const names: string[] = [];
+  const found: FolderEntry[] = [];
   for (const entry of entries as unknown[]) {
-    const { name, path } = (entry ?? {}) as { name?: unknown; path?: unknown };
+    const { name, path, type } = (entry ?? {}) as { name?: unknown; path?: unknown; type?: unknown };
     if (typeof name !== 'string' || name === '' || name.includes('/')) continue;
     if (typeof path === 'string' && posix.dirname(posix.normalize(path)) !== posix.normalize(folder)) continue;
-    names.push(name);
+    found.push({ name, type: typeof type === 'string' ? type : '' });
   }
-  return names;
+  return found;
 }
 
 function statusError(what: string, status: number): EnvdError {

@@ -11,11 +11,13 @@
  * - .env_ready holding this content's marker: delivered already (by this process or an earlier one);
  * - anything else: env.sh, then .env_ready, each by temp and Move.
  *
+ * After a first delivery (no .env_ready before), one byte goes to the wrappers' wake FIFO if the folder holds one.
+ *
  * Clearing (the claim ended while the pod lives) goes the other way: .env_ready first, so nothing starts on
  * the way, then env.sh, then any temporary file an interrupted attempt left.
  */
 import { posix } from 'node:path';
-import { ENV_FILE_NAME, READY_FILE_NAME } from '../envfile/write-env-file.js';
+import { ENV_FILE_NAME, READY_FILE_NAME, WAKE_FILE_NAME } from '../envfile/write-env-file.js';
 
 export type DeliveryStep =
   | { op: 'upload'; path: string; body: string }
@@ -29,10 +31,16 @@ export interface EnvPaths {
   dir: string;
   envFile: string;
   readyFile: string;
+  wakeFile: string;
 }
 
 export function envPaths(envDir: string): EnvPaths {
-  return { dir: envDir, envFile: posix.join(envDir, ENV_FILE_NAME), readyFile: posix.join(envDir, READY_FILE_NAME) };
+  return {
+    dir: envDir,
+    envFile: posix.join(envDir, ENV_FILE_NAME),
+    readyFile: posix.join(envDir, READY_FILE_NAME),
+    wakeFile: posix.join(envDir, WAKE_FILE_NAME),
+  };
 }
 
 /** A temporary name next to `finalPath`, unique to one attempt: `.<name>.<nonce>.tmp`. */
@@ -73,4 +81,25 @@ export function clearingSteps(paths: EnvPaths, present: readonly string[]): Deli
   for (const name of [...names].filter(isTempName).sort())
     steps.push({ op: 'remove', path: posix.join(paths.dir, name) });
   return steps;
+}
+
+/**
+ * How envd lists a FIFO: neither a file, a folder nor a symlink, so FILE_TYPE_UNSPECIFIED, which its JSON
+ * leaves out as the enum's default ('').
+ */
+const FIFO_TYPES = new Set(['', 'FILE_TYPE_UNSPECIFIED']);
+
+/**
+ * The byte that wakes the wrappers waiting on the pod's .env_wake FIFO (docs/env-file.md), once .env_ready is
+ * in place; none unless the listing shows a FIFO there. envd uploads as root, following a symlink and
+ * truncating a regular file, so a wake is never sent to anything the folder's other writers could have put
+ * there instead of the wrapper's FIFO.
+ */
+export function wakeStep(
+  paths: EnvPaths,
+  entries: readonly { name: string; type: string }[],
+): DeliveryStep | undefined {
+  const wake = entries.find((entry) => entry.name === WAKE_FILE_NAME);
+  if (wake === undefined || !FIFO_TYPES.has(wake.type)) return undefined;
+  return { op: 'upload', path: paths.wakeFile, body: '\n' };
 }

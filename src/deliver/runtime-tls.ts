@@ -16,9 +16,7 @@ import { X509Certificate, createHash, createPrivateKey } from 'node:crypto';
 import { Agent } from 'node:https';
 import { checkServerIdentity, createSecureContext } from 'node:tls';
 import { RUNTIME_KEEP_ALIVE } from './http-call.js';
-
-export const RUNTIME_TLS_PORT_ANNOTATION = 'agents.kruise.io/runtime-tls-port';
-export const RUNTIME_TLS_SERVER_NAME = 'agentruntime.sandbox.agents.kruise.io';
+import { RUNTIME_TLS_PORT, RUNTIME_TLS_SERVER_NAME } from './sandbox-vocabulary.js';
 
 /** The Secret's data keys, upstream's names. */
 export const RUNTIME_TLS_CA_KEY = 'ca.crt';
@@ -31,14 +29,14 @@ export type RuntimeTlsPort = { kind: 'none' } | { kind: 'port'; port: number } |
 const SHOWN_CHARS = 16;
 
 export function runtimeTlsPort(annotations: Readonly<Record<string, unknown>> | undefined): RuntimeTlsPort {
-  const raw = annotations?.[RUNTIME_TLS_PORT_ANNOTATION];
+  const raw = annotations?.[RUNTIME_TLS_PORT];
   if (raw === undefined || raw === '') return { kind: 'none' };
   // Go's strconv.Atoi syntax, as upstream parses it: an optional sign, then decimal digits.
   const port = typeof raw === 'string' && /^[+-]?[0-9]+$/.test(raw) ? Number(raw) : Number.NaN;
   if (Number.isInteger(port) && port >= 1 && port <= 65535) return { kind: 'port', port };
   return {
     kind: 'invalid',
-    reason: `annotation ${RUNTIME_TLS_PORT_ANNOTATION} is not a port from 1 to 65535: ${shown(raw)}`,
+    reason: `annotation ${RUNTIME_TLS_PORT} is not a port from 1 to 65535: ${shown(raw)}`,
   };
 }
 

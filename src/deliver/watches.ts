@@ -23,12 +23,11 @@ import {
   RUNTIME_ACCESS_TOKEN,
   RUNTIME_TLS_PORT,
   RUNTIME_URL,
+  CREATED_BY,
   SANDBOX_CLAIMED,
-  type DeliverySandbox,
-} from './claim.js';
+} from './sandbox-vocabulary.js';
+import type { DeliverySandbox } from './claim.js';
 import type { SandboxCache } from './controller.js';
-
-const CREATED_BY = 'agents.kruise.io/created-by';
 
 /** The metadata both caches keep: identity, version, and the times a recreate is told apart by. */
 const IDENTITY: readonly FieldPath[] = [

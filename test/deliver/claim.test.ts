@@ -126,7 +126,12 @@ describe('claimDecision: what is asked', () => {
     ],
     ['not a URL', request({}), { 'agents.kruise.io/runtime-url': 'secret-value-1' }, /not a URL/],
     ['a token that is not ASCII', request({}, { accessToken: 'tök secret-value-1' }), {}, /not printable ASCII/],
-    ['a TLS port that is no port', request({}), { 'agents.kruise.io/runtime-tls-port': '70000' }, /not a port number/],
+    [
+      'a TLS port that is no port',
+      request({}),
+      { 'agents.kruise.io/runtime-tls-port': '70000' },
+      /is not a port from 1 to 65535/,
+    ],
   ])('refuses %s, naming no value', (_what, text, annotations, reason) => {
     const decision = claimDecision(
       sandbox({ annotations: { [REQUEST]: text, ...annotations } }),
@@ -212,7 +217,7 @@ describe('claimDecision: the right pod', () => {
 
 describe('claimDecision: TLS runtimes', () => {
   const agent = new HttpsAgent();
-  const tls = { kind: 'ok', agent, version: 'v1' } as const;
+  const tls = { kind: 'ok', agent, version: 1 } as const;
 
   it('speaks HTTPS to the pod IP at the advertised port, through the bundle agent, ignoring runtime URLs', () => {
     const decision = claimDecision(
@@ -271,7 +276,7 @@ describe('claimDecision: inputs', () => {
       () =>
         claimDecision(claimed(), pod({ ip: '10.0.0.1' }), {
           ...SETTINGS,
-          tls: { kind: 'ok', agent: new HttpsAgent(), version: 'v2' },
+          tls: { kind: 'ok', agent: new HttpsAgent(), version: 2 },
         }),
     ],
   ])('changes with %s', (_what, decide) => {

@@ -3,7 +3,19 @@
  * file API; they are not the real envd), with an in-memory cache of Sandboxes and pods and a clock the test
  * drives. Addresses in 127.0.0.0/8 stand for pod IPs.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import {
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -130,6 +142,7 @@ describe('Controller: a claim', () => {
       'move /var/sandbox/env.sh 200',
       'upload /var/sandbox/.env_ready.0000000000000001.tmp 200',
       'move /var/sandbox/.env_ready 200',
+      'list /var/sandbox 200',
     ]);
     expect(readFileSync(path.join(dir, 'env.sh'), 'utf8')).toBe(renderEnvFile({ A: 'one', B: "it's" }));
     expect(readdirSync(dir).sort()).toEqual(['.env_ready', 'env.sh']);
@@ -140,19 +153,57 @@ describe('Controller: a claim', () => {
         podUid: 'pod-1',
         delivery: 'claim',
         variables: 2,
-        requests: 5,
+        requests: 6,
         claimToReadyMs: 1000,
       }),
     ]);
 
     controller.enqueue(KEY);
     await settled(controller);
-    expect(double.requests).toHaveLength(5);
+    expect(double.requests).toHaveLength(6);
 
     controller.setTerm(term());
     await settled(controller);
-    expect(ops(double).slice(5)).toEqual(['get /var/sandbox/.env_ready 200']);
+    expect(ops(double).slice(6)).toEqual(['get /var/sandbox/.env_ready 200']);
     expect(outcomes.at(-1)).toMatchObject({ kind: 'unchanged', requests: 1 });
+  });
+
+  it('wakes the wrappers through their FIFO once .env_ready is in place, and never writes a wake anywhere else', async () => {
+    const { dir, double } = await envd();
+    const fifo = path.join(dir, '.env_wake');
+    execFileSync('mkfifo', [fifo]);
+    // Held open read-write, as a waiting wrapper holds it: the writer's open does not wait.
+    const reader = openSync(fifo, 'r+');
+    try {
+      const state = { current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'one' })), pod: pod() } };
+      const { controller, outcomes } = harness(state);
+      controller.setTerm(term());
+      await settled(controller);
+      expect(ops(double).slice(-2)).toEqual(['list /var/sandbox 200', 'upload /var/sandbox/.env_wake 200']);
+      expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered', delivery: 'claim', requests: 7 });
+      const byte = Buffer.alloc(4);
+      expect(readSync(reader, byte, 0, 4, null)).toBe(1);
+      expect(byte.subarray(0, 1).toString()).toBe('\n');
+    } finally {
+      closeSync(reader);
+    }
+  });
+
+  it.each([
+    ['a symlink', (target: string, victim: string) => symlinkSync(victim, target)],
+    ['a regular file', (target: string) => writeFileSync(target, 'keep')],
+  ])('sends no wake when .env_wake is %s', async (_what, make) => {
+    const { dir, double } = await envd();
+    const victim = path.join(dir, 'victim');
+    writeFileSync(victim, 'untouched');
+    make(path.join(dir, '.env_wake'), victim);
+    const state = { current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'one' })), pod: pod() } };
+    const { controller, outcomes } = harness(state);
+    controller.setTerm(term());
+    await settled(controller);
+    expect(ops(double).at(-1)).toBe('list /var/sandbox 200');
+    expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered', requests: 6 });
+    expect(readFileSync(victim, 'utf8')).toBe('untouched');
   });
 
   it('replaces a symlink the app put at .env_ready or env.sh, never writing through it', async () => {

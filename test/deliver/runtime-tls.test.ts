@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import forge from 'node-forge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpCall, HttpCallError, runtimeAgent } from '../../src/deliver/http-call.js';
+import { RUNTIME_TLS_PORT } from '../../src/deliver/sandbox-vocabulary.js';
 import {
-  RUNTIME_TLS_PORT_ANNOTATION,
   runtimeTlsAgent,
   runtimeTlsPort,
   tlsBundleFromSecretData,
@@ -38,13 +38,13 @@ describe('runtimeTlsPort', () => {
   it.each([
     [undefined, { kind: 'none' }],
     [{}, { kind: 'none' }],
-    [{ [RUNTIME_TLS_PORT_ANNOTATION]: '' }, { kind: 'none' }],
-    [{ [RUNTIME_TLS_PORT_ANNOTATION]: '49984' }, { kind: 'port', port: 49984 }],
-    [{ [RUNTIME_TLS_PORT_ANNOTATION]: '1' }, { kind: 'port', port: 1 }],
-    [{ [RUNTIME_TLS_PORT_ANNOTATION]: '65535' }, { kind: 'port', port: 65535 }],
+    [{ [RUNTIME_TLS_PORT]: '' }, { kind: 'none' }],
+    [{ [RUNTIME_TLS_PORT]: '49984' }, { kind: 'port', port: 49984 }],
+    [{ [RUNTIME_TLS_PORT]: '1' }, { kind: 'port', port: 1 }],
+    [{ [RUNTIME_TLS_PORT]: '65535' }, { kind: 'port', port: 65535 }],
     // What Go's strconv.Atoi accepts, as upstream reads it.
-    [{ [RUNTIME_TLS_PORT_ANNOTATION]: '+443' }, { kind: 'port', port: 443 }],
-    [{ [RUNTIME_TLS_PORT_ANNOTATION]: '0443' }, { kind: 'port', port: 443 }],
+    [{ [RUNTIME_TLS_PORT]: '+443' }, { kind: 'port', port: 443 }],
+    [{ [RUNTIME_TLS_PORT]: '0443' }, { kind: 'port', port: 443 }],
   ])('reads %j as %j', (annotations, expected) => {
     expect(runtimeTlsPort(annotations)).toEqual(expected);
   });
@@ -63,16 +63,16 @@ describe('runtimeTlsPort', () => {
     '٤٤٣',
     '99999999999999999999',
   ])('refuses %j, naming the annotation', (value) => {
-    const result = runtimeTlsPort({ [RUNTIME_TLS_PORT_ANNOTATION]: value });
+    const result = runtimeTlsPort({ [RUNTIME_TLS_PORT]: value });
     expect(result.kind).toBe('invalid');
     if (result.kind !== 'invalid') return;
-    expect(result.reason).toContain(RUNTIME_TLS_PORT_ANNOTATION);
+    expect(result.reason).toContain(RUNTIME_TLS_PORT);
     expect(result.reason).toContain(JSON.stringify(value.slice(0, 16)));
   });
 
   it('quotes at most a short prefix of a long value', () => {
     const long = `7${'SECRET'.repeat(10_000)}`;
-    const result = runtimeTlsPort({ [RUNTIME_TLS_PORT_ANNOTATION]: long });
+    const result = runtimeTlsPort({ [RUNTIME_TLS_PORT]: long });
     expect(result.kind).toBe('invalid');
     if (result.kind !== 'invalid') return;
     expect(result.reason.length).toBeLessThan(120);
@@ -80,10 +80,10 @@ describe('runtimeTlsPort', () => {
   });
 
   it('refuses a value that is not a string without quoting it', () => {
-    const result = runtimeTlsPort({ [RUNTIME_TLS_PORT_ANNOTATION]: 49984 });
+    const result = runtimeTlsPort({ [RUNTIME_TLS_PORT]: 49984 });
     expect(result).toEqual({
       kind: 'invalid',
-      reason: `annotation ${RUNTIME_TLS_PORT_ANNOTATION} is not a port from 1 to 65535: a number`,
+      reason: `annotation ${RUNTIME_TLS_PORT} is not a port from 1 to 65535: a number`,
     });
   });
 });

@@ -1,3 +1,4 @@
+import { Agent as HttpsAgent } from 'node:https';
 /**
  * What deliver-env's caches keep of a Sandbox and a pod: exactly the listed fields, whatever else the objects
  * carry. The fields the delivery decision reads are checked through claimDecision itself, so a field it starts
@@ -134,7 +135,12 @@ describe('stripPod', () => {
   });
 
   it('gives the delivery decision what the whole objects give it', () => {
-    const settings = { runtimePort: 49983, trustRuntimeUrl: false, tls: { kind: 'none' as const } };
+    // The Sandbox advertises a TLS port: with a bundle, the decision is a delivery over HTTPS.
+    const settings = {
+      runtimePort: 49983,
+      trustRuntimeUrl: false,
+      tls: { kind: 'ok' as const, agent: new HttpsAgent(), version: 1 },
+    };
     const whole = claimDecision(sandbox, pod() as Pod, settings);
     expect(whole.kind).toBe('deliver');
     expect(claimDecision(stripSandbox(sandbox), stripPod(pod()) as Pod, settings)).toEqual(whole);

@@ -210,12 +210,15 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
         const entries = await Promise.all(
           names.map(async (name) => {
             const info = await lstat(join(local, name));
+            // As envd's JSON: a FIFO (or socket, device) is FILE_TYPE_UNSPECIFIED, the default, left out.
             const type = info.isSymbolicLink()
               ? 'FILE_TYPE_SYMLINK'
               : info.isDirectory()
                 ? 'FILE_TYPE_DIRECTORY'
-                : 'FILE_TYPE_FILE';
-            return { name, type, path: posix.join(podPath ?? '', name) };
+                : info.isFile()
+                  ? 'FILE_TYPE_FILE'
+                  : undefined;
+            return { name, ...(type === undefined ? {} : { type }), path: posix.join(podPath ?? '', name) };
           }),
         );
         sendJson(response, 200, { entries });

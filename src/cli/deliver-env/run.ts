@@ -8,7 +8,6 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { CoordinationV1Api, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { RuntimeTls } from '../../deliver/claim.js';
 import { Controller } from '../../deliver/controller.js';
 import { envdFiles } from '../../deliver/envd-files.js';
 import { eventQueue } from '../../deliver/event-queue.js';
@@ -16,6 +15,7 @@ import { LeaderElection, type LeaseApi } from '../../deliver/leader-election.js'
 import { createDeliveryMetrics } from '../../deliver/metrics.js';
 import type { DeliverOptions } from '../../deliver/options.js';
 import { reporter } from '../../deliver/reporter.js';
+import { runtimeTlsSource, secretRefOf } from '../../deliver/runtime-tls-source.js';
 import { deliveryWatches } from '../../deliver/watches.js';
 import { startMetricsServer } from '../../server/metrics-server.js';
 import { createKubeClients, type KubeClients } from '../../sources/kube/clients.js';
@@ -62,7 +62,19 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
         'watch failed; restarting',
       ),
   );
-  const tls: RuntimeTls = { kind: 'none' };
+  // A new bundle (or the loss of the only one) changes what TLS Sandboxes are decided: all are looked at again.
+  const tls = runtimeTlsSource({
+    clients,
+    secret: options.runtimeTlsSecret === undefined ? undefined : secretRefOf(options.runtimeTlsSecret),
+    onChange: () => controller.requeueAll(),
+    onProblem: (reason, keptLastGood) =>
+      logger.warn({ secret: options.runtimeTlsSecret, keptLastGood }, `runtime TLS Secret not used: ${reason}`),
+    onError: (error, retryInMs) =>
+      logger.warn(
+        { watch: 'runtime TLS Secret', retryInMs, err: { message: firstLine(errorMessage(error)) } },
+        'watch failed; restarting',
+      ),
+  });
   const controller = new Controller({
     cache: watches.cache,
     envd,
@@ -73,7 +85,7 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
       concurrency: options.concurrency,
       backoff: { minMs: options.backoffMinMs, maxMs: options.backoffMaxMs },
     },
-    tls: () => tls,
+    tls: () => tls.current(),
     clock,
     random: Math.random,
     report: reporter({
@@ -109,13 +121,14 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
   const server = await startMetricsServer(
     {
       registry: metrics.registry,
-      ready: () => watches.synced && election.settled,
+      ready: () => watches.synced && tls.synced && election.settled,
       onError: (error) => logger.error({ err: { message: errorMessage(error) } }, 'metrics failed'),
     },
     options.host,
     options.metricsPort,
   );
   watches.start();
+  tls.start();
   election.start();
   logger.info({ metricsPort: server.port, identity, envDir: options.envDir }, 'deliver-env started');
 
@@ -129,6 +142,7 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
   drainBound.abort();
   await election.release();
   await watches.stop();
+  await tls.stop();
   await Promise.race([events.drained(), sleepOn(clock, EVENT_DRAIN_MS)]);
   await server.close();
   return 0;
