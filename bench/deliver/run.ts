@@ -67,6 +67,9 @@ function startApp(dir: string): WaitingApp {
   return { child, started };
 }
 
+/** GET, two uploads and two Moves, the listing, and the wake when a wrapper waits (docs/deliver-env.md). */
+const REQUESTS_PER_CLAIM = 7;
+
 /** When .env_ready was in place: its upload answered, or its Move answered. */
 function readyAt(double: EnvdDouble): number | undefined {
   return double.requests.find(
@@ -178,6 +181,9 @@ async function main(): Promise<void> {
         'warn',
         '--identity',
         'bench',
+        // Every double listens on 127.0.0.1 at a port of its own, named by the runtime URL; the pods here have
+        // no kubelet to report their IP, so the URL is followed as given (the address check costs nothing).
+        '--trust-runtime-url',
         ...EXTRA_ARGS,
       ],
       { stdio: ['ignore', 'pipe', 'inherit'], env: scale.env },
@@ -336,9 +342,9 @@ async function main(): Promise<void> {
       acceptedToFirstRequestP99Ms: quantile(toFirstRequest, 0.99),
       envdRequestsP50Ms: quantile(envdPhase, 0.5),
       envdRequestsP99Ms: quantile(envdPhase, 0.99),
-      targetMet: quantile(fromRecorded, 0.99) < 1000 && requests / COUNT === 3,
+      targetMet: quantile(fromRecorded, 0.99) < 1000 && requests / COUNT <= REQUESTS_PER_CLAIM,
       // The controller's own histogram counts from the claim-timestamp, which the claimer sets as it sends.
-      targetMetFromSent: quantile(latencies, 0.99) < 1000 && requests / COUNT === 3,
+      targetMetFromSent: quantile(latencies, 0.99) < 1000 && requests / COUNT <= REQUESTS_PER_CLAIM,
       appStartSerial: summary(serialSplit),
       appStartAtOnce: summary(atOnceSplit),
       appStartTargetMet:

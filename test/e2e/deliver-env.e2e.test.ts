@@ -104,10 +104,32 @@ async function createSandbox(spec: SandboxSpec): Promise<{ uid: string; podUid: 
   return { uid, podUid };
 }
 
-async function createPod(sandbox: string, sandboxUid: string, wrapped: boolean, suffix = ''): Promise<string> {
+/** A pod of the Sandbox, running at `podIP` as a kubelet would report it (there is none: the admin writes it). */
+async function createPod(
+  sandbox: string,
+  sandboxUid: string,
+  wrapped: boolean,
+  suffix = '',
+  podIP = '127.0.0.1',
+): Promise<string> {
   const name = `${sandbox}-pod${suffix}`;
   await cluster.applyObject(wrappedSandboxPod({ sandbox, sandboxUid, namespace: NS, name, wrapped }));
+  await setPodIp(name, podIP);
   return (await cluster.kubectlOk(['-n', NS, 'get', 'pod', name, '-o', 'jsonpath={.metadata.uid}'])).trim();
+}
+
+async function setPodIp(pod: string, podIP: string): Promise<void> {
+  await cluster.kubectlOk([
+    '-n',
+    NS,
+    'patch',
+    'pod',
+    pod,
+    '--subresource=status',
+    '--type=merge',
+    '-p',
+    JSON.stringify({ status: { phase: 'Running', podIP, podIPs: [{ ip: podIP }] } }),
+  ]);
 }
 
 async function claim(sandbox: string, vars: Record<string, string>, accessToken = TOKEN): Promise<void> {
@@ -178,14 +200,28 @@ async function deliveredVariables(dir: string): Promise<Record<string, string>> 
   );
 }
 
-/** The double has answered the upload of .env_ready: the file is whole, and the request is on record. */
+/** The double has answered the Move onto .env_ready: the file is whole, and the request is on record. */
 const readyWritten = (double: EnvdDouble): true | undefined =>
-  double.requests.some((r) => r.operation === 'upload' && r.path === '/var/sandbox/.env_ready' && r.status === 200)
+  double.requests.some((r) => r.operation === 'move' && r.path === '/var/sandbox/.env_ready' && r.status === 200)
     ? true
     : undefined;
 
 const writes = (double: EnvdDouble) =>
   double.requests.filter((r) => r.operation === 'upload' || r.operation === 'move');
+
+/** Requests as `operation path`, with each attempt's random temporary name written as <tmp>. */
+const shapes = (double: EnvdDouble, from = 0): string[] =>
+  double.requests.slice(from).map((r) => `${r.operation} ${(r.path ?? '').replace(/\.[0-9a-f]{16}\.tmp$/, '.<tmp>')}`);
+
+/** One first delivery: each file by a temporary name and a Move, then the folder listed for the wake FIFO. */
+const FIRST_DELIVERY = [
+  'get /var/sandbox/.env_ready',
+  'upload /var/sandbox/.env.sh.<tmp>',
+  'move /var/sandbox/env.sh',
+  'upload /var/sandbox/.env_ready.<tmp>',
+  'move /var/sandbox/.env_ready',
+  'list /var/sandbox',
+];
 
 /** The values (six characters or more) found in `text`, as written or JSON-escaped. */
 function valuesIn(text: string, values: readonly string[]): string[] {
@@ -262,7 +298,8 @@ describe('deliver-env on a real kube-apiserver', () => {
         .filter((name) => name !== '.env_wake')
         .sort(),
     ).toEqual(['.env_ready', 'env.sh']);
-    expect(writes(main.double).map((r) => r.path)).toEqual(['/var/sandbox/env.sh', '/var/sandbox/.env_ready']);
+    // The wrapper waited on its FIFO, so the wake byte went to it last.
+    expect(shapes(main.double)).toEqual([...FIRST_DELIVERY, 'upload /var/sandbox/.env_wake']);
     const delivered = await until('EnvDelivered Event', async () =>
       (await events('sbx-main')).find((e) => e.reason === 'EnvDelivered'),
     );
@@ -311,7 +348,7 @@ describe('deliver-env on a real kube-apiserver', () => {
     );
     await until('new marker', () =>
       readFileSync(path.join(main.dir, '.env_ready'), 'utf8').startsWith('sha256:') &&
-      writes(main.double).length === before + 3
+      writes(main.double).length === before + 4
         ? true
         : undefined,
     );
@@ -321,11 +358,12 @@ describe('deliver-env on a real kube-apiserver', () => {
     expect(
       writes(main.double)
         .slice(before)
-        .map((r) => [r.operation, r.path]),
+        .map((r) => `${r.operation} ${(r.path ?? '').replace(/\.[0-9a-f]{16}\.tmp$/, '.<tmp>')}`),
     ).toEqual([
-      ['upload', '/var/sandbox/.env.sh.tmp'],
-      ['move', '/var/sandbox/env.sh'],
-      ['upload', '/var/sandbox/.env_ready'],
+      'upload /var/sandbox/.env.sh.<tmp>',
+      'move /var/sandbox/env.sh',
+      'upload /var/sandbox/.env_ready.<tmp>',
+      'move /var/sandbox/.env_ready',
     ]);
     expect(await deliveredVariables(main.dir)).toEqual(changed);
   });
@@ -367,6 +405,124 @@ describe('deliver-env on a real kube-apiserver', () => {
     expect(readdirSync(unwrapped.dir)).toEqual([]);
   });
 
+  it("after a resume, writes only to the new pod's own IP, never to the address the Sandbox's status still names", async () => {
+    // The deleted pod's IP now belongs to another tenant's pre-warmed sandbox, whose envd takes any request.
+    const strangerDir = tempDir('si-e2e-stranger-');
+    const stranger = await startEnvdDouble({ root: strangerDir, host: '127.0.0.2', port: main.double.port });
+    doubles.push(stranger);
+    const resumedDir = tempDir('si-e2e-resumed-');
+    const resumed = await startEnvdDouble({
+      root: resumedDir,
+      token: TOKEN,
+      host: '127.0.0.3',
+      port: main.double.port,
+    });
+    doubles.push(resumed);
+    await cluster.applyObject({
+      apiVersion: 'agents.kruise.io/v1alpha1',
+      kind: 'Sandbox',
+      metadata: { name: 'sbx-resume', namespace: NS },
+      spec: {
+        runtimes: [{ name: 'agent-runtime' }],
+        template: { spec: { containers: [{ name: 'main', image: 'app:1' }] } },
+      },
+    });
+    const uid = (
+      await cluster.kubectlOk(['-n', NS, 'get', 'sandbox', 'sbx-resume', '-o', 'jsonpath={.metadata.uid}'])
+    ).trim();
+    await cluster.kubectlOk([
+      '-n',
+      NS,
+      'patch',
+      'sandbox',
+      'sbx-resume',
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status: { podInfo: { podIP: '127.0.0.2', podUID: 'the-deleted-pod' } } }),
+    ]);
+    // The new pod, not yet running: no IP of its own, so nothing can be sent.
+    await cluster.applyObject(wrappedSandboxPod({ sandbox: 'sbx-resume', sandboxUid: uid, namespace: NS }));
+    await claim('sbx-resume', { API_KEY: 'sk-e2e-secret-resume' });
+    // A later Sandbox delivered by the same controller: the claim above has been looked at by then.
+    const sentinel = await envd();
+    await createSandbox({
+      name: 'sbx-resume-sentinel',
+      annotations: { 'agents.kruise.io/runtime-url': sentinel.double.url },
+    });
+    await claim('sbx-resume-sentinel', { A: 'sentinel' });
+    await until('sentinel delivered', () => readyWritten(sentinel.double));
+    expect(resumed.requests).toEqual([]);
+    await setPodIp('sbx-resume-pod', '127.0.0.3');
+    await until('delivered to the new pod', () => readyWritten(resumed));
+    expect(shapes(resumed)).toEqual(FIRST_DELIVERY);
+    expect(stranger.requests).toEqual([]);
+    expect(readdirSync(strangerDir)).toEqual([]);
+  });
+
+  it("a claim without a request gets an empty env.sh; a recycle clears both files, with the claim's token", async () => {
+    const pool = await envd();
+    await createSandbox({ name: 'sbx-pool', annotations: { 'agents.kruise.io/runtime-url': pool.double.url } });
+    // skip-init-runtime: the claim is the label and its time, with no request.
+    await cluster.kubectlOk([
+      '-n',
+      NS,
+      'label',
+      '--overwrite',
+      'sandbox',
+      'sbx-pool',
+      'agents.kruise.io/sandbox-claimed=true',
+    ]);
+    await cluster.kubectlOk([
+      '-n',
+      NS,
+      'annotate',
+      '--overwrite',
+      'sandbox',
+      'sbx-pool',
+      `agents.kruise.io/claim-timestamp=${new Date().toISOString()}`,
+      `agents.kruise.io/runtime-access-token=${TOKEN}`,
+    ]);
+    await until('empty claim delivered', () => readyWritten(pool.double));
+    expect(readFileSync(path.join(pool.dir, 'env.sh'), 'utf8')).toBe(renderEnvFile({}));
+    const emptied = await until('EnvDelivered Event', async () =>
+      (await events('sbx-pool')).find((e) => e.reason === 'EnvDelivered'),
+    );
+    expect(emptied.message).toMatch(/0 variables/);
+
+    // Recycle, as upstream's resetMetadataForPool: the label back to false, the claim's annotations gone.
+    const from = pool.double.requests.length;
+    await cluster.kubectlOk([
+      '-n',
+      NS,
+      'label',
+      '--overwrite',
+      'sandbox',
+      'sbx-pool',
+      'agents.kruise.io/sandbox-claimed=false',
+    ]);
+    await cluster.kubectlOk([
+      '-n',
+      NS,
+      'annotate',
+      'sandbox',
+      'sbx-pool',
+      'agents.kruise.io/claim-timestamp-',
+      'agents.kruise.io/runtime-access-token-',
+    ]);
+    await until('cleared', () =>
+      existsSync(path.join(pool.dir, '.env_ready')) || existsSync(path.join(pool.dir, 'env.sh')) ? undefined : true,
+    );
+    expect(shapes(pool.double, from)).toEqual([
+      'list /var/sandbox',
+      'remove /var/sandbox/.env_ready',
+      'remove /var/sandbox/env.sh',
+    ]);
+    // The double takes only the claim's token: the Removes were sent with it, though the annotation was gone.
+    expect(pool.double.requests.slice(from).map((r) => r.status)).toEqual([200, 200, 200]);
+    await until('EnvCleared Event', async () => (await events('sbx-pool')).find((e) => e.reason === 'EnvCleared'));
+  });
+
   it('a wrong token gets an EnvDeliveryFailed Event and no file, and is not retried until the Sandbox changes', async () => {
     const target = await envd('the-right-token');
     await createSandbox({ name: 'sbx-token', annotations: { 'agents.kruise.io/runtime-url': target.double.url } });
@@ -397,7 +553,7 @@ describe('deliver-env on a real kube-apiserver', () => {
       await claim('sbx-two', { A: 'two-replicas' });
       await until('delivered once', () => readyWritten(first.double));
       // A second writer would have looked (GET) and written too.
-      expect(first.double.requests.map((r) => r.operation)).toEqual(['get', 'upload', 'upload']);
+      expect(shapes(first.double)).toEqual(FIRST_DELIVERY);
       const follower = await metricsText(second.metricsPort());
       expect(follower).toMatch(/sandbox_injector_deliver_leader 0/);
       expect(follower).toMatch(/sandbox_injector_env_deliveries_total\{outcome="delivered"\} 0/);
@@ -419,7 +575,7 @@ describe('deliver-env on a real kube-apiserver', () => {
       await createSandbox({ name: 'sbx-after', annotations: { 'agents.kruise.io/runtime-url': after.double.url } });
       await claim('sbx-after', { A: 'after-failover' });
       await until('delivered by replica-b', () => readyWritten(after.double));
-      expect(after.double.requests.map((r) => r.operation)).toEqual(['get', 'upload', 'upload']);
+      expect(shapes(after.double)).toEqual(FIRST_DELIVERY);
     } finally {
       await second.stop();
       await controller.start();
