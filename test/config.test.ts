@@ -70,6 +70,7 @@ describe('parseServeOptions', () => {
       certPollSeconds: 60,
       mode: 'local',
       trusted: undefined,
+      warnUnwrapped: false,
     });
     expect(DEFAULT_CONFIG_FILE).toMatch(/\/manifests\/injection-config\.yaml$/);
   });
@@ -122,14 +123,17 @@ describe('parseServeOptions', () => {
   });
 
   it('parses how reviews inject: --poststart-conflict, and --agent-runtime-has-wrapper over --wrapper-image', () => {
-    expect(injectionSettings(options([]))).toEqual({ postStartConflict: 'skip' });
+    expect(injectionSettings(options([]))).toEqual({ postStartConflict: 'skip', warnUnwrapped: false });
     expect(injectionSettings(options(['--poststart-conflict=merge', '--wrapper-image', 'inj:1']))).toEqual({
       postStartConflict: 'merge',
+      warnUnwrapped: false,
       wrapper: { image: 'inj:1', command: IMAGE_INSTALL_COMMAND },
     });
     expect(injectionSettings(options(['--wrapper-image', 'inj:1', '--agent-runtime-has-wrapper']))).toEqual({
       postStartConflict: 'skip',
+      warnUnwrapped: false,
     });
+    expect(injectionSettings(options(['--warn-unwrapped'])).warnUnwrapped).toBe(true);
     expect(() => options(['--poststart-conflict', 'chain'])).toThrow(
       /--poststart-conflict .*allowed values \(skip, merge\)/,
     );
