@@ -23,7 +23,10 @@ export class TermMemory {
   /** key -> when the current want was first seen, and what it was. */
   readonly firstSeen = new Map<string, { want: string; at: number }>();
 
+  /** The Sandbox is gone: nothing of it is kept, the token its last pod was delivered with included. */
   forget(key: string): void {
+    const pod = this.lastPod.get(key);
+    if (pod !== undefined) this.claimEndpoints.delete(pod);
     for (const map of [this.delivered, this.cleared, this.lastPod, this.blocked, this.failing, this.firstSeen])
       map.delete(key);
   }
