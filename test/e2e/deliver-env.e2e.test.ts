@@ -3,23 +3,29 @@
 // for pods' /var/sandbox, where the real run_with_envs.sh waits under bash. The controller runs as the service
 // account of manifests/components/deliver-env with that component's RBAC, and nothing more.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderEnvFile } from '../../src/envfile/render-env-file.js';
-import { startEnvdDouble, type EnvdDouble } from '../support/envd-double.js';
-import { wrappedSandboxPod } from '../support/wrapped-sandbox-pod.js';
+import type { EnvdDouble } from '../support/envd-double.js';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
 import { metricsText, startDeliverProcess, type DeliverProcess } from './support/deliver-process.js';
+import {
+  controllerArgs,
+  deliverWorld,
+  FIRST_DELIVERY,
+  readyWritten,
+  claimShapes,
+  shapes,
+  until,
+  writes,
+} from './support/deliver-world.js';
 import { serviceAccountIdentity } from './support/identities.js';
 
 const NS = 'e2e-deliver';
 const LEASE_NS = 'sandbox-system';
 const WRAPPER = path.join(repoRoot, 'src', 'wrapper', 'run_with_envs.sh');
-const REQUEST = 'agents.kruise.io/init-runtime-request';
 const TOKEN = 'tok-e2e-1';
 const COMPONENT = path.join(repoRoot, 'manifests', 'components', 'deliver-env');
 let serviceAccountKubeconfig: string;
@@ -37,134 +43,11 @@ const CLAIM_VARS: Record<string, string> = {
 
 let cluster: TestCluster;
 let controller: DeliverProcess;
-const doubles: EnvdDouble[] = [];
-const dirs: string[] = [];
-
-function tempDir(prefix: string): string {
-  const dir = mkdtempSync(path.join(tmpdir(), prefix));
-  dirs.push(dir);
-  return dir;
-}
-
-async function envd(token: string | undefined = TOKEN): Promise<{ double: EnvdDouble; dir: string }> {
-  const dir = tempDir('si-e2e-envd-');
-  const double = await startEnvdDouble({ root: dir, token });
-  doubles.push(double);
-  return { double, dir };
-}
-
-async function until<T>(
-  what: string,
-  probe: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await sleep(50);
-  }
-}
-
-interface SandboxSpec {
-  name: string;
-  annotations?: Record<string, string>;
-  podIP?: string;
-  wrapped?: boolean;
-}
-
-async function createSandbox(spec: SandboxSpec): Promise<{ uid: string; podUid: string }> {
-  await cluster.applyObject({
-    apiVersion: 'agents.kruise.io/v1alpha1',
-    kind: 'Sandbox',
-    metadata: { name: spec.name, namespace: NS, annotations: spec.annotations ?? {} },
-    spec: {
-      runtimes: [{ name: 'agent-runtime' }],
-      template: { spec: { containers: [{ name: 'main', image: 'app:1' }] } },
-    },
-  });
-  const uid = (
-    await cluster.kubectlOk(['-n', NS, 'get', 'sandbox', spec.name, '-o', 'jsonpath={.metadata.uid}'])
-  ).trim();
-  if (spec.podIP !== undefined) {
-    await cluster.kubectlOk([
-      '-n',
-      NS,
-      'patch',
-      'sandbox',
-      spec.name,
-      '--subresource=status',
-      '--type=merge',
-      '-p',
-      JSON.stringify({ status: { podInfo: { podIP: spec.podIP } } }),
-    ]);
-  }
-  const podUid = await createPod(spec.name, uid, spec.wrapped ?? true);
-  return { uid, podUid };
-}
-
-/** A pod of the Sandbox, running at `podIP` as a kubelet would report it (there is none: the admin writes it). */
-async function createPod(
-  sandbox: string,
-  sandboxUid: string,
-  wrapped: boolean,
-  suffix = '',
-  podIP = '127.0.0.1',
-): Promise<string> {
-  const name = `${sandbox}-pod${suffix}`;
-  await cluster.applyObject(wrappedSandboxPod({ sandbox, sandboxUid, namespace: NS, name, wrapped }));
-  await setPodIp(name, podIP);
-  return (await cluster.kubectlOk(['-n', NS, 'get', 'pod', name, '-o', 'jsonpath={.metadata.uid}'])).trim();
-}
-
-async function setPodIp(pod: string, podIP: string): Promise<void> {
-  await cluster.kubectlOk([
-    '-n',
-    NS,
-    'patch',
-    'pod',
-    pod,
-    '--subresource=status',
-    '--type=merge',
-    '-p',
-    JSON.stringify({ status: { phase: 'Running', podIP, podIPs: [{ ip: podIP }] } }),
-  ]);
-}
-
-async function claim(sandbox: string, vars: Record<string, string>, accessToken = TOKEN): Promise<void> {
-  const request = JSON.stringify({ envVars: vars, accessToken });
-  await cluster.kubectlOk([
-    '-n',
-    NS,
-    'annotate',
-    '--overwrite',
-    'sandbox',
-    sandbox,
-    `${REQUEST}=${request}`,
-    `agents.kruise.io/claim-timestamp=${new Date().toISOString()}`,
-  ]);
-}
-
-interface EventItem {
-  reason?: string;
-  message?: string;
-  involvedObject?: { name?: string };
-}
-
-async function events(sandbox: string): Promise<EventItem[]> {
-  const text = await cluster.kubectlOk([
-    '-n',
-    NS,
-    'get',
-    'events',
-    '--field-selector',
-    `involvedObject.name=${sandbox}`,
-    '-o',
-    'json',
-  ]);
-  return (JSON.parse(text) as { items: EventItem[] }).items;
-}
+const world = deliverWorld(() => cluster, NS);
+const { tempDir, createSandbox, createPod, setPodIp, events } = world;
+const envd = (token: string | undefined = TOKEN) => world.envd({ token });
+const claim = (sandbox: string, vars: Record<string, string>, accessToken = TOKEN) =>
+  world.claim(sandbox, vars, accessToken);
 
 /** Runs the real wrapper under bash on `dir`; resolves to the environment the wrapped command started with. */
 function runWrapped(dir: string): Promise<Record<string, string>> {
@@ -200,29 +83,6 @@ async function deliveredVariables(dir: string): Promise<Record<string, string>> 
   );
 }
 
-/** The double has answered the Move onto .env_ready: the file is whole, and the request is on record. */
-const readyWritten = (double: EnvdDouble): true | undefined =>
-  double.requests.some((r) => r.operation === 'move' && r.path === '/var/sandbox/.env_ready' && r.status === 200)
-    ? true
-    : undefined;
-
-const writes = (double: EnvdDouble) =>
-  double.requests.filter((r) => r.operation === 'upload' || r.operation === 'move');
-
-/** Requests as `operation path`, with each attempt's random temporary name written as <tmp>. */
-const shapes = (double: EnvdDouble, from = 0): string[] =>
-  double.requests.slice(from).map((r) => `${r.operation} ${(r.path ?? '').replace(/\.[0-9a-f]{16}\.tmp$/, '.<tmp>')}`);
-
-/** One first delivery: each file by a temporary name and a Move, then the folder listed for the wake FIFO. */
-const FIRST_DELIVERY = [
-  'get /var/sandbox/.env_ready',
-  'upload /var/sandbox/.env.sh.<tmp>',
-  'move /var/sandbox/env.sh',
-  'upload /var/sandbox/.env_ready.<tmp>',
-  'move /var/sandbox/.env_ready',
-  'list /var/sandbox',
-];
-
 /** The values (six characters or more) found in `text`, as written or JSON-escaped. */
 function valuesIn(text: string, values: readonly string[]): string[] {
   return values.filter(
@@ -233,24 +93,7 @@ function valuesIn(text: string, values: readonly string[]): string[] {
 const valuesInLogs = (logs: readonly Record<string, unknown>[], values: readonly string[]): string[] =>
   valuesIn(JSON.stringify(logs), values);
 
-const CONTROLLER_ARGS = (port: number): string[] => [
-  '--runtime-port',
-  String(port),
-  '--lease-namespace',
-  LEASE_NS,
-  '--lease-duration-seconds',
-  '4',
-  '--lease-renew-deadline-seconds',
-  '3',
-  '--lease-retry-seconds',
-  '1',
-  '--backoff-min-ms',
-  '50',
-  '--backoff-max-ms',
-  '400',
-  '--request-timeout-ms',
-  '2000',
-];
+const CONTROLLER_ARGS = (port: number): string[] => controllerArgs(port, LEASE_NS);
 
 describe('deliver-env on a real kube-apiserver', () => {
   let main: { double: EnvdDouble; dir: string };
@@ -280,13 +123,12 @@ describe('deliver-env on a real kube-apiserver', () => {
 
   afterAll(async () => {
     await controller?.stop();
-    for (const double of doubles) await double.close();
+    await world.close();
     await cluster?.stop();
-    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
   it("starts the waiting command with exactly the claim's variables, found by the pod IP", async () => {
-    await createSandbox({ name: 'sbx-main', podIP: '127.0.0.1' });
+    await createSandbox({ name: 'sbx-main' });
     const waiting = runWrapped(main.dir);
     await claim('sbx-main', CLAIM_VARS);
     await waiting;
@@ -299,7 +141,7 @@ describe('deliver-env on a real kube-apiserver', () => {
         .sort(),
     ).toEqual(['.env_ready', 'env.sh']);
     // The wrapper waited on its FIFO, so the wake byte went to it last.
-    expect(shapes(main.double)).toEqual([...FIRST_DELIVERY, 'upload /var/sandbox/.env_wake']);
+    expect(claimShapes(main.double)).toEqual([...FIRST_DELIVERY, 'upload /var/sandbox/.env_wake']);
     const delivered = await until('EnvDelivered Event', async () =>
       (await events('sbx-main')).find((e) => e.reason === 'EnvDelivered'),
     );
@@ -375,7 +217,7 @@ describe('deliver-env on a real kube-apiserver', () => {
     await cluster.kubectlOk(['-n', NS, 'delete', 'pod', 'sbx-main-pod', '--wait=false', '--grace-period=0', '--force']);
     for (const name of readdirSync(main.dir)) rmSync(path.join(main.dir, name));
     const waiting = runWrapped(main.dir);
-    await createPod('sbx-main', sandboxUid, true, '-2');
+    await createPod('sbx-main', sandboxUid, { suffix: '-2', podIP: '127.0.0.1' });
     await waiting;
     expect(existsSync(path.join(main.dir, '.env_ready'))).toBe(true);
     expect((await deliveredVariables(main.dir)).API_KEY).toBe('sk-e2e-secret-0002');
@@ -399,7 +241,8 @@ describe('deliver-env on a real kube-apiserver', () => {
     await createSandbox({ name: 'sbx-sentinel', annotations: { 'agents.kruise.io/runtime-url': sentinel.double.url } });
     await claim('sbx-sentinel', { A: 'sentinel' });
     await until('sentinel delivered', () => readyWritten(sentinel.double));
-    expect(unclaimed.double.requests).toEqual([]);
+    // The unclaimed pod's folder is only looked at, for an earlier claim's files; nothing is written.
+    expect(shapes(unclaimed.double)).toEqual(['list /var/sandbox']);
     expect(unwrapped.double.requests).toEqual([]);
     expect(readdirSync(unclaimed.dir)).toEqual([]);
     expect(readdirSync(unwrapped.dir)).toEqual([]);
@@ -407,42 +250,14 @@ describe('deliver-env on a real kube-apiserver', () => {
 
   it("after a resume, writes only to the new pod's own IP, never to the address the Sandbox's status still names", async () => {
     // The deleted pod's IP now belongs to another tenant's pre-warmed sandbox, whose envd takes any request.
-    const strangerDir = tempDir('si-e2e-stranger-');
-    const stranger = await startEnvdDouble({ root: strangerDir, host: '127.0.0.2', port: main.double.port });
-    doubles.push(stranger);
-    const resumedDir = tempDir('si-e2e-resumed-');
-    const resumed = await startEnvdDouble({
-      root: resumedDir,
-      token: TOKEN,
-      host: '127.0.0.3',
-      port: main.double.port,
-    });
-    doubles.push(resumed);
-    await cluster.applyObject({
-      apiVersion: 'agents.kruise.io/v1alpha1',
-      kind: 'Sandbox',
-      metadata: { name: 'sbx-resume', namespace: NS },
-      spec: {
-        runtimes: [{ name: 'agent-runtime' }],
-        template: { spec: { containers: [{ name: 'main', image: 'app:1' }] } },
-      },
-    });
-    const uid = (
-      await cluster.kubectlOk(['-n', NS, 'get', 'sandbox', 'sbx-resume', '-o', 'jsonpath={.metadata.uid}'])
-    ).trim();
-    await cluster.kubectlOk([
-      '-n',
-      NS,
-      'patch',
-      'sandbox',
-      'sbx-resume',
-      '--subresource=status',
-      '--type=merge',
-      '-p',
-      JSON.stringify({ status: { podInfo: { podIP: '127.0.0.2', podUID: 'the-deleted-pod' } } }),
-    ]);
+    const stranger = await world.envd({ host: '127.0.0.2', port: main.double.port });
+    const resumed = await world.envd({ token: TOKEN, host: '127.0.0.3', port: main.double.port });
     // The new pod, not yet running: no IP of its own, so nothing can be sent.
-    await cluster.applyObject(wrappedSandboxPod({ sandbox: 'sbx-resume', sandboxUid: uid, namespace: NS }));
+    await createSandbox({
+      name: 'sbx-resume',
+      podInfo: { podIP: '127.0.0.2', podUID: 'the-deleted-pod' },
+      podIP: undefined,
+    });
     await claim('sbx-resume', { API_KEY: 'sk-e2e-secret-resume' });
     // A later Sandbox delivered by the same controller: the claim above has been looked at by then.
     const sentinel = await envd();
@@ -452,12 +267,12 @@ describe('deliver-env on a real kube-apiserver', () => {
     });
     await claim('sbx-resume-sentinel', { A: 'sentinel' });
     await until('sentinel delivered', () => readyWritten(sentinel.double));
-    expect(resumed.requests).toEqual([]);
+    expect(resumed.double.requests).toEqual([]);
     await setPodIp('sbx-resume-pod', '127.0.0.3');
-    await until('delivered to the new pod', () => readyWritten(resumed));
-    expect(shapes(resumed)).toEqual(FIRST_DELIVERY);
-    expect(stranger.requests).toEqual([]);
-    expect(readdirSync(strangerDir)).toEqual([]);
+    await until('delivered to the new pod', () => readyWritten(resumed.double));
+    expect(claimShapes(resumed.double)).toEqual(FIRST_DELIVERY);
+    expect(stranger.double.requests).toEqual([]);
+    expect(readdirSync(stranger.dir)).toEqual([]);
   });
 
   it("a claim without a request gets an empty env.sh; a recycle clears both files, with the claim's token", async () => {
@@ -533,7 +348,8 @@ describe('deliver-env on a real kube-apiserver', () => {
     expect(failed.message).toMatch(/unauthorized/);
     expect(failed.message).not.toMatch(/a-wrong-token|sk-e2e-secret-token/);
     expect(readdirSync(target.dir)).toEqual([]);
-    expect(target.double.requests.map((r) => r.status)).toEqual([401]);
+    // Besides, before the claim, the unclaimed pod's listing, refused too (this double wants a token from the start).
+    expect(target.double.requests.filter((r) => r.operation !== 'list').map((r) => r.status)).toEqual([401]);
     // The right token is a change of the Sandbox: delivered then.
     await claim('sbx-token', { API_KEY: 'sk-e2e-secret-token' }, 'the-right-token');
     await until('delivered with the right token', () => readyWritten(target.double));
@@ -553,7 +369,7 @@ describe('deliver-env on a real kube-apiserver', () => {
       await claim('sbx-two', { A: 'two-replicas' });
       await until('delivered once', () => readyWritten(first.double));
       // A second writer would have looked (GET) and written too.
-      expect(shapes(first.double)).toEqual(FIRST_DELIVERY);
+      expect(claimShapes(first.double)).toEqual(FIRST_DELIVERY);
       const follower = await metricsText(second.metricsPort());
       expect(follower).toMatch(/sandbox_injector_deliver_leader 0/);
       expect(follower).toMatch(/sandbox_injector_env_deliveries_total\{outcome="delivered"\} 0/);
@@ -575,7 +391,7 @@ describe('deliver-env on a real kube-apiserver', () => {
       await createSandbox({ name: 'sbx-after', annotations: { 'agents.kruise.io/runtime-url': after.double.url } });
       await claim('sbx-after', { A: 'after-failover' });
       await until('delivered by replica-b', () => readyWritten(after.double));
-      expect(shapes(after.double)).toEqual(FIRST_DELIVERY);
+      expect(claimShapes(after.double)).toEqual(FIRST_DELIVERY);
     } finally {
       await second.stop();
       await controller.start();

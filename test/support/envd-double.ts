@@ -131,7 +131,7 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
     const clientCommonName = peerCommonName(request);
     const record = (status: number, path?: string): EnvdRequestRecord => ({
       operation,
-      path: path ?? url.searchParams.get('path') ?? undefined,
+      path: path ?? url.searchParams.get('path') ?? (isConnect ? connectPath(body) : undefined),
       status,
       at: Date.now(),
       ...(clientCommonName === undefined ? {} : { clientCommonName }),
@@ -443,4 +443,15 @@ function drainedOrClosed(response: ServerResponse): Promise<void> {
     response.on('drain', done);
     response.on('close', done);
   });
+}
+
+/** The path a Connect request names (`path`, or a Move's `destination`), for the record of any answer. */
+function connectPath(body: Buffer): string | undefined {
+  try {
+    const parsed = JSON.parse(body.toString('utf8')) as { path?: unknown; destination?: unknown };
+    const path = parsed.path ?? parsed.destination;
+    return typeof path === 'string' ? path : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -24,6 +24,8 @@ export interface DeliverProcess {
   ): Promise<Record<string, unknown>[]>;
   start(): Promise<void>;
   stop(): Promise<void>;
+  /** Sends `signal` to the running process (SIGSTOP freezes it, SIGCONT thaws it). */
+  signal(signal: NodeJS.Signals): void;
 }
 
 /** `kubeconfigPath` defaults to the cluster admin's; the tests pass the component's service account. */
@@ -73,10 +75,22 @@ export async function startDeliverProcess(
     }
   };
 
-  const stop = (): Promise<void> => terminate(child);
+  const stop = (): Promise<void> => {
+    // A frozen process would keep SIGTERM pending for ever.
+    child?.kill('SIGCONT');
+    return terminate(child);
+  };
 
   await start();
-  return { identity, logs, metricsPort: () => port, logged, start, stop };
+  return {
+    identity,
+    logs,
+    metricsPort: () => port,
+    logged,
+    start,
+    stop,
+    signal: (signal) => void child?.kill(signal),
+  };
 }
 
 export function status(port: number, urlPath: string): Promise<number> {

@@ -1,0 +1,200 @@
+// What the deliver-env e2e suites share: Sandboxes and their pods on the real kube-apiserver, envd doubles on
+// loopback addresses standing for pod IPs (test/support/envd-double.ts follows envd's published file API; it is
+// not the real envd), claims as sandbox-manager writes them, and the Events deliver-env records.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startEnvdDouble, type EnvdDouble, type EnvdDoubleOptions } from '../../support/envd-double.js';
+import { wrappedSandboxPod } from '../../support/wrapped-sandbox-pod.js';
+import type { TestCluster } from './cluster.js';
+
+export const REQUEST = 'agents.kruise.io/init-runtime-request';
+export const RUNTIME_URL = 'agents.kruise.io/runtime-url';
+
+/** Polls `probe` until it gives a value, with its own deadline. */
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
+    await sleep(50);
+  }
+}
+
+/** The double has answered the Move onto .env_ready: the file is whole, and the request is on record. */
+export const readyWritten = (double: EnvdDouble): true | undefined =>
+  double.requests.some((r) => r.operation === 'move' && r.path === '/var/sandbox/.env_ready' && r.status === 200)
+    ? true
+    : undefined;
+
+export const writes = (double: EnvdDouble) =>
+  double.requests.filter((r) => r.operation === 'upload' || r.operation === 'move');
+
+/** Requests as `operation path`, with each attempt's random temporary name written as <tmp>. */
+export const shapes = (double: EnvdDouble, from = 0): string[] =>
+  double.requests.slice(from).map((r) => `${r.operation} ${(r.path ?? '').replace(/\.[0-9a-f]{16}\.tmp$/, '.<tmp>')}`);
+
+/**
+ * The requests of a claim's delivery, without the one listing a Sandbox may get if deliver-env sees it before
+ * its claim: an unclaimed pod's folder is looked at once for an earlier claim's files (docs/deliver-env.md).
+ */
+export const claimShapes = (double: EnvdDouble): string[] => {
+  const all = shapes(double);
+  return all[0] === 'list /var/sandbox' && all[1] === 'get /var/sandbox/.env_ready' ? all.slice(1) : all;
+};
+
+/** One first delivery: each file by a temporary name and a Move, then the folder listed for the wake FIFO. */
+export const FIRST_DELIVERY = [
+  'get /var/sandbox/.env_ready',
+  'upload /var/sandbox/.env.sh.<tmp>',
+  'move /var/sandbox/env.sh',
+  'upload /var/sandbox/.env_ready.<tmp>',
+  'move /var/sandbox/.env_ready',
+  'list /var/sandbox',
+];
+
+/** deliver-env's flags for a suite: short Lease times and backoffs, envd on `port` when only the IP is known. */
+export const controllerArgs = (port: number, leaseNamespace: string): string[] => [
+  '--runtime-port',
+  String(port),
+  '--lease-namespace',
+  leaseNamespace,
+  '--lease-duration-seconds',
+  '4',
+  '--lease-renew-deadline-seconds',
+  '3',
+  '--lease-retry-seconds',
+  '1',
+  '--backoff-min-ms',
+  '50',
+  '--backoff-max-ms',
+  '400',
+  '--request-timeout-ms',
+  '2000',
+];
+
+export interface SandboxSpec {
+  name: string;
+  annotations?: Record<string, string>;
+  /** Set as `status.podInfo` of the Sandbox (what upstream's controller copies from the pod it last saw). */
+  podInfo?: { podIP: string; podUID?: string };
+  wrapped?: boolean;
+  /** The pod's own status.podIP; undefined leaves the pod without one (not yet running). */
+  podIP?: string | undefined;
+}
+
+export interface EventItem {
+  reason?: string;
+  type?: string;
+  message?: string;
+  involvedObject?: { name?: string };
+}
+
+export interface DeliverWorld {
+  tempDir: (prefix: string) => string;
+  envd: (options?: Partial<EnvdDoubleOptions>) => Promise<{ double: EnvdDouble; dir: string }>;
+  createSandbox: (spec: SandboxSpec) => Promise<{ uid: string; podUid: string }>;
+  createPod: (
+    sandbox: string,
+    sandboxUid: string,
+    options?: { wrapped?: boolean; suffix?: string; podIP?: string },
+  ) => Promise<string>;
+  setPodIp: (pod: string, podIP: string) => Promise<void>;
+  claim: (sandbox: string, vars: Record<string, string>, accessToken: string) => Promise<void>;
+  events: (sandbox: string) => Promise<EventItem[]>;
+  /** The first Event of `reason` on the Sandbox, waited for. */
+  event: (sandbox: string, reason: string) => Promise<EventItem>;
+  close: () => Promise<void>;
+}
+
+/** `cluster` is read when called: the suites start theirs in beforeAll. */
+export function deliverWorld(cluster: () => TestCluster, namespace: string): DeliverWorld {
+  const doubles: EnvdDouble[] = [];
+  const dirs: string[] = [];
+  const kubectl = (args: string[]) => cluster().kubectlOk(['-n', namespace, ...args]);
+  const tempDir = (prefix: string): string => {
+    const dir = mkdtempSync(path.join(tmpdir(), prefix));
+    dirs.push(dir);
+    return dir;
+  };
+  const setPodIp = async (pod: string, podIP: string): Promise<void> => {
+    const status = { phase: 'Running', podIP, podIPs: [{ ip: podIP }] };
+    await kubectl(['patch', 'pod', pod, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status })]);
+  };
+  const createPod: DeliverWorld['createPod'] = async (sandbox, sandboxUid, options = {}) => {
+    const name = `${sandbox}-pod${options.suffix ?? ''}`;
+    const wrapped = options.wrapped ?? true;
+    await cluster().applyObject(wrappedSandboxPod({ sandbox, sandboxUid, namespace, name, wrapped }));
+    if (options.podIP !== undefined) await setPodIp(name, options.podIP);
+    return (await kubectl(['get', 'pod', name, '-o', 'jsonpath={.metadata.uid}'])).trim();
+  };
+  const events = async (sandbox: string): Promise<EventItem[]> => {
+    const text = await kubectl(['get', 'events', '--field-selector', `involvedObject.name=${sandbox}`, '-o', 'json']);
+    return (JSON.parse(text) as { items: EventItem[] }).items;
+  };
+  return {
+    tempDir,
+    async envd(options = {}) {
+      const dir = tempDir('si-e2e-envd-');
+      const double = await startEnvdDouble({ ...options, root: dir });
+      doubles.push(double);
+      return { double, dir };
+    },
+    async createSandbox(spec) {
+      await cluster().applyObject({
+        apiVersion: 'agents.kruise.io/v1alpha1',
+        kind: 'Sandbox',
+        metadata: { name: spec.name, namespace, annotations: spec.annotations ?? {} },
+        spec: {
+          runtimes: [{ name: 'agent-runtime' }],
+          template: { spec: { containers: [{ name: 'main', image: 'app:1' }] } },
+        },
+      });
+      const uid = (await kubectl(['get', 'sandbox', spec.name, '-o', 'jsonpath={.metadata.uid}'])).trim();
+      if (spec.podInfo !== undefined) {
+        const status = { podInfo: spec.podInfo };
+        await kubectl([
+          'patch',
+          'sandbox',
+          spec.name,
+          '--subresource=status',
+          '--type=merge',
+          '-p',
+          JSON.stringify({ status }),
+        ]);
+      }
+      const podIP = 'podIP' in spec ? spec.podIP : '127.0.0.1';
+      const podUid = await createPod(spec.name, uid, {
+        wrapped: spec.wrapped ?? true,
+        ...(podIP === undefined ? {} : { podIP }),
+      });
+      return { uid, podUid };
+    },
+    createPod,
+    setPodIp,
+    async claim(sandbox, vars, accessToken) {
+      const request = JSON.stringify({ envVars: vars, accessToken });
+      await kubectl([
+        'annotate',
+        '--overwrite',
+        'sandbox',
+        sandbox,
+        `${REQUEST}=${request}`,
+        `agents.kruise.io/claim-timestamp=${new Date().toISOString()}`,
+      ]);
+    },
+    events,
+    event: (sandbox, reason) =>
+      until(`${reason} Event on ${sandbox}`, async () => (await events(sandbox)).find((e) => e.reason === reason)),
+    async close() {
+      for (const double of doubles) await double.close();
+      for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
