@@ -32,7 +32,7 @@ const STATUS = 'agents.kruise.io/runtime-injection-status';
 const REQUEST = 'agents.kruise.io/init-runtime-request';
 
 interface World {
-  sandbox: DeliverySandbox;
+  sandbox: DeliverySandbox | undefined;
   pod: DeliveryPod | undefined;
 }
 
@@ -166,6 +166,28 @@ describe('Controller: a claim', () => {
     await settled(controller);
     expect(ops(double).slice(6)).toEqual(['get /var/sandbox/.env_ready 200']);
     expect(outcomes.at(-1)).toMatchObject({ kind: 'unchanged', requests: 1 });
+  });
+
+  it('forgets a deleted Sandbox: one made again under its name is delivered again, token included', async () => {
+    const { dir, double } = await envd();
+    const claimed = sandbox(claimAnnotations(double.port, { A: 'one' }));
+    const state: { current: World } = { current: { sandbox: claimed, pod: pod() } };
+    const { controller, outcomes } = harness(state);
+    controller.setTerm(term());
+    await settled(controller);
+    expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered', delivery: 'claim' });
+
+    state.current = { sandbox: undefined, pod: undefined };
+    controller.enqueue(KEY);
+    await settled(controller);
+    // Made again, with the same claim, into a pod whose folder is empty: only a forgotten delivery looks again.
+    for (const name of readdirSync(dir)) rmSync(path.join(dir, name));
+    const sent = double.requests.length;
+    state.current = { sandbox: claimed, pod: pod() };
+    controller.enqueue(KEY);
+    await settled(controller);
+    expect(ops(double).slice(sent, sent + 1)).toEqual(['get /var/sandbox/.env_ready 404']);
+    expect(readFileSync(path.join(dir, 'env.sh'), 'utf8')).toBe(renderEnvFile({ A: 'one' }));
   });
 
   it('wakes the wrappers through their FIFO once .env_ready is in place, and never writes a wake anywhere else', async () => {

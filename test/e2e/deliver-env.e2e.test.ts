@@ -300,6 +300,8 @@ describe('deliver-env on a real kube-apiserver', () => {
     ]);
     await until('empty claim delivered', () => readyWritten(pool.double));
     expect(readFileSync(path.join(pool.dir, 'env.sh'), 'utf8')).toBe(renderEnvFile({}));
+    // The wrapped app starts, with no variable of a claim.
+    expect(await deliveredVariables(pool.dir)).toEqual({});
     const emptied = await until('EnvDelivered Event', async () =>
       (await events('sbx-pool')).find((e) => e.reason === 'EnvDelivered'),
     );
