@@ -79,7 +79,12 @@ export const DELIVER_OPTION_ROWS = {
     { minimum: 1, maximum: 60 },
     2,
   ),
-  identity: option('identity', 'string', "this replica's name in the Lease [default: hostname_random]", NON_EMPTY),
+  identity: option(
+    'identity',
+    'string',
+    "this replica's name in the Lease [default: the host name and a random UUID]",
+    NON_EMPTY,
+  ),
   requestTimeoutMs: option(
     'request-timeout-ms',
     'integer',
@@ -125,7 +130,13 @@ export function parseDeliverOptions(argv: readonly string[], env: NodeJS.Process
 }
 
 export function deliverUsage(): string {
-  return commandUsage('deliver-env', DELIVER_OPTION_ROWS);
+  return commandUsage(
+    'deliver-env',
+    DELIVER_OPTION_ROWS,
+    `Writes each claimed Sandbox's env.sh and .env_ready into its pod through envd's file API, for
+EnvVarsInjectionPolicy Auto; clears them when the claim ends. One replica writes, elected by a Lease
+(docs/deliver-env.md).`,
+  );
 }
 
 /** What one row alone cannot check. */

@@ -121,7 +121,8 @@ export function parseCommandOptions<R extends OptionRows>(
 }
 
 /** A command's `--help`: one line per option of its rows. */
-export function commandUsage(command: string, rows: OptionRows): string {
+/** `description`: what the command does, in a paragraph after the usage line. */
+export function commandUsage(command: string, rows: OptionRows, description?: string): string {
   const all = Object.values(rows);
   const width = Math.max(...all.map((row) => row.flag.length)) + 4;
   const lines = all.map(({ flag, env, help, default: fallback }) => {
@@ -129,5 +130,6 @@ export function commandUsage(command: string, rows: OptionRows): string {
       fallback === undefined ? '' : ` [default: ${typeof fallback === 'string' ? fallback : JSON.stringify(fallback)}]`;
     return `  ${`--${flag}`.padEnd(width)}${help}${shown}\n  ${' '.repeat(width)}env ${env}`;
   });
-  return `usage: sandbox-injector ${command} [flags]\n\n${lines.join('\n')}\n  ${'-h, --help'.padEnd(width)}this text\n`;
+  const about = description === undefined ? '' : `${description}\n\n`;
+  return `usage: sandbox-injector ${command} [flags]\n\n${about}${lines.join('\n')}\n  ${'-h, --help'.padEnd(width)}this text\n`;
 }
