@@ -599,7 +599,7 @@ describe('deliver-env, from the same image', () => {
     try {
       await untilStatus(`http://127.0.0.1:${port}/readyz`, false, 200, 90_000, running);
 
-      // A claimed Sandbox, its pod IP (loopback, where the double listens) and its wrapped pod.
+      // A claimed Sandbox and its wrapped pod, whose IP is loopback, where the double listens.
       await cluster.applyObject({
         apiVersion: 'agents.kruise.io/v1alpha1',
         kind: 'Sandbox',
@@ -612,18 +612,19 @@ describe('deliver-env, from the same image', () => {
       const uid = (
         await cluster.kubectlOk(['-n', DELIVER_NS, 'get', 'sandbox', 'sbx-image', '-o', 'jsonpath={.metadata.uid}'])
       ).trim();
+      await cluster.applyObject(wrappedSandboxPod({ sandbox: 'sbx-image', sandboxUid: uid, namespace: DELIVER_NS }));
+      // Running at the double's address, as a kubelet would report it (there is none here: the admin writes it).
       await cluster.kubectlOk([
         '-n',
         DELIVER_NS,
         'patch',
-        'sandbox',
-        'sbx-image',
+        'pod',
+        'sbx-image-pod',
         '--subresource=status',
         '--type=merge',
         '-p',
-        JSON.stringify({ status: { podInfo: { podIP: '127.0.0.1' } } }),
+        JSON.stringify({ status: { phase: 'Running', podIP: '127.0.0.1', podIPs: [{ ip: '127.0.0.1' }] } }),
       ]);
-      await cluster.applyObject(wrappedSandboxPod({ sandbox: 'sbx-image', sandboxUid: uid, namespace: DELIVER_NS }));
       await cluster.kubectlOk([
         '-n',
         DELIVER_NS,
