@@ -40,6 +40,7 @@ describe('manifests/components/deliver-env', () => {
         `ClusterRole/${NAME}`,
         `ClusterRoleBinding/${NAME}`,
         `Deployment/sandbox-system/${NAME}`,
+        `PodDisruptionBudget/sandbox-system/${NAME}`,
         `Role/sandbox-system/${NAME}`,
         `RoleBinding/sandbox-system/${NAME}`,
         `ServiceAccount/sandbox-system/${NAME}`,
