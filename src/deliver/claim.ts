@@ -28,12 +28,10 @@ import type { Pod } from '../injection/index.js';
 import { accessToken, runtimeBase, type EndpointSettings, type RuntimeEndpoint } from './runtime-endpoint.js';
 import {
   CLAIM_TIMESTAMP,
+  DELIVERY_ANNOTATIONS,
   INIT_RUNTIME_REQUEST,
   LEGACY_ACCESS_TOKEN,
-  LEGACY_ENVD_URL,
   RUNTIME_ACCESS_TOKEN,
-  RUNTIME_TLS_PORT,
-  RUNTIME_URL,
   SANDBOX_CLAIMED,
 } from './sandbox-vocabulary.js';
 
@@ -172,15 +170,7 @@ export function podAddress(sandbox: DeliverySandbox, pod: DeliveryPod): string |
 /** The inputs of a decision: every annotation, label and field it reads, and the TLS bundle's version. */
 function inputsOf(sandbox: DeliverySandbox, pod: DeliveryPod | undefined, settings: ClaimSettings): string {
   const annotations = sandbox.metadata?.annotations ?? {};
-  const read = [
-    INIT_RUNTIME_REQUEST,
-    RUNTIME_URL,
-    LEGACY_ENVD_URL,
-    RUNTIME_ACCESS_TOKEN,
-    LEGACY_ACCESS_TOKEN,
-    RUNTIME_TLS_PORT,
-    CLAIM_TIMESTAMP,
-  ].map((name) => annotations[name] ?? null);
+  const read = DELIVERY_ANNOTATIONS.map((name) => annotations[name] ?? null);
   const info = sandbox.status?.podInfo;
   const tls = settings.tls.kind === 'ok' ? `v${settings.tls.version}` : settings.tls.kind;
   return createHash('sha256')

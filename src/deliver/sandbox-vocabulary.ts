@@ -15,3 +15,17 @@ export const CREATED_BY = 'agents.kruise.io/created-by';
 export const SANDBOX_CLAIMED = 'agents.kruise.io/sandbox-claimed';
 /** The name upstream's runtime certificate is verified against: the pod IP is dialled, this name is checked. */
 export const RUNTIME_TLS_SERVER_NAME = 'agentruntime.sandbox.agents.kruise.io';
+
+/**
+ * Every Sandbox annotation delivery reads: what its caches keep of a Sandbox's annotations, and what its
+ * decisions' `inputs` digest covers. One list, so that a new annotation cannot be read and yet be stripped.
+ */
+export const DELIVERY_ANNOTATIONS: readonly string[] = [
+  INIT_RUNTIME_REQUEST,
+  RUNTIME_URL,
+  LEGACY_ENVD_URL,
+  RUNTIME_ACCESS_TOKEN,
+  LEGACY_ACCESS_TOKEN,
+  RUNTIME_TLS_PORT,
+  CLAIM_TIMESTAMP,
+];

@@ -15,17 +15,7 @@ import { STATUS_ANNOTATION } from '../injection/status.js';
 import type { KubeClients } from '../sources/kube/clients.js';
 import { EACH, fieldKeeper, type FieldPath } from '../sources/kube/keep-fields.js';
 import { ResilientWatch } from '../sources/kube/resilient-watch.js';
-import {
-  CLAIM_TIMESTAMP,
-  INIT_RUNTIME_REQUEST,
-  LEGACY_ACCESS_TOKEN,
-  LEGACY_ENVD_URL,
-  RUNTIME_ACCESS_TOKEN,
-  RUNTIME_TLS_PORT,
-  RUNTIME_URL,
-  CREATED_BY,
-  SANDBOX_CLAIMED,
-} from './sandbox-vocabulary.js';
+import { CREATED_BY, DELIVERY_ANNOTATIONS, SANDBOX_CLAIMED } from './sandbox-vocabulary.js';
 import type { DeliverySandbox } from './claim.js';
 import type { SandboxCache } from './controller.js';
 
@@ -43,15 +33,7 @@ const IDENTITY: readonly FieldPath[] = [
 export const SANDBOX_FIELDS: readonly FieldPath[] = [
   ...IDENTITY,
   ['metadata', 'labels', SANDBOX_CLAIMED],
-  ...[
-    INIT_RUNTIME_REQUEST,
-    RUNTIME_URL,
-    RUNTIME_ACCESS_TOKEN,
-    CLAIM_TIMESTAMP,
-    RUNTIME_TLS_PORT,
-    LEGACY_ENVD_URL,
-    LEGACY_ACCESS_TOKEN,
-  ].map((key) => ['metadata', 'annotations', key]),
+  ...DELIVERY_ANNOTATIONS.map((key) => ['metadata', 'annotations', key]),
   ['status', 'podInfo', 'podIP'],
   ['status', 'podInfo', 'podUID'],
 ];
