@@ -86,6 +86,12 @@ export type ClaimSettings = EndpointSettings;
 /** The largest request annotation read; kube-apiserver caps all annotations at 256 KiB together. */
 const MAX_REQUEST_CHARS = 256 * 1024;
 
+/** A claim is on the Sandbox: its label, or a request (a claimer that writes only the request still claims). */
+export function isClaimed(sandbox: DeliverySandbox): boolean {
+  const request = sandbox.metadata?.annotations?.[INIT_RUNTIME_REQUEST];
+  return (typeof request === 'string' && request !== '') || sandbox.metadata?.labels?.[SANDBOX_CLAIMED] === 'true';
+}
+
 export function claimDecision(
   sandbox: DeliverySandbox,
   pod: DeliveryPod | undefined,
@@ -99,7 +105,7 @@ export function claimDecision(
 
   const request = annotations[INIT_RUNTIME_REQUEST];
   const hasRequest = typeof request === 'string' && request !== '';
-  const claimed = hasRequest || sandbox.metadata?.labels?.[SANDBOX_CLAIMED] === 'true';
+  const claimed = isClaimed(sandbox);
 
   const address = podAddress(sandbox, pod);
   const base = runtimeBase(annotations, address, settings);
