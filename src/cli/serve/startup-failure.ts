@@ -3,7 +3,7 @@
  * what to do about it, in the words of the flags a person can change.
  */
 import type { ServeOptions } from '../../config.js';
-import { STARTUP_ERRORS } from '../../errors.js';
+import { STARTUP_ERRORS } from '../../errors/index.js';
 import { errorCode, errorMessage } from '../../util/error-message.js';
 
 type Options = Pick<Readonly<ServeOptions>, 'host' | 'port' | 'metricsPort'>;
