@@ -23,6 +23,15 @@ describe('docs/errors.md', () => {
   });
 });
 
+describe('docs/deliver-env.md failures table', () => {
+  it('names each failure by a delivery code of src/errors/, each once', () => {
+    const named = tableRows('deliver-env.md', 'failure').map(([, , code = '']) => unquote(code));
+    const delivery = CATALOGUE.filter((entry) => entry.kind === 'delivery').map((entry) => entry.code);
+    expect(named.filter((code) => !delivery.includes(code))).toEqual([]);
+    expect(new Set(named).size).toBe(named.length);
+  });
+});
+
 describe('docs/server.md metrics table', () => {
   it('names exactly the metrics the server registers', async () => {
     const metrics = createMetrics({ defaultMetrics: false, configLoadedAt: () => undefined, now: Date.now });
