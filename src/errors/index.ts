@@ -11,8 +11,9 @@
  *   file it reads;
  * - delivery (delivery-failures.ts): deliver-env could not deliver a claim, or clear one; no status.
  *
- * Not here: what the CLI prints (CliError, UsageError: a message and an exit status), and the errors one module
- * hands another and never lets out (a Lease call's timeout, a silent watch, one request to envd).
+ * Not here: what the CLI prints (CliError, UsageError, EnvFileError: a message and an exit status), and the
+ * errors one module hands another and never lets out as they are (a Lease call's timeout, a silent watch, one
+ * request to a runtime, the certificate policy's guard against its library's callers).
  */
 import { DELIVERY_FAILURES } from './delivery-failures.js';
 import { DENIALS } from './denials.js';

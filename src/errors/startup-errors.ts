@@ -17,6 +17,13 @@ export const STARTUP_ERRORS = {
     // The problem starts with the file's name: the YAML reader words it so (src/util/one-yaml-document.ts).
     (problem: string) => problem,
   ),
+  configDirectoryMissing: define(
+    'SI_CONFIG_DIR_MISSING',
+    1,
+    'startup',
+    'the directory of --config-file does not exist or is not a directory (it is watched for the file to appear)',
+    (file: string, dir: string, problem: string) => `--config-file ${file}: the directory ${dir} ${problem}`,
+  ),
   tlsUnreadable: define(
     'SI_TLS_READ',
     1,
