@@ -84,6 +84,7 @@ export class Reservation {
     return httpFailure(this.busyError());
   }
 
+  /** The same 503, as the error a body's stream fails with. */
   busyError(): BusyError {
     return new BusyError(this.budget.used, this.budget.limit, RETRY_AFTER_SECONDS);
   }
