@@ -20,6 +20,7 @@
  */
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
+import { DELIVERY_FAILURES } from '../errors/index.js';
 import { EnvFileError } from '../envfile/errors.js';
 import { parseEnvJson } from '../envfile/parse-env-json.js';
 import { renderEnvFile } from '../envfile/render-env-file.js';
@@ -71,7 +72,14 @@ export interface DeliveryTarget {
   claimedAtMs: number | undefined;
 }
 
-export type RefusalReason = 'EnvRequestRefused' | 'RuntimeUrlRefused' | 'RuntimeTlsUnconfigured';
+/** The catalogue's failure of each refusal, by the name the decision gives it. */
+export const REFUSALS = {
+  EnvRequestRefused: DELIVERY_FAILURES.envRequestRefused,
+  RuntimeUrlRefused: DELIVERY_FAILURES.runtimeUrlRefused,
+  RuntimeTlsUnconfigured: DELIVERY_FAILURES.runtimeTlsUnconfigured,
+} as const;
+
+export type RefusalReason = keyof typeof REFUSALS;
 
 export type ClaimDecision = { inputs: string } & (
   | { kind: 'wait'; why: 'no-pod' | 'not-wrapped' | 'no-address' }

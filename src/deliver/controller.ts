@@ -15,7 +15,14 @@
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../util/clock.js';
 import type { BackoffSettings } from './backoff.js';
-import { claimDecision, isClaimed, type ClaimDecision, type DeliveryPod, type DeliverySandbox } from './claim.js';
+import {
+  claimDecision,
+  isClaimed,
+  REFUSALS,
+  type ClaimDecision,
+  type DeliveryPod,
+  type DeliverySandbox,
+} from './claim.js';
 import { clearClaim } from './clear-claim.js';
 import { deliverClaim, type StepDeps } from './deliver-claim.js';
 import type { EnvdFiles, SendGuard } from './envd-files.js';
@@ -163,7 +170,7 @@ export class Controller {
         return { kind: 'wait-for-change' };
       case 'refused': {
         const event = decision.event === 'EnvRequestRefused' ? 'EnvDeliveryFailed' : decision.event;
-        return refuse(attempt(decision.podUid), 'refused', event, `request refused: ${decision.reason}`);
+        return refuse(attempt(decision.podUid), 'refused', event, REFUSALS[decision.event](decision.reason));
       }
       case 'unclaimed':
         return clearClaim(steps, attempt(decision.podUid), decision);

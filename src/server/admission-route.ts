@@ -6,11 +6,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { reviewAdmission, type ReviewDeps } from '../admission/review.js';
 import { reviewBytes } from '../admission/serialize.js';
-import { HTTP_ERRORS } from '../errors.js';
+import { HTTP_ERRORS } from '../errors/index.js';
 import type { Logger } from '../util/logger.js';
 import { cutMessage } from '../util/log-fields.js';
 import { errorAnswer } from './error-answers.js';
-import { failureFor, httpFailure, type ErrorBody, type HttpFailure } from './http-errors.js';
+import { failureFor, httpFailure, type ErrorBody, type HttpFailure } from './http-failure.js';
 import { admissionLogFields, logRefusal, roundMs } from './log-lines.js';
 import type { ServerMetrics } from './metrics.js';
 

@@ -5,7 +5,7 @@
 import type { AdmissionSummary } from '../admission/answers.js';
 import type { Logger } from '../util/logger.js';
 import { LOG_NAME_MAX, cutList, cutMessage, cutName, cutNames, cutString } from '../util/log-fields.js';
-import type { HttpFailure } from './http-errors.js';
+import type { HttpFailure } from './http-failure.js';
 
 /** Who, what was asked, what was decided. */
 export function admissionLogFields(summary: AdmissionSummary, elapsedMs: number): Record<string, unknown> {
