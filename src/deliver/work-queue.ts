@@ -8,7 +8,7 @@
  * claim is never queued behind a crowd of unreachable pods timing out.
  */
 import type { Clock } from '../util/clock.js';
-import { backoffDelay, type BackoffSettings } from './backoff.js';
+import { backoffDelay, type BackoffSettings } from '../util/backoff.js';
 
 /** What a reconcile says happens next. */
 export type ReconcileResult =

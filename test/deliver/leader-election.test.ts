@@ -7,7 +7,7 @@ import type { V1Lease } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { leaseAction, observe } from '../../src/deliver/lease.js';
 import { LeaderElection, type LeaseApi, type Term } from '../../src/deliver/leader-election.js';
-import { FakeClock } from './fake-clock.js';
+import { ManualClock } from '../support/manual-clock.js';
 
 class LeaseStore implements LeaseApi {
   lease: V1Lease | undefined;
@@ -46,7 +46,7 @@ async function settle(): Promise<void> {
   for (let i = 0; i < 20; i += 1) await Promise.resolve();
 }
 
-function election(store: LeaseStore, clock: FakeClock, identity = 'me') {
+function election(store: LeaseStore, clock: ManualClock, identity = 'me') {
   const terms: (Term | undefined)[] = [];
   const errors: unknown[] = [];
   const e = new LeaderElection({
@@ -67,7 +67,7 @@ function election(store: LeaseStore, clock: FakeClock, identity = 'me') {
 describe('LeaderElection', () => {
   it('creates the Lease and begins a fresh term; renewing keeps it fresh', async () => {
     const store = new LeaseStore();
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const { e, terms } = election(store, clock);
     e.start();
     await settle();
@@ -85,7 +85,7 @@ describe('LeaderElection', () => {
 
   it('a replica frozen past the renew deadline is not fresh the moment it wakes, before any timer runs', async () => {
     const store = new LeaseStore();
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const { e, terms } = election(store, clock);
     e.start();
     await settle();
@@ -104,7 +104,7 @@ describe('LeaderElection', () => {
 
   it('bounds each Lease call by the renew deadline: a hung API ends the term', async () => {
     const store = new LeaseStore();
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const { e, terms, errors } = election(store, clock);
     e.start();
     await settle();
@@ -123,7 +123,7 @@ describe('LeaderElection', () => {
 
   it('follows a live holder, and takes over once its record stayed unchanged for the lease duration', async () => {
     const store = new LeaseStore();
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const first = election(store, clock, 'first');
     first.e.start();
     await settle();
@@ -145,7 +145,7 @@ describe('LeaderElection', () => {
 
   it('release ends the term and hands the Lease back', async () => {
     const store = new LeaseStore();
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const { e, terms } = election(store, clock);
     e.start();
     await settle();

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelay } from '../../src/deliver/backoff.js';
 import { WorkQueue, type ReconcileResult } from '../../src/deliver/work-queue.js';
-import { FakeClock } from './fake-clock.js';
+import { ManualClock } from '../support/manual-clock.js';
 
 /** A reconcile the test finishes by hand: each run waits until the test settles it. */
 class Runs {
@@ -24,7 +23,7 @@ class Runs {
 }
 
 function queue(options: { concurrency?: number; retrySlots?: number } = {}) {
-  const clock = new FakeClock();
+  const clock = new ManualClock();
   const runs = new Runs();
   const retries: [string, number][] = [];
   const q = new WorkQueue({
@@ -132,7 +131,7 @@ describe('WorkQueue', () => {
   });
 
   it('treats a reconcile that throws as a failure', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const bugs: string[] = [];
     const q = new WorkQueue({
       concurrency: 1,
@@ -177,15 +176,5 @@ describe('WorkQueue', () => {
     q.add('b');
     clock.advance(500);
     expect(q.figures()).toEqual({ depth: 1, oldestQueuedSeconds: 0.5, longestRunningSeconds: 2 });
-  });
-});
-
-describe('backoffDelay', () => {
-  const settings = { minMs: 100, maxMs: 1000 };
-  it('doubles from the minimum, is capped, and jitters within the upper half', () => {
-    expect([1, 2, 3, 4, 5, 40].map((n) => backoffDelay(n, settings, () => 1))).toEqual([
-      100, 200, 400, 800, 1000, 1000,
-    ]);
-    expect([1, 2, 5].map((n) => backoffDelay(n, settings, () => 0))).toEqual([50, 100, 500]);
   });
 });

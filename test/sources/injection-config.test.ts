@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigMapManifestError, parseConfigMapManifest } from '../../src/sources/configmap-manifest.js';
 import { InjectionConfigStore, parseRuntimeConfig } from '../../src/sources/injection-config.js';
 import { parsePolicy, parseRuntimeList, runtimesFromAnnotations } from '../../src/sources/pod-annotations.js';
+import { ManualClock } from '../support/manual-clock.js';
 
 describe('parseRuntimeConfig', () => {
   it('names the line and column of a JSON syntax error', () => {
@@ -125,7 +126,8 @@ describe('InjectionConfigStore', () => {
   });
 
   it('keeps the last valid version of a key that turns bad, and reports it', () => {
-    const store = new InjectionConfigStore('ns/cm', () => 42);
+    const clock = new ManualClock();
+    const store = new InjectionConfigStore('ns/cm', clock);
     store.update({ csi: '{"volume": [{"name": "v1"}]}' });
     const report = store.update({ csi: '{"volume": [', gpu: 'nope' });
     expect(report.invalidKeys.map((k) => [k.key, k.fellBack])).toEqual([
@@ -137,7 +139,7 @@ describe('InjectionConfigStore', () => {
     expect(snapshot.valid.get('csi')).toEqual({ volume: [{ name: 'v1' }] });
     expect(snapshot.entries.get('csi')?.error).toMatch(/invalid JSON/);
     expect(snapshot.entries.get('gpu')?.config).toBeUndefined();
-    expect(store.loadedAt).toBe(42);
+    expect(store.loadedAt).toBe(clock.now());
   });
 });
 
