@@ -96,11 +96,6 @@ export class WorkQueue {
   stop(): Promise<void> {
     this.accepting = false;
     this.clear();
-    return this.idle();
-  }
-
-  /** Resolves once nothing is queued or running (waits for retries do not count). */
-  idle(): Promise<void> {
     if (!this.busy()) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }

@@ -14,6 +14,8 @@ class LeaseStore implements LeaseApi {
   private version = 0;
   /** Calls that never answer while set: an API server that hangs. */
   hang = false;
+  /** Calls that fail at once while set: an API server that answers 503. */
+  refuse = false;
   read = (): Promise<V1Lease | undefined> =>
     this.answer(() => (this.lease === undefined ? undefined : structuredClone(this.lease)));
   create = (lease: V1Lease): Promise<V1Lease> =>
@@ -34,6 +36,7 @@ class LeaseStore implements LeaseApi {
   }
   private answer<T>(run: () => T): Promise<T> {
     if (this.hang) return new Promise(() => undefined);
+    if (this.refuse) return Promise.reject(Object.assign(new Error('unavailable'), { code: 503 }));
     try {
       return Promise.resolve(run());
     } catch (error) {
@@ -141,6 +144,73 @@ describe('LeaderElection', () => {
     expect(store.lease?.spec?.holderIdentity).toBe('second');
     expect(second.terms[0]?.fresh()).toBe(true);
     await second.e.stop();
+  });
+
+  it('stops acting once the renew deadline passes on the monotonic clock, though the wall clock stands still', async () => {
+    const store = new LeaseStore();
+    const clock = new ManualClock();
+    const { e, terms } = election(store, clock);
+    e.start();
+    await settle();
+    const term = terms[0];
+    store.refuse = true;
+    for (let waited = 0; waited < 8000; waited += 2000) {
+      clock.advanceMonotonic(2000);
+      await settle();
+    }
+    clock.advanceMonotonic(1999);
+    expect(term?.fresh()).toBe(true);
+    clock.advanceMonotonic(1);
+    expect(term?.fresh()).toBe(false);
+    await settle();
+    expect(term?.signal.aborted).toBe(true);
+    expect(terms.at(-1)).toBeUndefined();
+    await e.stop();
+  });
+
+  it('keeps a fresh term through a wall clock stepped forward or back, and stamps renewals with the wall time', async () => {
+    const store = new LeaseStore();
+    const clock = new ManualClock();
+    const { e, terms } = election(store, clock);
+    e.start();
+    await settle();
+    const term = terms[0];
+    clock.stepWall(3_600_000);
+    expect(term?.fresh()).toBe(true);
+    clock.advance(2000);
+    await settle();
+    expect(new Date(String(store.lease?.spec?.renewTime)).getTime()).toBe(clock.now());
+    clock.stepWall(-7_200_000);
+    clock.advance(2000);
+    await settle();
+    expect(new Date(String(store.lease?.spec?.renewTime)).getTime()).toBe(clock.now());
+    expect(term?.fresh()).toBe(true);
+    expect(terms).toEqual([term]);
+    await e.release();
+  });
+
+  it('does not take a Lease whose renew time looks old until it saw it unchanged for the duration (clocks differ)', async () => {
+    const store = new LeaseStore();
+    const clock = new ManualClock();
+    // Another replica holds it, with a renew time a day behind our wall clock.
+    await store.create({
+      metadata: { name: 'l', namespace: 'ns' },
+      spec: { holderIdentity: 'other', leaseDurationSeconds: 15, renewTime: new Date(clock.now() - 86_400_000) },
+    });
+    const { e, terms } = election(store, clock);
+    e.start();
+    await settle();
+    for (let waited = 2000; waited <= 14_000; waited += 2000) {
+      clock.advance(2000);
+      await settle();
+    }
+    expect(terms).toEqual([]);
+    expect(store.lease?.spec?.holderIdentity).toBe('other');
+    clock.advance(2000);
+    await settle();
+    expect(store.lease?.spec?.holderIdentity).toBe('me');
+    expect(terms[0]?.fresh()).toBe(true);
+    await e.release();
   });
 
   it('release ends the term and hands the Lease back', async () => {

@@ -133,6 +133,8 @@ describe('WorkQueue', () => {
   it('treats a reconcile that throws as a failure', async () => {
     const clock = new ManualClock();
     const bugs: string[] = [];
+    let retried: (waitMs: number) => void = () => undefined;
+    const retry = new Promise<number>((resolve) => (retried = resolve));
     const q = new WorkQueue({
       concurrency: 1,
       retrySlots: 1,
@@ -141,9 +143,10 @@ describe('WorkQueue', () => {
       clock,
       work: () => Promise.reject(new Error('boom')),
       onBug: (key) => bugs.push(key),
+      onRetry: (_key, waitMs) => retried(waitMs),
     });
     q.add('a');
-    await q.idle();
+    expect(await retry).toBe(100);
     expect(bugs).toEqual(['a']);
     expect(clock.pending()).toEqual([100]);
   });

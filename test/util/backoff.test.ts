@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { backoffDelay } from '../../src/util/backoff.js';
 
@@ -15,5 +17,15 @@ describe('backoffDelay', () => {
     expect(backoffDelay(1, settings, () => 0)).toBeGreaterThan(0);
     expect(backoffDelay(0, settings, () => 1)).toBe(100);
     expect(backoffDelay(Number.MAX_SAFE_INTEGER, settings, () => 1)).toBe(1000);
+  });
+});
+
+describe('the one backoff', () => {
+  it('is util/backoff.ts: no other module of src/ doubles a wait of its own', () => {
+    const src = fileURLToPath(new URL('../../src/', import.meta.url));
+    const doubling = readdirSync(src, { recursive: true, encoding: 'utf8' })
+      .filter((name) => name.endsWith('.ts') && name !== 'util/backoff.ts')
+      .filter((name) => /\b2 \*\* |Math\.pow\(2,/.test(readFileSync(`${src}${name}`, 'utf8')));
+    expect(doubling).toEqual([]);
   });
 });
