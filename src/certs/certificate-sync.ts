@@ -11,6 +11,7 @@ import {
 } from '@kubernetes/client-node';
 import type { KubeClients } from '../sources/kube/clients.js';
 import type { Logger } from '../util/logger.js';
+import type { Clock } from '../util/clock.js';
 import { readAtomicDir, writeAtomicDir } from './atomic-dir.js';
 import {
   applyPlan,
@@ -49,7 +50,7 @@ export class CertificateSync implements SyncPasses {
   constructor(
     private readonly places: CertificatePlaces,
     private readonly policy: RenewalPolicy,
-    private readonly now: () => Date,
+    private readonly clock: Clock,
     private readonly logger: Logger,
   ) {
     this.admission = places.clients.api(AdmissionregistrationV1Api);
@@ -92,7 +93,7 @@ export class CertificateSync implements SyncPasses {
       const request = attempt === 1 ? initial : {};
       const existing = await this.readSecret();
       const current = existing === undefined ? EMPTY_STATE : stateFromSecret(existing);
-      const at = this.now();
+      const at = new Date(this.clock.now());
       const plan = planRenewal(current, at, this.policy, request);
       if (existing !== undefined && planIsEmpty(plan)) return existing;
 
@@ -177,7 +178,7 @@ export class CertificateSync implements SyncPasses {
         [FILE_NAMES.key]: { content: serving.keyPem, mode: 0o600 },
         [FILE_NAMES.ca]: { content: ca.certPem, mode: 0o644 },
       },
-      this.now(),
+      new Date(this.clock.now()),
     );
     if (result === 'written') {
       this.logger.info(

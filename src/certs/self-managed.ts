@@ -26,8 +26,8 @@ import { checkPolicy, type RenewalPolicy } from './plan.js';
 import { serviceSubjectNames } from './pki.js';
 import { startSyncSchedule } from './sync-schedule.js';
 import type { KubeClients } from '../sources/kube/clients.js';
+import { systemClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
-import { unrefSleep } from '../util/sleep.js';
 
 export interface SelfManagedCertificatesOptions {
   clients: KubeClients;
@@ -51,10 +51,10 @@ export interface SelfManagedCertificatesOptions {
   caOverlapMs?: number;
   /** How often the Secret and the webhook configuration are re-read; default 60 s. */
   pollIntervalMs?: number;
-  /** Wait after a failure, doubled per failure up to pollIntervalMs; default 1 s. */
+  /** Wait after a failure, doubled per failure (with jitter) up to pollIntervalMs; default 1 s. */
   retryMinMs?: number;
-  now?: () => Date;
-  delay?: (ms: number) => Promise<void>;
+  /** What certificates are dated by, and what the polls and retries wait on; default systemClock. */
+  clock?: Clock;
   logger?: Logger;
 }
 
@@ -96,13 +96,15 @@ export function startSelfManagedCertificates(options: SelfManagedCertificatesOpt
   checkPolicy(policy);
   const pollIntervalMs = options.pollIntervalMs ?? DEFAULTS.pollIntervalMs;
   const logger = options.logger ?? silentLogger;
-  const sync = new CertificateSync(options, policy, options.now ?? (() => new Date()), logger);
+  const clock = options.clock ?? systemClock;
+  const sync = new CertificateSync(options, policy, clock, logger);
   const schedule = startSyncSchedule(
     sync,
     {
       pollIntervalMs,
-      retryMinMs: Math.min(options.retryMinMs ?? DEFAULTS.retryMinMs, pollIntervalMs),
-      delay: options.delay ?? unrefSleep,
+      retry: { minMs: Math.min(options.retryMinMs ?? DEFAULTS.retryMinMs, pollIntervalMs), maxMs: pollIntervalMs },
+      random: Math.random,
+      clock,
     },
     logger,
   );

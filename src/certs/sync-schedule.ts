@@ -1,9 +1,12 @@
 /**
  * When self-managed certificates are brought up to date: a pass at start, then one per poll interval, and
- * one on each renewNow(). Passes never overlap; a failed pass is retried sooner, backing off per failure.
+ * one on each renewNow(). Passes never overlap; a failed pass is retried sooner, backing off per failure
+ * (util/backoff.ts).
  * What a pass does is CertificateSync's business (certificate-sync.ts); this module only knows when.
  */
 import type { RenewalRequest } from './plan.js';
+import { backoffDelay, type BackoffSettings } from '../util/backoff.js';
+import { sleepOn, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 
 export interface PassOutcome {
@@ -20,9 +23,14 @@ export interface SyncPasses {
 
 export interface ScheduleTiming {
   pollIntervalMs: number;
-  /** Wait after a failure, doubled per failure up to pollIntervalMs. */
-  retryMinMs: number;
-  delay: (ms: number) => Promise<void>;
+  /**
+   * The waits after failed passes in a row (util/backoff.ts). A pass that asks to look again soon waits five
+   * times the minimum.
+   */
+  retry: BackoffSettings;
+  /** The retry backoff's jitter. */
+  random: () => number;
+  clock: Clock;
 }
 
 export interface SyncSchedule {
@@ -35,12 +43,8 @@ export interface SyncSchedule {
 }
 
 export function startSyncSchedule(sync: SyncPasses, timing: ScheduleTiming, logger: Logger): SyncSchedule {
-  const { pollIntervalMs, retryMinMs, delay } = timing;
-  let stopped = false;
-  let wake: () => void = () => undefined;
-  const stopSignal = new Promise<void>((resolve) => {
-    wake = resolve;
-  });
+  const { pollIntervalMs, retry, random, clock } = timing;
+  const stopping = new AbortController();
   let markReady: () => void = () => undefined;
   let failReady: (error: Error) => void = () => undefined;
   let isReady = false;
@@ -68,19 +72,19 @@ export function startSyncSchedule(sync: SyncPasses, timing: ScheduleTiming, logg
 
   const loop = async (): Promise<void> => {
     let failures = 0;
-    while (!stopped) {
+    while (!stopping.signal.aborted) {
       let waitMs = pollIntervalMs;
       try {
         const outcome = await serialized({});
         failures = 0;
-        if (outcome.retrySoon) waitMs = Math.min(pollIntervalMs, retryMinMs * 5);
+        if (outcome.retrySoon) waitMs = Math.min(pollIntervalMs, retry.minMs * 5);
       } catch (error) {
-        waitMs = Math.min(pollIntervalMs, retryMinMs * 2 ** failures);
         failures += 1;
+        waitMs = backoffDelay(failures, retry, random);
         logger.error({ err: error, retryInMs: waitMs }, 'self-managed certificates: pass failed');
       }
-      if (stopped) break;
-      await Promise.race([delay(waitMs), stopSignal]);
+      if (stopping.signal.aborted) break;
+      await sleepOn(clock, waitMs, stopping.signal);
     }
   };
   const looping = loop();
@@ -88,12 +92,11 @@ export function startSyncSchedule(sync: SyncPasses, timing: ScheduleTiming, logg
   return {
     ready,
     async renewNow(request) {
-      if (stopped) throw new Error('self-managed certificates are stopped');
+      if (stopping.signal.aborted) throw new Error('self-managed certificates are stopped');
       await serialized(request);
     },
     async stop() {
-      stopped = true;
-      wake();
+      stopping.abort();
       await looping;
       await tail;
       if (!isReady) failReady(new Error('self-managed certificates stopped before they were ready'));

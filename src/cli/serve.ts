@@ -19,7 +19,8 @@ import { buildApp } from '../server/app.js';
 import { createMetrics } from '../server/metrics.js';
 import { startMetricsServer } from '../server/metrics-server.js';
 import { loadTlsMaterial, httpsServerOptions } from '../server/tls/material.js';
-import { directoryWatcher, systemTimers } from '../util/directory-watch.js';
+import { repeatOn, systemClock, type Clock } from '../util/clock.js';
+import { directoryWatcher } from '../util/directory-watch.js';
 import { InjectionConfigStore } from '../sources/injection-config.js';
 import { commandOptions } from './command.js';
 import { packageVersion } from './version.js';
@@ -52,43 +53,49 @@ export async function run(argv: string[]): Promise<number> {
   // is never held longer; pino writes the rest synchronously when the process exits, however it exits.
   const destination = pino.destination({ sync: false, minLength: LOG_BUFFER_BYTES });
   const logger = pino({ level: options.logLevel, base: { pid: process.pid } }, destination);
-  const flushing = setInterval(() => destination.flush(), LOG_FLUSH_MS).unref();
+  const clock = systemClock;
+  const stopFlushing = repeatOn(clock, LOG_FLUSH_MS, () => destination.flush());
   try {
-    return await serveUntilStopped(options, logger);
+    return await serveUntilStopped(options, logger, clock);
   } catch (error) {
     logger.fatal({ err: error }, 'cannot serve');
     // The JSON line is for the log pipeline; a person starting the server reads stderr.
     process.stderr.write(`${startupFailureLine(error, options)}\n`);
     return 1;
   } finally {
-    clearInterval(flushing);
+    stopFlushing();
     logger.flush();
   }
 }
 
-async function serveUntilStopped(options: Readonly<ServeOptions>, logger: Logger): Promise<number> {
-  const signals = listenForStopSignals(process);
+async function serveUntilStopped(options: Readonly<ServeOptions>, logger: Logger, clock: Clock): Promise<number> {
+  const signals = listenForStopSignals(process, clock);
   const lifetime = new Lifetime();
   try {
     const target = await serveTarget(options, logger);
-    const tlsFiles = await resolveTlsFiles(options, target, logger, lifetime);
+    const tlsFiles = await resolveTlsFiles(options, target, logger, lifetime, clock);
     const material = await loadTlsMaterial(tlsFiles);
 
     const store = new InjectionConfigStore(
       target.mode === 'cluster' ? `${options.configNamespace}/${options.configName}` : undefined,
+      clock,
     );
     let draining = false;
     const ready = (): boolean => !draining && store.loadedAt !== undefined;
-    const metrics = createMetrics({ defaultMetrics: true, configLoadedAt: () => store.loadedAt, now: Date.now });
+    const metrics = createMetrics({
+      defaultMetrics: true,
+      configLoadedAt: () => store.loadedAt,
+      now: () => clock.now(),
+    });
     metrics.tlsCertificate(material.notAfter);
     const watch = directoryWatcher({
       debounceMs: WATCH_DEBOUNCE_MS,
       resyncMs: WATCH_RESYNC_MS,
-      timers: systemTimers,
+      clock,
       onError: (dir, error) => logger.warn({ dir, error: error.message }, 'directory watch failed'),
     });
 
-    const sources = await startConfigSource({ options, target, store, watch, metrics, logger, lifetime });
+    const sources = await startConfigSource({ options, target, store, watch, metrics, logger, lifetime, clock });
     const tlsPolicy = tlsPolicyOf(options);
     const app = buildApp({
       https: httpsServerOptions(material, tlsPolicy),
@@ -98,6 +105,7 @@ async function serveUntilStopped(options: Readonly<ServeOptions>, logger: Logger
       limits: transportLimits(options),
       logger,
       metrics,
+      clock,
     });
     const closeApp = lifetime.onClose(() => app.close());
     await app.listen({ host: options.host, port: options.port });
@@ -111,6 +119,7 @@ async function serveUntilStopped(options: Readonly<ServeOptions>, logger: Logger
       metrics,
       logger,
       lifetime,
+      clock,
     });
 
     if (options.metricsPort !== 0) {
@@ -147,6 +156,7 @@ async function serveUntilStopped(options: Readonly<ServeOptions>, logger: Logger
       delayMs: durationsMs(options).shutdownDelayMs,
       timeoutMs: durationsMs(options).shutdownTimeoutMs,
       logger,
+      clock,
     });
   } finally {
     // The signals go back to their default action only once everything is closed and no echo of the stop

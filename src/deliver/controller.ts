@@ -14,7 +14,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../util/clock.js';
-import type { BackoffSettings } from './backoff.js';
+import type { BackoffSettings } from '../util/backoff.js';
 import {
   claimDecision,
   isClaimed,

@@ -17,6 +17,7 @@
  */
 import { posix } from 'node:path';
 import { CatalogueError, DELIVERY_FAILURES } from '../errors/index.js';
+import type { Clock } from '../util/clock.js';
 import type { RuntimeEndpoint } from './runtime-endpoint.js';
 import { httpCall, HttpCallError, multipartFile, runtimeAgent, type HttpAnswer } from './http-call.js';
 import type { DeliveryStep, ReadyState } from './plan.js';
@@ -63,6 +64,8 @@ export interface EnvdFilesDeps {
   user: string;
   /** Each request's outcome, for the requests metric: an HTTP status, or 'error' when none came. */
   onRequest?: (operation: EnvdOperation, outcome: number | 'error') => void;
+  /** What the timeout is counted on; default systemClock. */
+  clock?: Clock;
 }
 
 export interface EnvdFiles {
@@ -90,6 +93,7 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
         url,
         { ...init, headers: { ...tokenHeader(endpoint), ...init.headers }, signal: guard.signal },
         deps,
+        deps.clock,
       );
       deps.onRequest?.(operation, answer.status);
       return answer;

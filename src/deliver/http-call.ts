@@ -13,6 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { Agent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest, type Agent as HttpsAgent } from 'node:https';
+import { systemClock, type Clock } from '../util/clock.js';
 
 export interface HttpAnswer {
   status: number;
@@ -55,6 +56,7 @@ export function httpCall(
   url: string,
   init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: Buffer; signal?: AbortSignal },
   limits: HttpCallLimits,
+  clock: Clock = systemClock,
 ): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
     let status: number | undefined;
@@ -63,7 +65,7 @@ export function httpCall(
     const fail = (problem: string): void => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
+      cancelTimeout();
       init.signal?.removeEventListener('abort', onAbort);
       req?.destroy();
       reject(new HttpCallError(problem, status));
@@ -84,14 +86,14 @@ export function httpCall(
       res.on('end', () => {
         if (settled) return;
         settled = true;
-        clearTimeout(timer);
+        cancelTimeout();
         init.signal?.removeEventListener('abort', onAbort);
         resolve({ status: status ?? 0, body: Buffer.concat(chunks).toString('utf8') });
       });
     };
     const headers = { ...init.headers, ...(init.body === undefined ? {} : { 'content-length': init.body.length }) };
     const request = url.startsWith('https:') ? httpsRequest : httpRequest;
-    const timer = setTimeout(() => fail('timed out'), limits.timeoutMs);
+    const cancelTimeout = clock.setTimer(() => fail('timed out'), limits.timeoutMs);
     try {
       req = request(url, { method: init.method, headers, agent }, onResponse);
     } catch (error) {

@@ -14,6 +14,7 @@
 import type { V1Secret } from '@kubernetes/client-node';
 import type { Agent } from 'node:https';
 import type { KubeClients } from '../sources/kube/clients.js';
+import type { Clock } from '../util/clock.js';
 import { ResilientWatch } from '../sources/kube/resilient-watch.js';
 import { runtimeTlsAgent, tlsBundleFromSecretData } from './runtime-tls.js';
 
@@ -37,7 +38,8 @@ export interface RuntimeTlsSourceOptions {
   /** The Secret was read but not used; `keptLastGood` when an earlier bundle stays in use. */
   onProblem?: (reason: string, keptLastGood: boolean) => void;
   onError?: (error: unknown, retryInMs: number) => void;
-  delay?: (ms: number) => Promise<void>;
+  /** The watch's clock (ResilientWatch). */
+  clock?: Clock;
 }
 
 export interface RuntimeTlsSource {
@@ -111,7 +113,7 @@ export function runtimeTlsSource(options: RuntimeTlsSourceOptions): RuntimeTlsSo
     onUpdate: apply,
     onDelete: () => apply(undefined),
     onError: options.onError,
-    delay: options.delay,
+    clock: options.clock,
   });
   return {
     current: () => state,

@@ -15,6 +15,7 @@ import { STATUS_ANNOTATION } from '../injection/status.js';
 import type { KubeClients } from '../sources/kube/clients.js';
 import { EACH, fieldKeeper, type FieldPath } from '../sources/kube/keep-fields.js';
 import { ResilientWatch } from '../sources/kube/resilient-watch.js';
+import type { Clock } from '../util/clock.js';
 import { CREATED_BY, DELIVERY_ANNOTATIONS, SANDBOX_CLAIMED } from './sandbox-vocabulary.js';
 import type { DeliverySandbox } from './claim.js';
 import type { SandboxCache } from './controller.js';
@@ -84,6 +85,7 @@ export function deliveryWatches(
   clients: KubeClients,
   enqueue: (key: string) => void,
   onError: (what: string, error: unknown, retryInMs: number) => void,
+  clock: Clock,
 ): DeliveryWatches {
   // Pods by the key of the Sandbox that controls them, then by UID: during a recreate the old and the new pod
   // can both be there for a while.
@@ -123,6 +125,7 @@ export function deliveryWatches(
     onUpdate: (item) => enqueue(sandboxKey(item.metadata?.namespace, item.metadata?.name)),
     onDelete: (item) => enqueue(sandboxKey(item.metadata?.namespace, item.metadata?.name)),
     onError: (error, retryInMs) => onError('sandboxes', error, retryInMs),
+    clock,
   });
   const podWatch = new ResilientWatch<V1Pod>({
     watch: clients.watch,
@@ -140,6 +143,7 @@ export function deliveryWatches(
     onUpdate: (pod) => podChanged(pod, true),
     onDelete: (pod) => podChanged(pod, false),
     onError: (error, retryInMs) => onError('pods', error, retryInMs),
+    clock,
   });
 
   const cache: SandboxCache = {

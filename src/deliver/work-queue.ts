@@ -10,7 +10,7 @@
  * unreachable pods timing out.
  */
 import type { Clock } from '../util/clock.js';
-import { backoffDelay, type BackoffSettings } from './backoff.js';
+import { backoffDelay, type BackoffSettings } from '../util/backoff.js';
 
 /** What a reconcile says happens next. */
 export type ReconcileResult =
@@ -109,11 +109,6 @@ export class WorkQueue {
   stop(): Promise<void> {
     this.accepting = false;
     this.clear();
-    return this.idle();
-  }
-
-  /** Resolves once nothing is queued or running (waits for retries do not count). */
-  idle(): Promise<void> {
     if (!this.busy()) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }

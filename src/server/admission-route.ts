@@ -7,6 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { reviewAdmission, type ReviewDeps } from '../admission/review.js';
 import { reviewBytes } from '../admission/serialize.js';
 import { HTTP_ERRORS } from '../errors/index.js';
+import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import { cutMessage } from '../util/log-fields.js';
 import { errorAnswer } from './error-answers.js';
@@ -28,6 +29,8 @@ export interface AdmissionRouteOptions {
   bodyLimit: number;
   logger: Logger;
   metrics: ServerMetrics;
+  /** The clock of the transport guard's `receivedAt`. */
+  clock: Clock;
 }
 
 export function admissionRoute(
@@ -50,7 +53,7 @@ export function admissionRoute(
       bodyLimit: options.bodyLimit,
       metrics: options.metrics,
       refused,
-      failed: countFailure(options.metrics),
+      failed: countFailure(options.metrics, options.clock),
     }),
   );
   app.post(MUTATE_PATH, admissionHandler(options));
@@ -61,14 +64,14 @@ export function admissionRoute(
 export function admissionHandler(
   options: AdmissionRouteOptions,
 ): (request: FastifyRequest, reply: FastifyReply) => Promise<Buffer | ErrorBody> {
-  const { logger, metrics } = options;
+  const { logger, metrics, clock } = options;
   return async function handleAdmission(request, reply) {
     // Taken off the request: once measured, the text is not kept while the review goes on.
     const text = request.reviewText;
     request.reviewText = undefined;
     try {
       const outcome = await reviewAdmission(request.body, options.review, text);
-      const ms = elapsedMs(request);
+      const ms = elapsedMs(request, clock);
       if (outcome.kind === 'bad-request') {
         metrics.admissionFailed('bad_request', ms / 1000);
         const { status, body } = httpFailure(HTTP_ERRORS.reviewMalformed(outcome.message));
@@ -84,7 +87,7 @@ export function admissionHandler(
       void reply.type('application/json; charset=utf-8');
       return reviewBytes(outcome.review);
     } catch (error) {
-      const ms = elapsedMs(request);
+      const ms = elapsedMs(request, clock);
       metrics.admissionFailed('error', ms / 1000);
       logger.error({ err: error, durationMs: roundMs(ms) }, 'admission failed');
       const { status, body } = failureFor(error);
@@ -95,12 +98,12 @@ export function admissionHandler(
 }
 
 /** A review refused before the handler ran (its body) counts as a failed admission. */
-function countFailure(metrics: ServerMetrics): (request: FastifyRequest, failure: HttpFailure) => void {
+function countFailure(metrics: ServerMetrics, clock: Clock): (request: FastifyRequest, failure: HttpFailure) => void {
   return (request, failure) =>
-    metrics.admissionFailed(failure.status >= 500 ? 'error' : 'bad_request', elapsedMs(request) / 1000);
+    metrics.admissionFailed(failure.status >= 500 ? 'error' : 'bad_request', elapsedMs(request, clock) / 1000);
 }
 
-function elapsedMs(request: FastifyRequest): number {
+function elapsedMs(request: FastifyRequest, clock: Clock): number {
   const receivedAt = request.transport?.receivedAt;
-  return receivedAt === undefined ? 0 : performance.now() - receivedAt;
+  return receivedAt === undefined ? 0 : clock.monotonic() - receivedAt;
 }

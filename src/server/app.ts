@@ -6,6 +6,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Server, ServerOptions as HttpsServerOptions } from 'node:https';
 import type { ReviewDeps } from '../admission/review.js';
+import { systemClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import { MUTATE_PATH, admissionRoute } from './admission-route.js';
 import { AnswersInFlight, clientErrorHandler } from './client-errors.js';
@@ -40,6 +41,8 @@ export interface AppDeps {
   limits?: Partial<TransportLimits>;
   logger: Logger;
   metrics: ServerMetrics;
+  /** What connections' ages and admissions' durations are measured on; default systemClock. */
+  clock?: Clock;
 }
 
 /** Methods each served path answers; any other method there gets 405 rather than a misleading 404. */
@@ -53,6 +56,7 @@ export function buildApp(deps: AppDeps): FastifyInstance<Server> {
   const limits: TransportLimits = { ...DEFAULT_TRANSPORT_LIMITS, ...deps.limits };
   const { logger, metrics } = deps;
   const draining = deps.draining ?? (() => false);
+  const clock = deps.clock ?? systemClock;
   const refused = (path: string | undefined, failure: HttpFailure): void => logRefusal(logger, path, failure);
   const answers = new AnswersInFlight();
   const app = Fastify({
@@ -82,10 +86,10 @@ export function buildApp(deps: AppDeps): FastifyInstance<Server> {
     }),
   });
 
-  void app.register(transportGuard, { limits, answers, draining, metrics, refused });
+  void app.register(transportGuard, { limits, answers, draining, metrics, refused, clock });
   // Only JSON is a review; without this, text/plain would reach a handler as a string.
   app.removeContentTypeParser('text/plain');
-  void app.register(admissionRoute, { review: deps.review, bodyLimit: limits.maxBodyBytes, logger, metrics });
+  void app.register(admissionRoute, { review: deps.review, bodyLimit: limits.maxBodyBytes, logger, metrics, clock });
 
   app.get('/healthz', () => ({ status: 'ok' }));
   app.get('/readyz', (_request, reply) => {

@@ -11,6 +11,7 @@
  */
 import type { Server } from 'node:https';
 import type { Socket } from 'node:net';
+import type { Clock } from '../util/clock.js';
 import type { Reservation } from './byte-budget.js';
 
 /**
@@ -25,7 +26,7 @@ interface Connection {
   /** The TLS socket on top, once the handshake is done: requests arrive on it. */
   tls: Socket | undefined;
   phase: Phase;
-  /** When the phase began (ms, the clock given). */
+  /** When the phase began (ms, the monotonic clock given). */
   since: number;
   /** Requests received and not yet answered (more than one only when a client pipelines). */
   active: number;
@@ -45,7 +46,8 @@ export interface ConnectionsOptions {
   onCount: (open: number) => void;
   /** A connection closed to make room (`evicted`), or a new one refused for want of one. */
   onRefused: (reason: 'connection_limit' | 'evicted') => void;
-  now?: () => number;
+  /** Phases are timed on its monotonic clock. */
+  clock: Clock;
 }
 
 /** What the server's 'connection' and 'secureConnection' events both know of a connection. */
@@ -57,13 +59,11 @@ export class Connections {
   readonly #byTcp = new Map<Socket, Connection>();
   readonly #byPeer = new Map<string, Connection>();
   readonly #byTls = new WeakMap<Socket, Connection>();
-  readonly #now: () => number;
 
   constructor(
     server: Server,
     private readonly options: ConnectionsOptions,
   ) {
-    this.#now = options.now ?? (() => performance.now());
     server.on('connection', (tcp: Socket) => this.accept(tcp));
     server.on('secureConnection', (tls: Socket) => {
       const connection = this.#byPeer.get(peerKey(tls));
@@ -123,7 +123,7 @@ export class Connections {
    */
   evictStalledHolders(bytes: number): number {
     let freed = 0;
-    const cutoff = this.#now() - this.options.slowClientGraceMs;
+    const cutoff = this.options.clock.monotonic() - this.options.slowClientGraceMs;
     const stalled = [...this.#byTcp.values()]
       .filter((c) => c.phase === 'arriving' && c.since <= cutoff && heldBy(c) > 0)
       .sort((a, b) => a.since - b.since);
@@ -149,7 +149,7 @@ export class Connections {
       tcp,
       tls: undefined,
       phase: 'arriving',
-      since: this.#now(),
+      since: this.options.clock.monotonic(),
       active: 0,
       usedWhileDraining: this.options.draining(),
       reservations: new Set(),
@@ -169,7 +169,7 @@ export class Connections {
    * A connection being answered, or idle within the grace (about to carry the client's next request), never.
    */
   private victimForNewConnection(): Connection | undefined {
-    const cutoff = this.#now() - this.options.slowClientGraceMs;
+    const cutoff = this.options.clock.monotonic() - this.options.slowClientGraceMs;
     let slow: Connection | undefined;
     let idle: Connection | undefined;
     let arriving: Connection | undefined;
@@ -204,7 +204,7 @@ export class Connections {
 
   private enter(connection: Connection, phase: Phase): void {
     connection.phase = phase;
-    connection.since = this.#now();
+    connection.since = this.options.clock.monotonic();
   }
 
   /**

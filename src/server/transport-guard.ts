@@ -9,6 +9,7 @@ import type { FastifyInstance, FastifyPluginCallback, FastifyReply, FastifyReque
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
 import type { Socket } from 'node:net';
+import type { Clock } from '../util/clock.js';
 import { ByteBudget, Reservation, countingStream } from './byte-budget.js';
 import type { AnswersInFlight } from './client-errors.js';
 import { Connections } from './connections.js';
@@ -23,7 +24,7 @@ export interface RequestTransport {
   /** Its share of the byte budget: its body as it arrives, then its answer until written out. */
   readonly reservation: Reservation;
   /**
-   * performance.now() at its arrival: durations count from here, body parsing included. Fastify's
+   * Its arrival, on the app's monotonic clock: durations count from here, body parsing included. Fastify's
    * reply.elapsedTime would do, but it is only kept when Fastify logs requests itself.
    */
   readonly receivedAt: number;
@@ -43,6 +44,7 @@ export interface TransportGuardOptions {
   metrics: ServerMetrics;
   /** An HTTP error answer the guard gives (503 busy), for the log. */
   refused(path: string, failure: HttpFailure): void;
+  clock: Clock;
 }
 
 function guard(app: FastifyInstance<Server>, options: TransportGuardOptions, done: (error?: Error) => void): void {
@@ -58,6 +60,7 @@ function guard(app: FastifyInstance<Server>, options: TransportGuardOptions, don
     draining: options.draining,
     onCount: (open) => metrics.openConnections(open),
     onRefused: (reason) => metrics.refused(reason),
+    clock: options.clock,
   });
   const budget = new ByteBudget(
     limits.maxInflightBytes,
@@ -87,7 +90,11 @@ function guard(app: FastifyInstance<Server>, options: TransportGuardOptions, don
       hookDone();
       return;
     }
-    const transport: RequestTransport = { socket, reservation: new Reservation(budget), receivedAt: performance.now() };
+    const transport: RequestTransport = {
+      socket,
+      reservation: new Reservation(budget),
+      receivedAt: options.clock.monotonic(),
+    };
     request.transport = transport;
     track(request, reply, transport);
     if (!takeDeclaredBody(request.raw, transport.reservation, limits.maxBodyBytes)) {

@@ -6,6 +6,7 @@ import { describeJsonError, describeSchemaError } from './json-errors.js';
 import { readLikeGo } from '../shapes/go-json.js';
 import { jsonSchemaOf } from '../shapes/json-schema.js';
 import { runtimeConfig } from '../shapes/kubernetes.js';
+import { systemClock, type Clock } from '../util/clock.js';
 
 export const DEFAULT_CONFIG_NAMESPACE = 'sandbox-system';
 export const DEFAULT_CONFIG_NAME = 'sandbox-injection-config';
@@ -65,11 +66,13 @@ export class InjectionConfigStore {
 
   constructor(
     readonly configMapName = `${DEFAULT_CONFIG_NAMESPACE}/${DEFAULT_CONFIG_NAME}`,
-    private readonly now: () => number = Date.now,
+    /** Whose wall time `loadedAt` is. */
+    private readonly clock: Clock = systemClock,
   ) {
     this.current = { present: false, name: configMapName };
   }
 
+  /** Wall time, ms since the epoch, of the last update; undefined before the first. */
   get loadedAt(): number | undefined {
     return this.updatedAt;
   }
@@ -80,7 +83,7 @@ export class InjectionConfigStore {
 
   /** Replaces the ConfigMap's data; `undefined` means the ConfigMap does not exist. */
   update(data: Readonly<Record<string, string>> | undefined): ConfigUpdateReport {
-    this.updatedAt = this.now();
+    this.updatedAt = this.clock.now();
     if (data === undefined) {
       this.current = { present: false, name: this.configMapName };
       return { invalidKeys: [], unknownFields: [] };

@@ -11,6 +11,7 @@
  * not import from each other.
  */
 import { watch as fsWatch, type FSWatcher } from 'node:fs';
+import { repeatOn, type Clock } from './clock.js';
 
 export interface Closable {
   close(): void;
@@ -19,25 +20,12 @@ export interface Closable {
 /** Calls `onChange` (debounced) after something changed in one of `dirs`. Injected so tests drive it. */
 export type WatchDirectories = (dirs: readonly string[], onChange: () => void) => Closable;
 
-export interface Timers {
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-  setInterval(callback: () => void, ms: number): unknown;
-  clearInterval(handle: unknown): void;
-}
-
-export const systemTimers: Timers = {
-  setTimeout: (callback, ms) => setTimeout(callback, ms).unref(),
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-  setInterval: (callback, ms) => setInterval(callback, ms).unref(),
-  clearInterval: (handle) => clearInterval(handle as NodeJS.Timeout),
-};
-
 export interface DirectoryWatchOptions {
   debounceMs: number;
   /** 0 disables the periodic resync. */
   resyncMs: number;
-  timers: Timers;
+  /** The debounce's and the resync's timers. */
+  clock: Clock;
   /** A watcher error (directory removed, too many watches) must not crash the process; it is reported. */
   onError: (dir: string, error: Error) => void;
 }
@@ -49,17 +37,16 @@ export function directoryWatcher(options: DirectoryWatchOptions): WatchDirectori
 function watchDirectories(
   dirs: readonly string[],
   onChange: () => void,
-  { debounceMs, resyncMs, timers, onError }: DirectoryWatchOptions,
+  { debounceMs, resyncMs, clock, onError }: DirectoryWatchOptions,
 ): Closable {
-  let pending: unknown;
+  let cancelPending: () => void = () => undefined;
   let closed = false;
   const fire = (): void => {
-    pending = undefined;
     if (!closed) onChange();
   };
   const schedule = (): void => {
-    if (pending !== undefined) timers.clearTimeout(pending);
-    pending = timers.setTimeout(fire, debounceMs);
+    cancelPending();
+    cancelPending = clock.setTimer(fire, debounceMs);
   };
 
   const watchers: FSWatcher[] = dirs.map((dir) => {
@@ -67,13 +54,13 @@ function watchDirectories(
     watcher.on('error', (error) => onError(dir, error));
     return watcher;
   });
-  const resync = resyncMs > 0 ? timers.setInterval(schedule, resyncMs) : undefined;
+  const cancelResync = resyncMs > 0 ? repeatOn(clock, resyncMs, schedule) : () => undefined;
 
   return {
     close() {
       closed = true;
-      if (pending !== undefined) timers.clearTimeout(pending);
-      if (resync !== undefined) timers.clearInterval(resync);
+      cancelPending();
+      cancelResync();
       for (const watcher of watchers) watcher.close();
     },
   };

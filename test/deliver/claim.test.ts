@@ -282,4 +282,27 @@ describe('claimDecision: inputs', () => {
   ])('changes with %s', (_what, decide) => {
     expect(decide().inputs).not.toBe(base());
   });
+
+  // Upstream's names, written out: a key that reads from the shared list could not notice a name left off it.
+  it.each([
+    'agents.kruise.io/init-runtime-request',
+    'agents.kruise.io/runtime-url',
+    'e2b.agents.kruise.io/envd-url',
+    'agents.kruise.io/runtime-access-token',
+    'e2b.agents.kruise.io/envd-access-token',
+    'agents.kruise.io/runtime-tls-port',
+    'agents.kruise.io/claim-timestamp',
+  ])('changes when annotation %s, which delivery reads, is set or changed', (name) => {
+    const decide = (annotations: Record<string, string>) =>
+      claimDecision(claimed(annotations), pod({ ip: '10.0.0.1' }), SETTINGS).inputs;
+    expect(decide({ [name]: 'one' })).not.toBe(base());
+    expect(decide({ [name]: 'two' })).not.toBe(decide({ [name]: 'one' }));
+  });
+
+  it.each([
+    ['an annotation delivery does not read', claimed({ 'agents.kruise.io/runtimes': 'agent-runtime' })],
+    ['a label other than the claimed one', claimed({}, { labels: { 'agents.kruise.io/sandbox-pool': 'p' } })],
+  ])('stays the same with %s', (_what, sandbox) => {
+    expect(claimDecision(sandbox, pod({ ip: '10.0.0.1' }), SETTINGS).inputs).toBe(base());
+  });
 });

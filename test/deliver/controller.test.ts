@@ -25,7 +25,7 @@ import { envdFiles } from '../../src/deliver/envd-files.js';
 import type { DeliveryOutcome } from '../../src/deliver/outcome.js';
 import { renderEnvFile } from '../../src/envfile/render-env-file.js';
 import { startEnvdDouble, type EnvdDouble } from '../support/envd-double.js';
-import { FakeClock } from './fake-clock.js';
+import { ManualClock } from '../support/manual-clock.js';
 
 const KEY = 'team/sbx';
 const STATUS = 'agents.kruise.io/runtime-injection-status';
@@ -89,7 +89,7 @@ function harness(
   state: { current: World },
   options: { timeoutMs?: number; runtimePort?: number; cache?: SandboxCache; concurrency?: number } = {},
 ) {
-  const clock = new FakeClock();
+  const clock = new ManualClock();
   const outcomes: DeliveryOutcome[] = [];
   const cache: SandboxCache = options.cache ?? {
     get: (key) => (key === KEY ? state.current.sandbox : undefined),

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { eventQueue } from '../../src/deliver/event-queue.js';
-import { FakeClock } from './fake-clock.js';
+import { ManualClock } from '../support/manual-clock.js';
 
 /** A queue whose sends are recorded and finish when the test says so. */
 function setup(options: { busy?: () => boolean; concurrency?: number; limit?: number } = {}) {
-  const clock = new FakeClock();
+  const clock = new ManualClock();
   const sent: string[] = [];
   const finish: (() => void)[] = [];
   let dropped = 0;

@@ -26,7 +26,7 @@ import { renderEnvFile } from '../../src/envfile/render-env-file.js';
 import type { Pod } from '../../src/injection/index.js';
 import { startEnvdDouble, type EnvdBehaviour, type EnvdDouble } from '../support/envd-double.js';
 import { FULL_RUNS, propertyRuns, propertyTimeout } from '../support/property-runs.js';
-import { FakeClock } from './fake-clock.js';
+import { ManualClock } from '../support/manual-clock.js';
 
 const SECRET = 'SECRET-';
 const TLS_AGENT = new HttpsAgent();
@@ -210,7 +210,7 @@ describe('delivery fuzz: a hostile envd', () => {
   it(
     `for ${runs} hostile answer sequences: no crash, no write outside the env dir, no value reported, and the next good claim is delivered`,
     async () => {
-      const clock = new FakeClock();
+      const clock = new ManualClock();
       const outcomes: DeliveryOutcome[] = [];
       const bugs: unknown[] = [];
       let current: { sandbox: DeliverySandbox; pod: Pod } | undefined;

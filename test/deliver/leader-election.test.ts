@@ -7,13 +7,15 @@ import type { V1Lease } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { leaseAction, observe } from '../../src/deliver/lease.js';
 import { LeaderElection, type LeaseApi, type Term } from '../../src/deliver/leader-election.js';
-import { FakeClock } from './fake-clock.js';
+import { ManualClock } from '../support/manual-clock.js';
 
 class LeaseStore implements LeaseApi {
   lease: V1Lease | undefined;
   private version = 0;
   /** Calls that never answer while set: an API server that hangs. */
   hang = false;
+  /** Calls that fail at once while set: an API server that answers 503. */
+  refuse = false;
   read = (): Promise<V1Lease | undefined> =>
     this.answer(() => (this.lease === undefined ? undefined : structuredClone(this.lease)));
   create = (lease: V1Lease): Promise<V1Lease> =>
@@ -34,6 +36,7 @@ class LeaseStore implements LeaseApi {
   }
   private answer<T>(run: () => T): Promise<T> {
     if (this.hang) return new Promise(() => undefined);
+    if (this.refuse) return Promise.reject(Object.assign(new Error('unavailable'), { code: 503 }));
     try {
       return Promise.resolve(run());
     } catch (error) {
@@ -46,7 +49,7 @@ async function settle(): Promise<void> {
   for (let i = 0; i < 20; i += 1) await Promise.resolve();
 }
 
-function election(store: LeaseStore, clock: FakeClock, identity = 'me') {
+function election(store: LeaseStore, clock: ManualClock, identity = 'me') {
   const terms: (Term | undefined)[] = [];
   const errors: unknown[] = [];
   const e = new LeaderElection({
@@ -67,7 +70,7 @@ function election(store: LeaseStore, clock: FakeClock, identity = 'me') {
 describe('LeaderElection', () => {
   it('creates the Lease and begins a fresh term; renewing keeps it fresh', async () => {
     const store = new LeaseStore();
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const { e, terms } = election(store, clock);
     e.start();
     await settle();
@@ -85,7 +88,7 @@ describe('LeaderElection', () => {
 
   it('a replica frozen past the renew deadline is not fresh the moment it wakes, before any timer runs', async () => {
     const store = new LeaseStore();
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const { e, terms } = election(store, clock);
     e.start();
     await settle();
@@ -104,7 +107,7 @@ describe('LeaderElection', () => {
 
   it('bounds each Lease call by the renew deadline: a hung API ends the term', async () => {
     const store = new LeaseStore();
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const { e, terms, errors } = election(store, clock);
     e.start();
     await settle();
@@ -123,7 +126,7 @@ describe('LeaderElection', () => {
 
   it('follows a live holder, and takes over once its record stayed unchanged for the lease duration', async () => {
     const store = new LeaseStore();
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const first = election(store, clock, 'first');
     first.e.start();
     await settle();
@@ -143,9 +146,76 @@ describe('LeaderElection', () => {
     await second.e.stop();
   });
 
+  it('stops acting once the renew deadline passes on the monotonic clock, though the wall clock stands still', async () => {
+    const store = new LeaseStore();
+    const clock = new ManualClock();
+    const { e, terms } = election(store, clock);
+    e.start();
+    await settle();
+    const term = terms[0];
+    store.refuse = true;
+    for (let waited = 0; waited < 8000; waited += 2000) {
+      clock.advanceMonotonic(2000);
+      await settle();
+    }
+    clock.advanceMonotonic(1999);
+    expect(term?.fresh()).toBe(true);
+    clock.advanceMonotonic(1);
+    expect(term?.fresh()).toBe(false);
+    await settle();
+    expect(term?.signal.aborted).toBe(true);
+    expect(terms.at(-1)).toBeUndefined();
+    await e.stop();
+  });
+
+  it('keeps a fresh term through a wall clock stepped forward or back, and stamps renewals with the wall time', async () => {
+    const store = new LeaseStore();
+    const clock = new ManualClock();
+    const { e, terms } = election(store, clock);
+    e.start();
+    await settle();
+    const term = terms[0];
+    clock.stepWall(3_600_000);
+    expect(term?.fresh()).toBe(true);
+    clock.advance(2000);
+    await settle();
+    expect(new Date(String(store.lease?.spec?.renewTime)).getTime()).toBe(clock.now());
+    clock.stepWall(-7_200_000);
+    clock.advance(2000);
+    await settle();
+    expect(new Date(String(store.lease?.spec?.renewTime)).getTime()).toBe(clock.now());
+    expect(term?.fresh()).toBe(true);
+    expect(terms).toEqual([term]);
+    await e.release();
+  });
+
+  it('does not take a Lease whose renew time looks old until it saw it unchanged for the duration (clocks differ)', async () => {
+    const store = new LeaseStore();
+    const clock = new ManualClock();
+    // Another replica holds it, with a renew time a day behind our wall clock.
+    await store.create({
+      metadata: { name: 'l', namespace: 'ns' },
+      spec: { holderIdentity: 'other', leaseDurationSeconds: 15, renewTime: new Date(clock.now() - 86_400_000) },
+    });
+    const { e, terms } = election(store, clock);
+    e.start();
+    await settle();
+    for (let waited = 2000; waited <= 14_000; waited += 2000) {
+      clock.advance(2000);
+      await settle();
+    }
+    expect(terms).toEqual([]);
+    expect(store.lease?.spec?.holderIdentity).toBe('other');
+    clock.advance(2000);
+    await settle();
+    expect(store.lease?.spec?.holderIdentity).toBe('me');
+    expect(terms[0]?.fresh()).toBe(true);
+    await e.release();
+  });
+
   it('release ends the term and hands the Lease back', async () => {
     const store = new LeaseStore();
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const { e, terms } = election(store, clock);
     e.start();
     await settle();

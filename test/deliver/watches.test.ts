@@ -1,14 +1,26 @@
-import { Agent as HttpsAgent } from 'node:https';
 /**
- * What deliver-env's caches keep of a Sandbox and a pod: exactly the listed fields, whatever else the objects
- * carry. The fields the delivery decision reads are checked through claimDecision itself, so a field it starts
- * to read without being added to the lists fails here.
+ * deliver-env's caches. What they keep of a Sandbox and a pod: exactly the listed fields, whatever else the
+ * objects carry; the fields the delivery decision reads are checked through claimDecision itself, so a field it
+ * starts to read without being added to the lists fails here. And what they do: which Sandbox each list and
+ * each watch event enqueues, and which pod is a Sandbox's, on client-node's real ListWatch over a scripted
+ * watch and lists the test gives.
  */
-import type { V1Pod } from '@kubernetes/client-node';
+import { Agent as HttpsAgent } from 'node:https';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  type KubernetesListObject,
+  type V1Pod,
+  type V1PodList,
+} from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { claimDecision } from '../../src/deliver/claim.js';
-import { stripPod, stripSandbox, type SandboxObject } from '../../src/deliver/watches.js';
+import { deliveryWatches, stripPod, stripSandbox, type SandboxObject } from '../../src/deliver/watches.js';
 import type { Pod } from '../../src/injection/index.js';
+import type { KubeClients } from '../../src/sources/kube/clients.js';
+import { ManualClock } from '../support/manual-clock.js';
+import { ScriptedWatch, type ScriptedRequest } from '../support/scripted-watch.js';
 import { wrappedSandboxPod } from '../support/wrapped-sandbox-pod.js';
 
 const managedFields = [{ manager: 'kubectl', operation: 'Apply', fieldsV1: { 'f:spec': { 'f:x': {} } } }];
@@ -144,5 +156,152 @@ describe('stripPod', () => {
     const whole = claimDecision(sandbox, pod() as Pod, settings);
     expect(whole.kind).toBe('deliver');
     expect(claimDecision(stripSandbox(sandbox), stripPod(pod()) as Pod, settings)).toEqual(whole);
+  });
+});
+
+const SANDBOXES_PATH = '/apis/agents.kruise.io/v1alpha1/sandboxes';
+const PODS_PATH = '/api/v1/pods';
+
+function aSandbox(name: string, uid = `${name}-uid`): SandboxObject {
+  return {
+    apiVersion: 'agents.kruise.io/v1alpha1',
+    kind: 'Sandbox',
+    metadata: { name, namespace: 'ns', uid, resourceVersion: '1', annotations: { team: 'x' } },
+  };
+}
+
+function aPod(sandbox: string, name: string, extra: { uid?: string; sandboxUid?: string; createdAt?: string } = {}) {
+  const made = wrappedSandboxPod({ sandbox, sandboxUid: extra.sandboxUid ?? `${sandbox}-uid`, namespace: 'ns', name });
+  const pod = made as V1Pod;
+  pod.metadata = {
+    ...pod.metadata,
+    uid: extra.uid ?? `${name}-uid`,
+    resourceVersion: '1',
+    creationTimestamp: new Date(extra.createdAt ?? '2026-01-01T00:00:00Z'),
+  };
+  return pod;
+}
+
+/** The caches over lists the test sets and a watch it scripts; `enqueued` is every key enqueued, in order. */
+function caches(lists: { sandboxes: SandboxObject[]; pods: V1Pod[] }) {
+  const config = new KubeConfig();
+  config.loadFromOptions({
+    clusters: [{ name: 'c', server: 'http://127.0.0.1:1' }],
+    users: [{ name: 'u' }],
+    contexts: [{ name: 'c', cluster: 'c', user: 'u' }],
+    currentContext: 'c',
+  });
+  const core = config.makeApiClient(CoreV1Api);
+  core.listPodForAllNamespaces = (): Promise<V1PodList> =>
+    Promise.resolve({ metadata: { resourceVersion: '10' }, items: structuredClone(lists.pods) });
+  const custom = config.makeApiClient(CustomObjectsApi);
+  custom.listClusterCustomObject = (): Promise<KubernetesListObject<SandboxObject>> =>
+    Promise.resolve({ metadata: { resourceVersion: '10' }, items: structuredClone(lists.sandboxes) });
+  const watch = new ScriptedWatch();
+  const clients: KubeClients = {
+    kubeConfig: config,
+    core,
+    custom,
+    watch,
+    api: () => {
+      throw new Error('the caches use no other API');
+    },
+  };
+  const enqueued: string[] = [];
+  const errors: unknown[] = [];
+  const watches = deliveryWatches(
+    clients,
+    (key) => enqueued.push(key),
+    (_what, error) => errors.push(error),
+    new ManualClock(),
+  );
+  /** Starts both caches; resolves with their watch requests once both lists are in. */
+  const start = async (): Promise<{ sandboxes: ScriptedRequest; pods: ScriptedRequest }> => {
+    const requests = Promise.all([watch.nextRequest(SANDBOXES_PATH), watch.nextRequest(PODS_PATH)]);
+    watches.start();
+    const [sandboxes, pods] = await requests;
+    return { sandboxes, pods };
+  };
+  return { watches, enqueued, errors, start, watch };
+}
+
+describe('deliveryWatches', () => {
+  it('enqueues every listed Sandbox, and is synced only once both lists are in', async () => {
+    const { watches, enqueued, errors, start } = caches({
+      sandboxes: [aSandbox('a'), aSandbox('b')],
+      pods: [aPod('a', 'a-pod')],
+    });
+    expect(watches.synced).toBe(false);
+    await start();
+    expect(watches.synced).toBe(true);
+    expect(new Set(enqueued)).toEqual(new Set(['ns/a', 'ns/b']));
+    expect([...watches.cache.keys()].sort()).toEqual(['ns/a', 'ns/b']);
+    expect(errors).toEqual([]);
+    await watches.stop();
+  });
+
+  it('enqueues the Sandbox a watch event concerns, its own or its pod, and caches only the kept fields', async () => {
+    const { watches, enqueued, start } = caches({ sandboxes: [aSandbox('a'), aSandbox('b')], pods: [] });
+    const requests = await start();
+    enqueued.length = 0;
+
+    requests.sandboxes.event('MODIFIED', {
+      ...aSandbox('a'),
+      metadata: { ...aSandbox('a').metadata, resourceVersion: '2' },
+    });
+    expect(enqueued).toEqual(['ns/a']);
+    expect(watches.cache.get('ns/a')?.metadata?.annotations).toBeUndefined();
+
+    const pod = aPod('b', 'b-pod');
+    requests.pods.event('ADDED', pod);
+    expect(enqueued).toEqual(['ns/a', 'ns/b']);
+    const sandboxB = watches.cache.get('ns/b');
+    expect(sandboxB).toBeDefined();
+    expect(sandboxB === undefined ? undefined : watches.cache.podOf(sandboxB)).toEqual(stripPod(pod));
+
+    requests.pods.event('DELETED', pod);
+    expect(enqueued).toEqual(['ns/a', 'ns/b', 'ns/b']);
+    expect(sandboxB === undefined ? undefined : watches.cache.podOf(sandboxB)).toBeUndefined();
+
+    const orphan = aPod('b', 'orphan');
+    delete orphan.metadata?.ownerReferences;
+    requests.pods.event('ADDED', orphan);
+    requests.sandboxes.event('DELETED', aSandbox('a'));
+    expect(enqueued).toEqual(['ns/a', 'ns/b', 'ns/b', 'ns/a']);
+    expect(watches.cache.get('ns/a')).toBeUndefined();
+    await watches.stop();
+  });
+
+  it("gives a Sandbox its own live pod, the newest: not one being deleted, nor one of an earlier Sandbox's", async () => {
+    const sandbox = aSandbox('s', 'now');
+    const deleting = aPod('s', 'deleting', { sandboxUid: 'now', createdAt: '2026-01-03T00:00:00Z' });
+    deleting.metadata = { ...deleting.metadata, deletionTimestamp: new Date('2026-01-04T00:00:00Z') };
+    const pods = [
+      aPod('s', 'older', { sandboxUid: 'now', createdAt: '2026-01-01T00:00:00Z' }),
+      aPod('s', 'newest', { sandboxUid: 'now', createdAt: '2026-01-02T00:00:00Z' }),
+      deleting,
+      aPod('s', 'earlier-sandbox', { sandboxUid: 'before', createdAt: '2026-01-05T00:00:00Z' }),
+    ];
+    const { watches, start } = caches({ sandboxes: [sandbox], pods });
+    await start();
+    const cached = watches.cache.get('ns/s');
+    expect(cached === undefined ? undefined : watches.cache.podOf(cached)?.metadata?.name).toBe('newest');
+    await watches.stop();
+  });
+
+  it('a relist enqueues the Sandbox whose pod went while the watch was down', async () => {
+    const lists = { sandboxes: [aSandbox('a')], pods: [aPod('a', 'a-pod')] };
+    const { watches, enqueued, start, watch } = caches(lists);
+    const requests = await start();
+    enqueued.length = 0;
+    lists.pods = [];
+    const again = watch.nextRequest(PODS_PATH);
+    // 410 Gone: the watch's resourceVersion is too old, and ListWatch lists again.
+    requests.pods.end(Object.assign(new Error('Gone'), { statusCode: 410 }));
+    await again;
+    expect(new Set(enqueued)).toEqual(new Set(['ns/a']));
+    const cached = watches.cache.get('ns/a');
+    expect(cached === undefined ? undefined : watches.cache.podOf(cached)).toBeUndefined();
+    await watches.stop();
   });
 });

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelay } from '../../src/deliver/backoff.js';
 import { WorkQueue, type ReconcileResult } from '../../src/deliver/work-queue.js';
-import { FakeClock } from './fake-clock.js';
+import { ManualClock } from '../support/manual-clock.js';
 
 /** A reconcile the test finishes by hand: each run waits until the test settles it. */
 class Runs {
@@ -24,7 +23,7 @@ class Runs {
 }
 
 function queue(options: { concurrency?: number; backgroundSlots?: number } = {}) {
-  const clock = new FakeClock();
+  const clock = new ManualClock();
   const runs = new Runs();
   const retries: [string, number][] = [];
   const q = new WorkQueue({
@@ -162,8 +161,10 @@ describe('WorkQueue', () => {
   });
 
   it('treats a reconcile that throws as a failure', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const bugs: string[] = [];
+    let retried: (waitMs: number) => void = () => undefined;
+    const retry = new Promise<number>((resolve) => (retried = resolve));
     const q = new WorkQueue({
       concurrency: 1,
       backgroundSlots: 1,
@@ -172,9 +173,10 @@ describe('WorkQueue', () => {
       clock,
       work: () => Promise.reject(new Error('boom')),
       onBug: (key) => bugs.push(key),
+      onRetry: (_key, waitMs) => retried(waitMs),
     });
     q.add('a');
-    await q.idle();
+    expect(await retry).toBe(100);
     expect(bugs).toEqual(['a']);
     expect(clock.pending()).toEqual([100]);
   });
@@ -207,15 +209,5 @@ describe('WorkQueue', () => {
     q.add('b');
     clock.advance(500);
     expect(q.figures()).toEqual({ depth: 1, oldestQueuedSeconds: 0.5, longestRunningSeconds: 2 });
-  });
-});
-
-describe('backoffDelay', () => {
-  const settings = { minMs: 100, maxMs: 1000 };
-  it('doubles from the minimum, is capped, and jitters within the upper half', () => {
-    expect([1, 2, 3, 4, 5, 40].map((n) => backoffDelay(n, settings, () => 1))).toEqual([
-      100, 200, 400, 800, 1000, 1000,
-    ]);
-    expect([1, 2, 5].map((n) => backoffDelay(n, settings, () => 0))).toEqual([50, 100, 500]);
   });
 });

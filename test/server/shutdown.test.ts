@@ -8,7 +8,6 @@ import { Agent, request } from 'node:https';
 import { parse as parseYaml } from 'yaml';
 import { connect } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConformanceCases, reviewFor } from '../support/conformance.js';
 import { postJson } from './support/https-client.js';
@@ -78,6 +77,17 @@ function slowReview(
   return { established: establishedPromise, answer };
 }
 
+/**
+ * Resolves once a connection to `port` is refused: the listener has closed. Each try waits for its own
+ * answer (accepted or refused), so this waits for the event rather than for a time; the test's timeout bounds
+ * it, and fails the test if the listener never closes.
+ */
+async function untilRefused(port: number): Promise<void> {
+  // An accepted connection means the listener is still open: the drain closes it right after the shutdown delay.
+  let refused = await connectRefused(port);
+  while (!refused) refused = await connectRefused(port);
+}
+
 function connectRefused(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect({ host: '127.0.0.1', port });
@@ -130,8 +140,7 @@ describe('SIGTERM', () => {
 
     started.child.kill('SIGTERM');
     await started.logged('shutting down: draining in-flight admissions');
-    await sleep(200);
-    expect(await connectRefused(started.port)).toBe(true);
+    await untilRefused(started.port);
 
     release();
     const answers = await Promise.all(inFlight.map((r) => r.answer));

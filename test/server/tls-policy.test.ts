@@ -10,6 +10,7 @@ import { DEFAULT_TLS_POLICY } from '../../src/server/tls/policy.js';
 import { startTlsReloader } from '../../src/server/tls/reloader.js';
 import { servingPki, temporaryDirectory } from './support/pki.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { ManualClock } from '../support/manual-clock.js';
 
 let tlsFiles: Awaited<ReturnType<typeof servingPki>>;
 let otherFiles: Awaited<ReturnType<typeof servingPki>>;
@@ -97,7 +98,7 @@ describe('the default TLS policy', () => {
       initial: await loadTlsMaterial(tlsFiles),
       target: server.app.server,
       watch: () => ({ close: () => undefined }),
-      sleep: () => Promise.resolve(),
+      clock: new ManualClock({ fastForward: true }),
       attempts: 1,
       retryDelayMs: 0,
       policy: DEFAULT_TLS_POLICY,

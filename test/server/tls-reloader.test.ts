@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadTlsMaterial, type TlsFiles, type TlsMaterial } from '../../src/server/tls/material.js';
 import { startTlsReloader, type TlsReloadResult, type TlsReloader } from '../../src/server/tls/reloader.js';
 import { servingPki, temporaryDirectory } from './support/pki.js';
+import { ManualClock } from '../support/manual-clock.js';
 
 interface Pair {
   cert: Buffer;
@@ -63,7 +64,7 @@ interface Rig {
 function rig(readFileImpl: (path: string) => Promise<Buffer>, attempts = 4): Rig {
   const applied: SecureContextOptions[] = [];
   const results: TlsReloadResult[] = [];
-  const sleeps: number[] = [];
+  const clock = new ManualClock({ fastForward: true });
   let onChange: () => void = () => undefined;
   let watchedDirs: readonly string[] = [];
   let closed = false;
@@ -76,16 +77,21 @@ function rig(readFileImpl: (path: string) => Promise<Buffer>, attempts = 4): Rig
       onChange = callback;
       return { close: () => (closed = true) };
     },
-    sleep: (ms) => {
-      sleeps.push(ms);
-      return Promise.resolve();
-    },
+    clock,
     readFile: readFileImpl,
     attempts,
     retryDelayMs: 250,
     onResult: (result) => results.push(result),
   });
-  return { reloader, applied, results, sleeps, watchedDirs, fireChange: () => onChange(), watcherClosed: () => closed };
+  return {
+    reloader,
+    applied,
+    results,
+    sleeps: clock.waits,
+    watchedDirs,
+    fireChange: () => onChange(),
+    watcherClosed: () => closed,
+  };
 }
 
 describe('startTlsReloader', () => {
@@ -165,7 +171,7 @@ describe('startTlsReloader', () => {
       initial,
       target: { setSecureContext: (options) => applied.push(options) },
       watch: (watched) => (dirs.push(...watched), { close: () => undefined }),
-      sleep: () => Promise.resolve(),
+      clock: new ManualClock({ fastForward: true }),
       readFile: (path) =>
         Promise.resolve(path === files.keyFile ? pairA.key : path === files.certFile ? pairA.cert : pairB.cert),
       attempts: 1,

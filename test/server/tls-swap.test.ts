@@ -10,7 +10,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadTlsMaterial } from '../../src/server/tls/material.js';
 import { startTlsReloader, type TlsReloader } from '../../src/server/tls/reloader.js';
-import { directoryWatcher, systemTimers } from '../../src/util/directory-watch.js';
+import { systemClock } from '../../src/util/clock.js';
+import { directoryWatcher } from '../../src/util/directory-watch.js';
 import { loadConformanceCases, reviewFor } from '../support/conformance.js';
 import { postJson, type HttpResult } from './support/https-client.js';
 import { createKubeVolume, swapKubeVolume } from './support/kube-volume.js';
@@ -50,8 +51,8 @@ beforeAll(async () => {
     files,
     initial,
     target: server.app.server,
-    watch: directoryWatcher({ debounceMs: 100, resyncMs: 0, timers: systemTimers, onError: () => undefined }),
-    sleep: (ms) => sleep(ms),
+    watch: directoryWatcher({ debounceMs: 100, resyncMs: 0, clock: systemClock, onError: () => undefined }),
+    clock: systemClock,
     attempts: 5,
     retryDelayMs: 100,
     onResult: (result) => {

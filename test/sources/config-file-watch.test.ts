@@ -4,7 +4,8 @@
  */
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { directoryWatcher, systemTimers } from '../../src/util/directory-watch.js';
+import { systemClock } from '../../src/util/clock.js';
+import { directoryWatcher } from '../../src/util/directory-watch.js';
 import {
   startConfigFileWatch,
   type ConfigFileWatch,
@@ -184,7 +185,7 @@ describe('startConfigFileWatch', () => {
   });
 
   it('fails to start when the directory cannot be watched', async () => {
-    const watch = directoryWatcher({ debounceMs: 10, resyncMs: 0, timers: systemTimers, onError: () => undefined });
+    const watch = directoryWatcher({ debounceMs: 10, resyncMs: 0, clock: systemClock, onError: () => undefined });
     await expect(rig(`${root}/no-such-dir/config.yaml`, { watch })).rejects.toThrow(/ENOENT/);
   });
 });
@@ -193,7 +194,7 @@ describe('with the real directory watcher', () => {
   it('follows a ConfigMap volume ..data swap', async () => {
     const dir = `${await freshDir()}/volume`;
     await createKubeVolume(dir, { 'injection-config.yaml': manifest });
-    const watch = directoryWatcher({ debounceMs: 50, resyncMs: 0, timers: systemTimers, onError: () => undefined });
+    const watch = directoryWatcher({ debounceMs: 50, resyncMs: 0, clock: systemClock, onError: () => undefined });
     const { watch: configWatch, store, loadedUntil } = await rig(`${dir}/injection-config.yaml`, { watch });
 
     const reloaded = loadedUntil((loaded) => keys(loaded).length === 1);
@@ -207,7 +208,7 @@ describe('with the real directory watcher', () => {
   it('follows an in-place rewrite too (an editor, not the kubelet)', async () => {
     const dir = await freshDir();
     await writeFile(`${dir}/config.yaml`, manifest);
-    const watch = directoryWatcher({ debounceMs: 50, resyncMs: 0, timers: systemTimers, onError: () => undefined });
+    const watch = directoryWatcher({ debounceMs: 50, resyncMs: 0, clock: systemClock, onError: () => undefined });
     const { watch: configWatch, store, loadedUntil } = await rig(`${dir}/config.yaml`, { watch });
 
     const reloaded = loadedUntil((loaded) => keys(loaded).length === 1);

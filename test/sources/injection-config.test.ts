@@ -3,6 +3,7 @@ import { STARTUP_ERRORS } from '../../src/errors/index.js';
 import { parseConfigMapManifest } from '../../src/sources/configmap-manifest.js';
 import { InjectionConfigStore, parseRuntimeConfig } from '../../src/sources/injection-config.js';
 import { parsePolicy, parseRuntimeList, runtimesFromAnnotations } from '../../src/sources/pod-annotations.js';
+import { ManualClock } from '../support/manual-clock.js';
 
 describe('parseRuntimeConfig', () => {
   it('names the line and column of a JSON syntax error', () => {
@@ -126,7 +127,8 @@ describe('InjectionConfigStore', () => {
   });
 
   it('keeps the last valid version of a key that turns bad, and reports it', () => {
-    const store = new InjectionConfigStore('ns/cm', () => 42);
+    const clock = new ManualClock();
+    const store = new InjectionConfigStore('ns/cm', clock);
     store.update({ csi: '{"volume": [{"name": "v1"}]}' });
     const report = store.update({ csi: '{"volume": [', gpu: 'nope' });
     expect(report.invalidKeys.map((k) => [k.key, k.fellBack])).toEqual([
@@ -138,7 +140,7 @@ describe('InjectionConfigStore', () => {
     expect(snapshot.valid.get('csi')).toEqual({ volume: [{ name: 'v1' }] });
     expect(snapshot.entries.get('csi')?.error).toMatch(/invalid JSON/);
     expect(snapshot.entries.get('gpu')?.config).toBeUndefined();
-    expect(store.loadedAt).toBe(42);
+    expect(store.loadedAt).toBe(clock.now());
   });
 });
 

@@ -32,8 +32,8 @@ const EVENT_MAX_HOLD_MS = 5000;
 const EVENT_DRAIN_MS = 3000;
 
 export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: Logger): Promise<number> {
-  const signals = listenForStopSignals(process);
   const clock = systemClock;
+  const signals = listenForStopSignals(process, clock);
   const clients = createKubeClients(options.kubeconfig);
   const identity = options.identity ?? `${hostname()}_${randomUUID()}`;
   const metrics = createDeliveryMetrics({ defaultMetrics: true, queue: () => controller.figures() });
@@ -42,6 +42,7 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
     maxBodyBytes: options.maxAnswerBytes,
     user: options.fileUser,
     onRequest: (operation, outcome) => metrics.envdRequest(operation, outcome),
+    clock,
   });
   const events = eventQueue({
     concurrency: EVENT_CONCURRENCY,
@@ -61,6 +62,7 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
         { watch: what, retryInMs, err: { message: firstLine(errorMessage(error)) } },
         'watch failed; restarting',
       ),
+    clock,
   );
   // A new bundle (or the loss of the only one) changes what TLS Sandboxes are decided: all are looked at again.
   const tls = runtimeTlsSource({
@@ -74,6 +76,7 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
         { watch: 'runtime TLS Secret', retryInMs, err: { message: firstLine(errorMessage(error)) } },
         'watch failed; restarting',
       ),
+    clock,
   });
   const controller = new Controller({
     cache: watches.cache,

@@ -17,6 +17,7 @@ import { logConfigProblems, startConfigFileWatch, type ConfigLoadResult } from '
 import type { ConfigUpdateReport, InjectionConfigStore } from '../../sources/injection-config.js';
 import type { KubeClients } from '../../sources/kube/clients.js';
 import { runtimesFromAnnotations } from '../../sources/pod-annotations.js';
+import type { Clock } from '../../util/clock.js';
 import { errorCode } from '../../util/error-message.js';
 import type { ServeTarget } from './cluster.js';
 import type { Lifetime } from './lifetime.js';
@@ -31,6 +32,8 @@ export interface ConfigSourceDeps {
   metrics: ServerMetrics;
   logger: Logger;
   lifetime: Lifetime;
+  /** The cluster watches' clock. */
+  clock: Clock;
 }
 
 /** Starts the sources of the mode in use; resolves once the config file has been read (local mode). */
@@ -64,7 +67,7 @@ async function startLocalSources({
 }
 
 async function startClusterSources(
-  { options, store, metrics, logger, lifetime }: ConfigSourceDeps,
+  { options, store, metrics, logger, lifetime, clock }: ConfigSourceDeps,
   kube: KubeClients,
 ): Promise<ReviewDeps> {
   // Imported here: @kubernetes/client-node alone costs ~70 MiB of RSS, which a local run has no use for.
@@ -93,10 +96,12 @@ async function startClusterSources(
       metrics.configReload('failure', undefined);
       logger.warn({ err: error, retryInMs }, 'injection ConfigMap watch failed; restarting');
     },
+    clock,
   });
   lifetime.onClose(() => configWatch.stop());
   const sandboxes = watchSandboxes(kube, {
     onError: (error, retryInMs) => logger.warn({ err: error, retryInMs }, 'Sandbox watch failed; restarting'),
+    clock,
   });
   lifetime.onClose(() => sandboxes.watch.stop());
   return {

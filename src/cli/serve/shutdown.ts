@@ -4,10 +4,11 @@
  * and the admissions in flight are drained. A second signal cuts the delay and the drain short; the same signal
  * again within REPEATED_SIGNAL_MS is not a second one (see there).
  *
- * The process and the server are passed in, so a test drives a shutdown with an EventEmitter for the
- * signals, a fake server and fake timers.
+ * The process, the server and the clock are passed in, so a test drives a shutdown with an EventEmitter for
+ * the signals, a fake server and a clock it moves by hand.
  */
 import type { Server } from 'node:https';
+import { repeatOn, sleepOn, type Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/logger.js';
 
 export interface Stop {
@@ -45,18 +46,14 @@ const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT'];
 export const REPEATED_SIGNAL_MS = 1000;
 
 /** Listens from the start, so a signal that arrives while the server is still starting is not lost. */
-export function listenForStopSignals(
-  source: SignalSource,
-  now: () => number = Date.now,
-  sleep: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-): StopSignals {
+export function listenForStopSignals(source: SignalSource, clock: Clock): StopSignals {
   const resolvers: ((stop: Stop) => void)[] = [];
   const first = new Promise<Stop>((resolve) => resolvers.push(resolve));
   const second = new Promise<Stop>((resolve) => resolvers.push(resolve));
   let received = 0;
   let last: { signal: NodeJS.Signals; at: number } | undefined;
   const onSignal = (signal: NodeJS.Signals): void => {
-    const at = now();
+    const at = clock.monotonic();
     if (last !== undefined && last.signal === signal && at - last.at < REPEATED_SIGNAL_MS) return;
     last = { signal, at };
     resolvers[received]?.({ signal });
@@ -67,8 +64,9 @@ export function listenForStopSignals(
     first,
     second,
     remove: async () => {
-      const echoUntil = last === undefined ? 0 : last.at + REPEATED_SIGNAL_MS;
-      if (now() < echoUntil) await sleep(echoUntil - now());
+      const left = last === undefined ? 0 : last.at + REPEATED_SIGNAL_MS - clock.monotonic();
+      // Kept alive: with everything closed, this wait is all that stands between the process and its exit.
+      if (left > 0) await new Promise<void>((resolve) => clock.setTimer(resolve, left, { keepAlive: true }));
       for (const signal of STOP_SIGNALS) source.off(signal, onSignal);
     },
   };
@@ -92,6 +90,7 @@ export interface ShutdownDeps {
   /** The longest the drain waits for admissions in flight before it cuts their connections. */
   timeoutMs: number;
   logger: Pick<Logger, 'info' | 'warn'>;
+  clock: Clock;
 }
 
 /**
@@ -106,8 +105,8 @@ export async function shutDownOnSignal(deps: ShutdownDeps): Promise<number> {
   const stop = await signals.first;
   logger.info({ signal: stop.signal }, 'shutting down: draining in-flight admissions');
   deps.startDraining();
-  if (deps.delayMs > 0) await sleepUnless(deps.delayMs, signals.second);
-  const forced = await drain(deps.server, deps.timeoutMs, signals.second, logger);
+  if (deps.delayMs > 0) await sleepUnless(deps.clock, deps.delayMs, signals.second);
+  const forced = await drain(deps.server, deps.timeoutMs, signals.second, logger, deps.clock);
   logger.info({ forced }, 'stopped');
   return forced ? 1 : 0;
 }
@@ -123,6 +122,7 @@ export async function drain(
   timeoutMs: number,
   secondSignal: Promise<Stop>,
   logger: Pick<Logger, 'warn'>,
+  clock: Clock,
 ): Promise<boolean> {
   let forced = false;
   const force = (why: string): void => {
@@ -131,25 +131,21 @@ export async function drain(
     logger.warn({ why }, 'closing connections with admissions still in flight');
     server.connections.closeAllConnections();
   };
-  const sweep = setInterval(() => server.connections.closeIdleConnections(), IDLE_SWEEP_MS);
-  const timeout = setTimeout(() => force(`shutdown timeout of ${timeoutMs} ms passed`), timeoutMs);
+  const stopSweeping = repeatOn(clock, IDLE_SWEEP_MS, () => server.connections.closeIdleConnections());
+  const cancelTimeout = clock.setTimer(() => force(`shutdown timeout of ${timeoutMs} ms passed`), timeoutMs);
   void secondSignal.then((stop) => force(`second ${stop.signal}`));
   try {
     await server.close();
   } finally {
-    clearInterval(sweep);
-    clearTimeout(timeout);
+    stopSweeping();
+    cancelTimeout();
   }
   return forced;
 }
 
-/** Waits `ms`, or less when `cut` settles first; the timer is cleared either way, so it holds nothing open. */
-async function sleepUnless(ms: number, cut: Promise<unknown>): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const elapsed = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
-  try {
-    await Promise.race([elapsed, cut]);
-  } finally {
-    clearTimeout(timer);
-  }
+/** Waits `ms`, or less when `cut` settles first; the timer is cancelled either way, so it holds nothing open. */
+async function sleepUnless(clock: Clock, ms: number, cut: Promise<unknown>): Promise<void> {
+  const cutShort = new AbortController();
+  void cut.then(() => cutShort.abort());
+  await sleepOn(clock, ms, cutShort.signal);
 }

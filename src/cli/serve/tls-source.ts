@@ -4,7 +4,6 @@
  * local mode makes a self-signed pair for localhost. Whichever it is, the files' directories are watched
  * and new handshakes get the new pair.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { durationsMs, type ServeOptions } from '../../config.js';
 import type { ServerMetrics } from '../../server/metrics.js';
@@ -12,6 +11,7 @@ import type { TlsFiles, TlsMaterial } from '../../server/tls/material.js';
 import type { TlsPolicy } from '../../server/tls/policy.js';
 import { startTlsReloader, type SecureContextTarget, type TlsReloadResult } from '../../server/tls/reloader.js';
 import { ensureSelfSignedCertificates } from '../../server/tls/self-signed.js';
+import type { Clock } from '../../util/clock.js';
 import type { WatchDirectories } from '../../util/directory-watch.js';
 import type { ServeTarget } from './cluster.js';
 import type { Lifetime } from './lifetime.js';
@@ -26,6 +26,7 @@ export async function resolveTlsFiles(
   target: ServeTarget,
   logger: Logger,
   lifetime: Lifetime,
+  clock: Clock,
 ): Promise<TlsFiles> {
   const clientCa = options.tlsClientCaFile === undefined ? {} : { clientCaFile: options.tlsClientCaFile };
   if (options.tlsCertFile !== undefined && options.tlsKeyFile !== undefined) {
@@ -47,6 +48,7 @@ export async function resolveTlsFiles(
         .map((s) => s.trim())
         .filter((s) => s !== ''),
       pollIntervalMs: durationsMs(options).certPollMs,
+      clock,
       logger,
     });
     lifetime.onClose(() => certificates.stop());
@@ -57,7 +59,7 @@ export async function resolveTlsFiles(
     );
     return { certFile: certificates.files.certFile, keyFile: certificates.files.keyFile, ...clientCa };
   }
-  const { files, outcome } = await ensureSelfSignedCertificates(options.selfSignedDir);
+  const { files, outcome } = await ensureSelfSignedCertificates(options.selfSignedDir, new Date(clock.now()));
   logger.info(
     { caFile: files.caCertFile, certFile: files.certFile, outcome },
     'no certificate given: serving a self-signed one for localhost (clients trust the CA file)',
@@ -76,6 +78,7 @@ export interface TlsFollowDeps {
   metrics: ServerMetrics;
   logger: Logger;
   lifetime: Lifetime;
+  clock: Clock;
 }
 
 /** From now until the end of `lifetime`, a changed pair replaces the server's secure context. */
@@ -86,7 +89,7 @@ export function followTlsFiles(deps: TlsFollowDeps): void {
     initial: deps.initial,
     target: deps.target,
     watch: deps.watch,
-    sleep: (ms) => sleep(ms),
+    clock: deps.clock,
     attempts: TLS_RELOAD_ATTEMPTS,
     retryDelayMs: TLS_RELOAD_RETRY_MS,
     policy: deps.policy,

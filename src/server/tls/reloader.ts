@@ -7,6 +7,7 @@
  */
 import type { SecureContextOptions } from 'node:tls';
 import { dirname } from 'node:path';
+import { sleepOn, type Clock } from '../../util/clock.js';
 import type { WatchDirectories } from '../../util/directory-watch.js';
 import { reloadOnChange } from '../../util/reload-on-change.js';
 import {
@@ -36,7 +37,8 @@ export interface TlsReloaderDeps {
   initial: TlsMaterial;
   target: SecureContextTarget;
   watch: WatchDirectories;
-  sleep(ms: number): Promise<void>;
+  /** What the retries of a half-written pair wait on. */
+  clock: Clock;
   readFile?: ReadFile;
   /** Reads per change before the change is given up on (the next change or resync tries again). */
   attempts: number;
@@ -74,7 +76,7 @@ export function startTlsReloader(deps: TlsReloaderDeps): TlsReloader {
         return result.kind === 'reloaded' ? { ...result, attempts: attempt } : result;
       } catch (error) {
         lastMessage = errorMessage(error);
-        if (attempt < deps.attempts) await deps.sleep(deps.retryDelayMs);
+        if (attempt < deps.attempts) await sleepOn(deps.clock, deps.retryDelayMs);
       }
     }
     return { kind: 'failed', message: lastMessage, attempts: deps.attempts };

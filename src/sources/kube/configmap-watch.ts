@@ -1,5 +1,6 @@
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import type { ConfigUpdateReport, InjectionConfigStore } from '../injection-config.js';
+import type { Clock } from '../../util/clock.js';
 import type { KubeClients } from './clients.js';
 import { ResilientWatch } from './resilient-watch.js';
 
@@ -11,7 +12,8 @@ export interface ConfigMapWatchOptions {
   /** Each applied change: for logs and the reload metrics. */
   onApplied?: (report: ConfigUpdateReport, event: 'list' | 'add' | 'update' | 'delete') => void;
   onError?: (error: unknown, retryInMs: number) => void;
-  delay?: (ms: number) => Promise<void>;
+  /** The watch's clock (ResilientWatch). */
+  clock?: Clock;
 }
 
 /**
@@ -42,7 +44,7 @@ export function watchInjectionConfigMap(options: ConfigMapWatchOptions): Resilie
     onUpdate: (item) => apply(item, 'update'),
     onDelete: () => apply(undefined, 'delete'),
     onError: options.onError,
-    delay: options.delay,
+    clock: options.clock,
   });
   watch.start();
   return watch;

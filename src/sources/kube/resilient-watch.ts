@@ -1,5 +1,5 @@
 import { ListWatch, type KubernetesObject, type Watch } from '@kubernetes/client-node';
-import { unrefSleep } from '../../util/sleep.js';
+import { backoffDelay, type BackoffSettings } from '../../util/backoff.js';
 import { systemClock, type Clock } from '../../util/clock.js';
 import { GuardedWatch } from './guarded-watch.js';
 import { listAllPages, type ListPageFunction } from './paged-list.js';
@@ -11,6 +11,13 @@ import { listAllPages, type ListPageFunction } from './paged-list.js';
  * costs at most three minutes of stale cache and one list.
  */
 export const DEFAULT_SILENCE_MS = 180_000;
+
+/**
+ * Between restarts after failures in a row. Half a second lets a brief blip (an API server rolling) cost
+ * almost nothing; thirty seconds caps the load a long outage puts on it from every replica, and the stale
+ * time after it comes back.
+ */
+export const DEFAULT_RESTART_BACKOFF: BackoffSettings = { minMs: 500, maxMs: 30_000 };
 
 export interface ResilientWatchOptions<T extends KubernetesObject> {
   watch: Watch;
@@ -28,7 +35,7 @@ export interface ResilientWatchOptions<T extends KubernetesObject> {
   transform?: (object: T) => T;
   /** Default DEFAULT_SILENCE_MS. */
   silenceMs?: number;
-  /** The silence deadline's clock; injectable so tests need no real clock. */
+  /** The clock of the silence deadline and of the waits between restarts. Default systemClock. */
   clock?: Clock;
   /** Every successful list, with its items (transformed): the authoritative state at that moment. */
   onList: (items: T[]) => void;
@@ -40,31 +47,32 @@ export interface ResilientWatchOptions<T extends KubernetesObject> {
    * `retryInMs` 0: its list starts at once.
    */
   onError?: (error: unknown, retryInMs: number) => void;
-  /** Waits between restarts; injectable so tests need no real clock. */
-  delay?: (ms: number) => Promise<void>;
-  minBackoffMs?: number;
-  maxBackoffMs?: number;
+  /** The waits between restarts; default DEFAULT_RESTART_BACKOFF. */
+  backoff?: BackoffSettings;
+  /** The backoff's jitter; default Math.random. */
+  random?: () => number;
 }
 
 /**
  * A client-node ListWatch that reports when it has listed and never stays down. ListWatch has no "synced"
- * flag, and on any error other than 410 Gone it stops for good; this restarts it with capped exponential
- * backoff, reset by the next successful list. The list is read in pages, every object is transformed as it
- * arrives, and a watch gone silent is replaced by a new list (guarded-watch.ts).
+ * flag, and on any error other than 410 Gone it stops for good; this restarts it with the capped, jittered
+ * backoff of util/backoff.ts, reset by the next successful list. The list is read in pages, every object is
+ * transformed as it arrives, and a watch gone silent is replaced by a new list (guarded-watch.ts).
  */
 export class ResilientWatch<T extends KubernetesObject> {
   private readonly listWatch: ListWatch<T>;
   private synced = false;
   private stopped = false;
   private failures = 0;
-  private readonly delay: (ms: number) => Promise<void>;
+  private cancelRestart: () => void = () => undefined;
+  private readonly clock: Clock;
 
   constructor(private readonly options: ResilientWatchOptions<T>) {
-    this.delay = options.delay ?? unrefSleep;
+    this.clock = options.clock ?? systemClock;
     const guarded = new GuardedWatch<T>(options.watch, {
       transform: options.transform,
       silenceMs: options.silenceMs ?? DEFAULT_SILENCE_MS,
-      clock: options.clock ?? systemClock,
+      clock: this.clock,
       onSilence: (error) => options.onError?.(error, 0),
     });
     this.listWatch = new ListWatch<T>(
@@ -108,18 +116,22 @@ export class ResilientWatch<T extends KubernetesObject> {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.cancelRestart();
     await this.listWatch.stop();
   }
 
   private restartLater(error: unknown): void {
     if (this.stopped) return;
-    const min = this.options.minBackoffMs ?? 500;
-    const max = this.options.maxBackoffMs ?? 30_000;
-    const wait = Math.min(max, min * 2 ** this.failures);
     this.failures += 1;
+    const wait = backoffDelay(
+      this.failures,
+      this.options.backoff ?? DEFAULT_RESTART_BACKOFF,
+      this.options.random ?? Math.random,
+    );
     this.options.onError?.(error, wait);
-    void this.delay(wait).then(() => {
+    this.cancelRestart();
+    this.cancelRestart = this.clock.setTimer(() => {
       if (!this.stopped) this.start();
-    });
+    }, wait);
   }
 }

@@ -10,6 +10,7 @@ import { isTrustedCreator, type TrustedCreators } from '../trusted-creators.js';
 import type { KubeClients } from './clients.js';
 import { ResilientWatch } from './resilient-watch.js';
 import { errorMessage } from '../../util/error-message.js';
+import type { Clock } from '../../util/clock.js';
 
 const SANDBOX_PLURAL = 'sandboxes';
 
@@ -104,7 +105,7 @@ function selectionFromSandbox(sandbox: Sandbox, pod: Pod, label: string): Runtim
 /** A cached watch of all Sandboxes, with a direct GET when the cache misses or holds an older object. */
 export function watchSandboxes(
   clients: KubeClients,
-  options: { onError?: (error: unknown, retryInMs: number) => void; delay?: (ms: number) => Promise<void> } = {},
+  options: { onError?: (error: unknown, retryInMs: number) => void; clock?: Clock } = {},
 ): { watch: ResilientWatch<Sandbox>; lookup: SandboxLookup } {
   const watch = new ResilientWatch<Sandbox>({
     watch: clients.watch,
@@ -118,7 +119,7 @@ export function watchSandboxes(
       })) as KubernetesListObject<Sandbox>,
     onList: () => undefined,
     onError: options.onError,
-    delay: options.delay,
+    clock: options.clock,
   });
   watch.start();
   const lookup: SandboxLookup = async (namespace, name, uid) => {

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { ApiException } from '@kubernetes/client-node';
 import { startSelfManagedCertificates } from '../../../src/certs/self-managed.js';
 import type { Logger } from '../../../src/util/logger.js';
+import { systemClock } from '../../../src/util/clock.js';
 import { createKubeClients } from '../../../src/sources/kube/clients.js';
 import {
   REPLICA_CONFIG_ENV,
@@ -58,7 +59,7 @@ const certs = startSelfManagedCertificates({
   pollIntervalMs: config.pollIntervalMs,
   retryMinMs: config.retryMinMs,
   caOverlapMs: config.caOverlapMs,
-  now: () => new Date(Date.now() + offsetMs),
+  clock: { ...systemClock, now: () => systemClock.now() + offsetMs },
   logger,
 });
 certs.ready.then(

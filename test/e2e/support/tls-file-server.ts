@@ -3,10 +3,10 @@
 // every AdmissionReview with "allowed", so kube-apiserver can call it through the webhook configuration.
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { MIN_TLS_VERSION, loadTlsMaterial, secureContextOptions } from '../../../src/server/tls/material.js';
 import { startTlsReloader, type TlsReloader, type TlsReloadResult } from '../../../src/server/tls/reloader.js';
-import { directoryWatcher, systemTimers } from '../../../src/util/directory-watch.js';
+import { systemClock } from '../../../src/util/clock.js';
+import { directoryWatcher } from '../../../src/util/directory-watch.js';
 
 export interface TlsFileServer {
   port: number;
@@ -54,10 +54,10 @@ export async function startTlsFileServer(files: { certFile: string; keyFile: str
     watch: directoryWatcher({
       debounceMs: 50,
       resyncMs: 0,
-      timers: systemTimers,
+      clock: systemClock,
       onError: (dir, error) => reloads.push({ kind: 'failed', message: `watch ${dir}: ${error.message}`, attempts: 0 }),
     }),
-    sleep: (ms) => sleep(ms),
+    clock: systemClock,
     attempts: 5,
     retryDelayMs: 100,
     onResult: (result) => reloads.push(result),

@@ -3,43 +3,12 @@
  * and a clock the test moves. With ResilientWatch on top, the real client-node ListWatch takes the silence as
  * the 410 it is dressed as, and lists again. test/e2e/paged-watch.e2e.test.ts freezes a real watch instead.
  */
-import { KubeConfig, Watch, type KubernetesListObject, type V1ConfigMap } from '@kubernetes/client-node';
+import type { KubernetesListObject, V1ConfigMap } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { GuardedWatch, WatchSilentError } from '../../../src/sources/kube/guarded-watch.js';
 import { ResilientWatch } from '../../../src/sources/kube/resilient-watch.js';
-import { FakeClock } from '../../deliver/fake-clock.js';
-
-interface ScriptedRequest {
-  params: Record<string, unknown>;
-  event(phase: string, object: unknown): void;
-  end(error: unknown): void;
-  controller: AbortController;
-}
-
-/** A Watch whose requests the test drives: each call is recorded, and resolves at once. */
-class ScriptedWatch extends Watch {
-  readonly requests: ScriptedRequest[] = [];
-  constructor() {
-    const config = new KubeConfig();
-    config.loadFromOptions({
-      clusters: [{ name: 'c', server: 'http://127.0.0.1:1' }],
-      users: [{ name: 'u' }],
-      contexts: [{ name: 'c', cluster: 'c', user: 'u' }],
-      currentContext: 'c',
-    });
-    super(config);
-  }
-  override watch(
-    _path: string,
-    params: Record<string, unknown>,
-    callback: (phase: string, object: unknown) => void,
-    done: (error: unknown) => void,
-  ): Promise<AbortController> {
-    const controller = new AbortController();
-    this.requests.push({ params, event: callback, end: done, controller });
-    return Promise.resolve(controller);
-  }
-}
+import { ManualClock } from '../../support/manual-clock.js';
+import { ScriptedWatch } from '../../support/scripted-watch.js';
 
 const cm = (name: string, version: string): V1ConfigMap => ({
   metadata: { name, namespace: 'ns', resourceVersion: version, managedFields: [{ manager: 'kubectl' }] },
@@ -55,7 +24,7 @@ const strip = (object: V1ConfigMap): V1ConfigMap => ({
 
 function guarded(silenceMs = 1000) {
   const inner = new ScriptedWatch();
-  const clock = new FakeClock();
+  const clock = new ManualClock();
   const silences: WatchSilentError[] = [];
   const watch = new GuardedWatch<V1ConfigMap>(inner, {
     transform: strip,
@@ -187,7 +156,7 @@ describe('GuardedWatch', () => {
 describe('ResilientWatch on a silent watch', () => {
   it('lists again after the silence, says so, and keeps the cache with the transformed objects', async () => {
     const inner = new ScriptedWatch();
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     let lists = 0;
     const errors: [unknown, number][] = [];
     const watch = new ResilientWatch<V1ConfigMap>({
@@ -206,16 +175,18 @@ describe('ResilientWatch on a silent watch', () => {
       onList: () => undefined,
       onError: (error, retryInMs) => errors.push([error, retryInMs]),
     });
+    const first = inner.nextRequest();
     watch.start();
-    while (inner.requests.length < 1) await tick();
+    await first;
     expect(inner.requests[0]?.params).toMatchObject({ resourceVersion: '10', allowWatchBookmarks: true });
     inner.requests[0]?.event('ADDED', cm('watched', '11'));
     expect(watch.get('watched', 'ns')).toEqual(strip(cm('watched', '11')));
     expect(watch.get('listed-1', 'ns')).toEqual(strip(cm('listed-1', '10')));
 
+    const second = inner.nextRequest();
     clock.jump(5000);
     clock.fire();
-    while (inner.requests.length < 2) await tick();
+    await second;
     expect(lists).toBe(2);
     expect(errors).toHaveLength(1);
     expect(errors[0]?.[0]).toBeInstanceOf(WatchSilentError);
