@@ -3,10 +3,17 @@ import { injectCsi } from './csi.js';
 import { PodEditor, type EditOperation } from './editor.js';
 import { wrapForEnvInjection, type WrapperInstaller } from './env-wrapper.js';
 import { injectGeneric } from './generic.js';
-import { isPresent } from './present.js';
 import { emptyReport, type InjectionReport } from './report.js';
 import { recordedStatus, settledRuntimes, STATUS_ANNOTATION, statusAfter } from './status.js';
-import { AGENT_RUNTIME, CSI, type EnvVarsInjectionPolicy, type Pod, type RuntimeConfig } from './types.js';
+import {
+  AGENT_RUNTIME,
+  CSI,
+  type Container,
+  type ContainerList,
+  type EnvVarsInjectionPolicy,
+  type Pod,
+  type RuntimeConfig,
+} from './types.js';
 
 export interface RequestedRuntime {
   name: string;
@@ -111,6 +118,29 @@ function inOrder(runtimes: readonly RequestedRuntime[]): RequestedRuntime[] {
   const rank = (name: string): number => (name === AGENT_RUNTIME ? 0 : name === CSI ? 1 : 2);
   // Array.prototype.sort is stable, so the other runtimes keep the order they were asked in.
   return unique.sort((a, b) => rank(a.name) - rank(b.name));
+}
+
+/**
+ * Whether the runtime is already in the pod: every container its config adds is there, in the same list, with
+ * the same name and image. That is what the Sandbox controller leaves when it injected the runtime itself before
+ * creating the pod. A runtime whose config adds no container can never be told apart from an absent one.
+ */
+function isPresent(pod: Pod, runtime: string, config: RuntimeConfig): boolean {
+  const wanted = runtimeContainers(runtime, config);
+  return (
+    wanted.length > 0 &&
+    wanted.every(({ list, container }) =>
+      (pod.spec[list] ?? []).some((c) => c.name === container.name && c.image === container.image),
+    )
+  );
+}
+
+/** The containers a runtime's config adds, each with the pod list it goes to. */
+function runtimeContainers(runtime: string, config: RuntimeConfig): { list: ContainerList; container: Container }[] {
+  const into = (list: ContainerList, containers: readonly Container[] | undefined) =>
+    (containers ?? []).map((container) => ({ list, container }));
+  if (runtime === AGENT_RUNTIME || runtime === CSI) return into('initContainers', config.csiSidecar);
+  return [...into('initContainers', config.initContainers), ...into('containers', config.containers)];
 }
 
 /**
