@@ -5,16 +5,14 @@ import {
   type RequestedRuntime,
   type WrapperInstaller,
 } from '../injection/index.js';
+import type { AdmissionRequest } from '../shapes/admission-review.js';
 import { encodePatch } from './patch.js';
 import type { ConfigSnapshot, RuntimeSelection } from './ports.js';
 import { DENIALS, type Failure } from '../errors.js';
 import { allowed, denied, patched, type ReviewFacts, type ReviewOutcome } from './answers.js';
 import { podOverLimits } from './pod-limits.js';
-import { podName } from './pod-name.js';
-import { warningSubject } from './sandbox-owner.js';
-import { describePodError, describeReviewError } from './schema-errors.js';
-import { validatePod, validateReview } from './schema.js';
-import type { AdmissionRequest } from './types.js';
+import { podName, warningSubject } from './sandbox-owner.js';
+import { describePodError, describeReviewError, validatePod, validateReview } from './schema.js';
 
 export interface ReviewDeps {
   /** Current injection config snapshot (cheap, no I/O). */

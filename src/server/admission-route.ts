@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { reviewAdmission, type ReviewDeps } from '../admission/review.js';
-import { reviewBytes } from '../admission/serialize.js';
+import { reviewBytes } from '../admission/answers.js';
 import { HTTP_ERRORS } from '../errors.js';
 import type { Logger } from '../util/logger.js';
 import { cutMessage } from '../util/log-fields.js';
