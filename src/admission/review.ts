@@ -1,5 +1,6 @@
 import {
   injectRuntimes,
+  type JsonPointers,
   type Pod,
   type PostStartConflict,
   type RequestedRuntime,
@@ -25,9 +26,12 @@ export interface ReviewDeps {
   postStartConflict?: PostStartConflict;
   /** Answer what Auto cannot hold until the claim (network probes, no command) as warnings too. */
   warnUnwrapped?: boolean;
+  /** The patch's pointers, kept from one review to the next: the server's app and each CLI command own one. */
+  pointers?: JsonPointers;
 }
 
 export type { AdmissionSummary, Decision, ReviewOutcome } from './answers.js';
+export { JsonPointers } from '../injection/index.js';
 
 /**
  * The one path from an AdmissionReview body to its answer, shared by the server and the CLI. `text`, the body's
@@ -66,6 +70,7 @@ export async function reviewAdmission(body: unknown, deps: ReviewDeps, text?: st
     allConfigs: config.valid,
     wrapper: deps.wrapper,
     postStartConflict: deps.postStartConflict,
+    pointers: deps.pointers,
   });
   const { report } = result;
   const injected: ReviewFacts = {

@@ -1,5 +1,5 @@
 import { unescapePointer } from '../util/json-pointer.js';
-import { childPointer, pointerOf, pointerUnder, type Segment } from './pointers.js';
+import { JsonPointers, pointerOf, type Segment } from './pointers.js';
 import type { MetadataMap, Pod } from './types.js';
 
 export type { Segment } from './pointers.js';
@@ -47,7 +47,11 @@ export class PodEditor {
     this.merged = undefined;
   };
 
-  constructor(readonly original: Pod) {}
+  /** `pointers` are kept across edits by whoever makes many (JsonPointers); without, this edit makes its own. */
+  constructor(
+    readonly original: Pod,
+    private readonly pointers: JsonPointers = new JsonPointers(),
+  ) {}
 
   /**
    * The pod as edited so far, but for entries added to labels and annotations: read those through `entry`.
@@ -95,7 +99,7 @@ export class PodEditor {
    */
   at(path: readonly Segment[], last: 'object' | 'array' = 'object'): EditCursor {
     if (this.finalsFrom !== undefined && !this.replaying) throw new Error('PodEditor: no edit follows final edits');
-    this.root ??= new EditCursor(this.recordOperation, '', Object.assign({}, this.original), '');
+    this.root ??= new EditCursor(this.recordOperation, this.pointers, '', Object.assign({}, this.original), '');
     let cursor = this.root;
     for (let i = 0; i < path.length; i++) {
       cursor = cursor.child(path[i] as Segment, i === path.length - 1 ? last : 'object');
@@ -124,7 +128,7 @@ export class PodEditor {
     let node: unknown = this.view;
     for (const segment of path) node = (node as Node)[segment];
     this.finalsFrom ??= this.recorded.length;
-    return new FinalPlace(pointerOf(path), node as Node, this.recordOperation);
+    return new FinalPlace(this.pointers.of(path), node as Node, this.recordOperation, this.pointers);
   }
 
   /** Applies the final edits to the view, from the operations they recorded. */
@@ -164,7 +168,8 @@ export class PodEditor {
   setEntry(field: MetadataMap, key: string, value: string): void {
     const map = this.pod.metadata?.[field];
     if (map == null || typeof map !== 'object') this.set(['metadata', field], {});
-    this.recordOperation(this.hasEntry(field, key) ? 'replace' : 'add', pointerOf(['metadata', field, key]), value);
+    const pointer = this.pointers.of(['metadata', field, key]);
+    this.recordOperation(this.hasEntry(field, key) ? 'replace' : 'add', pointer, value);
     this.added[field].set(key, value);
   }
 }
@@ -189,6 +194,7 @@ export class EditCursor {
 
   constructor(
     private readonly record: (op: EditOperation['op'], path: string, value: unknown) => void,
+    private readonly pointers: JsonPointers,
     readonly key: Segment,
     readonly node: Node,
     readonly pointer: string,
@@ -203,7 +209,7 @@ export class EditCursor {
     const known = this.known(key);
     // A cursor whose object is no longer at its key was replaced by `set`: the new value is not ours.
     if (known !== undefined && known.node === current) return known;
-    const pointer = childPointer(this.pointer, key);
+    const pointer = this.pointers.child(this.pointer, key);
     let copy: Node;
     if (current !== null && typeof current === 'object') {
       // Object.assign rather than a spread: V8 gives a spread clone a map of its own, outside the transition
@@ -214,14 +220,14 @@ export class EditCursor {
       copy = (kind === 'array' ? [] : {}) as Node;
     }
     this.node[key] = copy;
-    const cursor = new EditCursor(this.record, key, copy, pointer);
+    const cursor = new EditCursor(this.record, this.pointers, key, copy, pointer);
     this.remember(cursor, known);
     return cursor;
   }
 
   /** Sets `key` to `value`, which from then on is the caller's and only ever copied, never written into. */
   set(key: Segment, value: unknown): void {
-    this.record(Object.hasOwn(this.node, key) ? 'replace' : 'add', childPointer(this.pointer, key), value);
+    this.record(Object.hasOwn(this.node, key) ? 'replace' : 'add', this.pointers.child(this.pointer, key), value);
     this.node[key] = value;
   }
 
@@ -229,7 +235,7 @@ export class EditCursor {
   append(values: readonly unknown[]): void {
     const list = this.node as unknown as unknown[];
     for (const value of values) {
-      this.record('add', childPointer(this.pointer, list.length), value);
+      this.record('add', this.pointers.child(this.pointer, list.length), value);
       list.push(value);
     }
   }
@@ -274,6 +280,7 @@ export class FinalPlace {
     private readonly pointer: string,
     private readonly node: Node,
     private readonly record: (op: EditOperation['op'], path: string, value: unknown) => void,
+    private readonly pointers: JsonPointers,
   ) {}
 
   /** Sets the value at `below`, a path under this place whose parents exist. */
@@ -282,7 +289,11 @@ export class FinalPlace {
     let parent = this.node;
     for (let i = 0; i < segments.length - 1; i++) parent = parent[segments[i] as Segment] as Node;
     const key = segments[segments.length - 1] as Segment;
-    this.record(Object.hasOwn(parent, key) ? 'replace' : 'add', pointerUnder(this.pointer, below.pointer), value);
+    this.record(
+      Object.hasOwn(parent, key) ? 'replace' : 'add',
+      this.pointers.under(this.pointer, below.pointer),
+      value,
+    );
   }
 
   /**
@@ -290,17 +301,17 @@ export class FinalPlace {
    * look up again (a probe's command is two lookups down, on objects of many shapes).
    */
   replace(below: RelativePath, value: unknown): void {
-    this.record('replace', pointerUnder(this.pointer, below.pointer), value);
+    this.record('replace', this.pointers.under(this.pointer, below.pointer), value);
   }
 
   /** Appends to the array at `key` of this place, created when missing. */
   append(key: Segment, values: readonly unknown[]): void {
     if (values.length === 0) return;
-    const pointer = childPointer(this.pointer, key);
+    const pointer = this.pointers.child(this.pointer, key);
     const current = this.node[key];
     let length = 0;
     if (Array.isArray(current)) length = current.length;
     else this.record(Object.hasOwn(this.node, key) ? 'replace' : 'add', pointer, []);
-    for (const value of values) this.record('add', childPointer(pointer, length++), value);
+    for (const value of values) this.record('add', this.pointers.child(pointer, length++), value);
   }
 }

@@ -1,6 +1,7 @@
 import { injectAgentRuntime, type PostStartConflict } from './agent-runtime.js';
 import { injectCsi } from './csi.js';
 import { PodEditor, type EditOperation } from './editor.js';
+import type { JsonPointers } from './pointers.js';
 import { wrapForEnvInjection, type WrapperInstaller } from './env-wrapper.js';
 import { injectGeneric } from './generic.js';
 import { emptyReport, type InjectionReport } from './report.js';
@@ -33,6 +34,8 @@ export interface InjectionInput {
   wrapper?: WrapperInstaller;
   /** When the main container and agent-runtime's config both have a postStart hook: skip the runtime (default). */
   postStartConflict?: PostStartConflict;
+  /** The patch's pointers, kept across the admissions of whoever makes many; without, this one makes its own. */
+  pointers?: JsonPointers;
 }
 
 export interface InjectionResult {
@@ -49,7 +52,7 @@ export interface InjectionResult {
 
 /** Applies the asked runtimes to a pod: agent-runtime first, then csi, then the rest in the order asked. */
 export function injectRuntimes(pod: Pod, input: InjectionInput): InjectionResult {
-  const editor = new PodEditor(pod);
+  const editor = new PodEditor(pod, input.pointers);
   const report = emptyReport();
   const before = recordedStatus(pod);
   // Runtimes an earlier admission decided on are left alone: a reinvocation must change nothing, and a
@@ -167,6 +170,7 @@ function recordStatus(editor: PodEditor, status: string): void {
 }
 
 export type { EditOperation } from './editor.js';
+export { JsonPointers } from './pointers.js';
 export type { PostStartConflict } from './agent-runtime.js';
 export type { WrapperInstaller } from './env-wrapper.js';
 export { wrappedWithoutInstaller } from './env-wrapper.js';
