@@ -119,8 +119,8 @@ export class PodEditor {
 
   /**
    * A place for final edits: the last edits of an injection, which nothing reads afterwards. Each is recorded at
-   * once, but the view is left as it is, so nothing on its path is copied: on the bench's review, copying each
-   * wrapped container, probe and exec only to keep a view that no one reads again was a fifth of the review.
+   * once, but the view is left as it is, so nothing on its path is copied: a wrapped container, its probes and
+   * their execs are not copied only to keep a view that no one reads again (docs/benchmark.md measures it).
    * `result()` applies them when the whole pod is asked for. Once one is made, only more final edits may follow,
    * and each must change a place that no other final edit changes or lies under. `path` must exist in the view.
    */
@@ -213,7 +213,7 @@ export class EditCursor {
     let copy: Node;
     if (current !== null && typeof current === 'object') {
       // Object.assign rather than a spread: V8 gives a spread clone a map of its own, outside the transition
-      // tree, so each property the edit then adds made a new map (several times slower).
+      // tree, so each property the edit then adds would make a new map, and garbage only a full collection frees.
       copy = (Array.isArray(current) ? current.slice() : Object.assign({}, current)) as Node;
     } else {
       this.record(Object.hasOwn(this.node, key) ? 'replace' : 'add', pointer, kind === 'array' ? [] : {});

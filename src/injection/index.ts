@@ -1,3 +1,35 @@
+/**
+ * The injection: a pod and the runtimes asked for it in, the edited pod and its RFC 6902 patch out, with no I/O.
+ * The rules are ../shared/spec/INJECTION.md; in the order `injectRuntimes` applies them:
+ *
+ * 1. Settled runtimes. The status annotation (status.ts) records what earlier admissions of this pod injected,
+ *    found present and skipped. Those runtimes are left as they are, so a reinvocation changes nothing, and a
+ *    runtime skipped then is not tried again on a pod that later runtimes changed.
+ * 2. Order. The other asked runtimes, each once: agent-runtime, then csi, then the rest in the order asked. Each
+ *    is injected or skipped on its own, all or nothing, and one's skip never changes another's outcome.
+ * 3. Present. A runtime whose config adds containers, all already in the pod in the same list with the same name
+ *    and image (the Sandbox controller injected it itself), is recorded as present and left alone.
+ * 4. Conflicts, then injection, by kind. Every kind is skipped when a container it adds has the name of one the
+ *    pod has (merge.ts). agent-runtime (agent-runtime.ts) is also skipped when its config and the main container
+ *    both have a valid postStart, unless --poststart-conflict=merge chains two exec hooks (or keeps the main
+ *    container's); then it appends its sidecars, sets the config's postStart, appends env as is and the mounts
+ *    whose paths are free. csi (csi.ts) adds only the env and mounts whose names the main container lacks, and
+ *    ignores postStart. A generic runtime (generic.ts) is also skipped for a volume name the pod has; it adds the
+ *    labels and annotations the pod lacks and appends its containers. All add only the volumes the pod lacks, and
+ *    agent-runtime and csi are skipped in a pod without containers.
+ * 5. Auto (env-wrapper.ts). Decided once every runtime is done, since it needs agent-runtime's sidecars in the
+ *    pod (injected now or before); without them, or with the main container holding /var/sandbox with another
+ *    volume, nothing is wrapped and a warning says why. Otherwise the sandbox-env volume and the mounts of the
+ *    main container and the sidecars are added, the pod's own containers with a command are chosen for wrapping
+ *    (not those a runtime brought, nor one with another volume at /var/sandbox), and the wrapper's installer is
+ *    added when one is given and a command uses the wrapper.
+ * 6. The status. When runtimes were asked, the annotation records this admission's outcome beside the earlier
+ *    ones, unless it already says exactly that.
+ * 7. Wrapping, last. The chosen containers' commands and exec probes are wrapped as the editor's final edits,
+ *    which copy nothing and after which no other edit is made (editor.ts).
+ *
+ * Every edit is recorded as the operation that makes it as it is made, so the patch is ready when the edit ends.
+ */
 import { injectAgentRuntime, type PostStartConflict } from './agent-runtime.js';
 import { injectCsi } from './csi.js';
 import { PodEditor, type EditOperation } from './editor.js';
