@@ -49,7 +49,6 @@ const SHORT_ON_PURPOSE: Readonly<Record<string, string>> = {
   'src/cli/version.ts': 'left to the integrator of issue 29',
   'src/deliver/backoff.ts': 'left to the integrator of issue 29',
   'src/envfile/errors.ts': 'left to the integrator of issue 29',
-  'src/errors/failure.ts': 'left to the integrator of issue 29',
   'src/shapes/sandbox.ts': 'left to the integrator of issue 29',
   'src/sources/deep-freeze.ts': 'left to the integrator of issue 29',
   'src/sources/json-errors.ts': 'left to the integrator of issue 29',

@@ -177,7 +177,11 @@ function send(agent: Agent, method: string, url: string, body: unknown, type: st
   });
 }
 
-const ip = (i: number): string => `10.${64 + Math.floor(i / 65536)}.${Math.floor(i / 256) % 256}.${i % 256}`;
+/**
+ * Loopback addresses where nothing listens: deliver-env's new term looks into every pool pod (to clear what an
+ * earlier claim left), and the bench sends nothing off this machine. Each look is refused at once.
+ */
+const ip = (i: number): string => `127.${64 + Math.floor(i / 62500)}.${Math.floor(i / 250) % 250}.${1 + (i % 250)}`;
 
 /** About 10 KiB as JSON: what a Sandbox template with the injected runtimes comes to. */
 function podSpec(i: number): Record<string, unknown> {

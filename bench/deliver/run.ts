@@ -6,7 +6,7 @@
  * of its own opened beforehand), and for each the time from its claim annotation recorded (kube-apiserver's own
  * audit timestamp of the PATCH) to its .env_ready written is taken, with the envd requests it cost; and, beside
  * it, the time from sending the claim, which adds kube-apiserver taking 200 writes at once.
- * Target (docs/deliver-env.md): p99 under 1 s, 3 requests per delivery.
+ * Target (docs/deliver-env.md): p99 under 1 s, REQUESTS_PER_CLAIM envd requests per delivery.
  *
  * Each Sandbox's folder also has the real run_with_envs.sh waiting in it under bash, its command printing the
  * wall-clock time it starts (`date +%s%N`), so the bench also takes the claim recorded to the wrapped app's first
@@ -70,9 +70,20 @@ function startApp(dir: string): WaitingApp {
 /** GET, two uploads and two Moves, the listing, and the wake when a wrapper waits (docs/deliver-env.md). */
 const REQUESTS_PER_CLAIM = 7;
 
+/**
+ * How many requests each double had answered when its claim went out: a new term first looks into every
+ * unclaimed pod (to clear what an earlier claim left), and that look is not part of the claim's delivery.
+ */
+const beforeClaim = new Map<EnvdDouble, number>();
+
+/** The requests a double answered since its claim went out. */
+function claimRequests(double: EnvdDouble): EnvdDouble['requests'] {
+  return double.requests.slice(beforeClaim.get(double) ?? 0);
+}
+
 /** When .env_ready was in place: its upload answered, or its Move answered. */
 function readyAt(double: EnvdDouble): number | undefined {
-  return double.requests.find(
+  return claimRequests(double).find(
     (r) =>
       (r.operation === 'upload' || r.operation === 'move') && r.path === '/var/sandbox/.env_ready' && r.status === 200,
   )?.at;
@@ -247,10 +258,13 @@ async function main(): Promise<void> {
     // One at a time: each claim once the app of the one before has started.
     const serialNames = allNames.slice(0, SERIAL);
     for (const [i, name] of serialNames.entries()) {
+      beforeClaim.set(doubles[i] as EnvdDouble, (doubles[i] as EnvdDouble).requests.length);
       await call('PATCH', name, claimBody(i));
       await Promise.race([
         apps[i]?.started,
-        sleep(30_000).then(() => Promise.reject(new Error(`${name}: no app start in 30 s`))),
+        sleep(30_000).then(() =>
+          Promise.reject(new Error(`${name}: no app start in 30 s; deliver-env said: ${out.slice(-4000)}`)),
+        ),
       ]);
     }
     const names = allNames.slice(SERIAL);
@@ -265,6 +279,7 @@ async function main(): Promise<void> {
     await Promise.all(
       names.map(async (name, i) => {
         const body = claimBody(i);
+        beforeClaim.set(atOnce[i] as EnvdDouble, (atOnce[i] as EnvdDouble).requests.length);
         sentAt.set(name, Date.now());
         await call('PATCH', name, body);
         patchedAt.set(name, Date.now());
@@ -283,7 +298,7 @@ async function main(): Promise<void> {
     const latencies = names
       .map((name, i) => (readyAt(atOnce[i] as EnvdDouble) ?? 0) - (sentAt.get(name) ?? 0))
       .sort((a, b) => a - b);
-    const requests = atOnce.reduce((sum, d) => sum + d.requests.length, 0);
+    const requests = atOnce.reduce((sum, d) => sum + claimRequests(d).length, 0);
     // The audit log is written before each answer goes out (blocking mode), so every claim is in it by now.
     const recordedAt = new Map<string, number>();
     for (const event of readAuditEvents(audit.logPath)) {
@@ -302,7 +317,7 @@ async function main(): Promise<void> {
       for (const i of indices) {
         const double = doubles[i] as EnvdDouble;
         const recorded = recordedAt.get(allNames[i] ?? '') ?? Number.NaN;
-        const first = double.requests[0]?.at ?? Number.NaN;
+        const first = claimRequests(double)[0]?.at ?? Number.NaN;
         const ready = readyAt(double) ?? Number.NaN;
         const app = appStarts[i] ?? Number.NaN;
         split.total.push(app - recorded);
@@ -321,7 +336,7 @@ async function main(): Promise<void> {
       .sort((a, b) => a - b);
     // And the rest split at the controller's first envd request: the watch event and the queue before it, the
     // envd requests after it.
-    const firstRequestAt = (double: EnvdDouble) => double.requests[0]?.at ?? 0;
+    const firstRequestAt = (double: EnvdDouble) => claimRequests(double)[0]?.at ?? 0;
     const toFirstRequest = names
       .map((name, i) => firstRequestAt(atOnce[i] as EnvdDouble) - (patchedAt.get(name) ?? 0))
       .sort((a, b) => a - b);
@@ -366,7 +381,7 @@ async function main(): Promise<void> {
       `  claim answered -> first envd request (watch, queue): p50 ${result.acceptedToFirstRequestP50Ms} ms, p99 ${result.acceptedToFirstRequestP99Ms} ms; first envd request -> .env_ready: p50 ${result.envdRequestsP50Ms} ms, p99 ${result.envdRequestsP99Ms} ms\n`,
     );
     process.stdout.write(
-      `  target (p99 < 1000 ms, 3 requests per delivery): ${result.targetMet ? 'met' : 'NOT met'}; ` +
+      `  target (p99 < 1000 ms, ${REQUESTS_PER_CLAIM} requests per delivery): ${result.targetMet ? 'met' : 'NOT met'}; ` +
         `from the claim sent (its claim-timestamp, where the controller's own histogram starts): ${result.targetMetFromSent ? 'met' : 'NOT met'}\n`,
     );
     process.stdout.write(`the wrapped app started (its own clock), through the real run_with_envs.sh:\n`);

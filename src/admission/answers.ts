@@ -3,7 +3,7 @@
  * its admission responses. Each builds the AdmissionReview response and the log/metrics summary together from
  * the same facts, so the two cannot disagree; `reviewBytes` turns the answer into the bytes the server sends.
  */
-import { statusReason, type Failure } from '../errors.js';
+import { statusReason, type Failure } from '../errors/index.js';
 import type { SkipReason } from '../injection/index.js';
 import type { AdmissionResponse, AdmissionReview, AdmissionReviewRequest } from '../shapes/admission-review.js';
 import { limitWarnings, oneLine } from './warnings.js';
@@ -26,7 +26,7 @@ export interface AdmissionSummary {
   warningMessages: string[];
   /** What Auto cannot hold until the claim, whole, whether or not it was answered as warnings. */
   advice: string[];
-  /** For a denial: its catalogue code (src/errors.ts) and message. */
+  /** For a denial: its catalogue code (src/errors/) and message. */
   code?: string;
   message?: string;
 }

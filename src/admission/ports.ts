@@ -1,4 +1,4 @@
-import type { Failure } from '../errors.js';
+import type { Failure } from '../errors/index.js';
 import type { EnvVarsInjectionPolicy, RuntimeConfig } from '../injection/index.js';
 
 /**

@@ -9,7 +9,7 @@ import {
 import type { AdmissionRequest } from '../shapes/admission-review.js';
 import { encodePatch } from './patch.js';
 import type { ConfigSnapshot, RuntimeSelection } from './ports.js';
-import { DENIALS, type Failure } from '../errors.js';
+import { DENIALS, type Failure } from '../errors/index.js';
 import { allowed, denied, patched, type ReviewFacts, type ReviewOutcome } from './answers.js';
 import { podOverLimits } from './pod-limits.js';
 import { podName, warningSubject } from './sandbox-owner.js';

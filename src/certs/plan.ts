@@ -43,9 +43,12 @@ export interface RenewalPlan {
   dropPrevious: boolean;
 }
 
+/**
+ * Settings `checkPolicy` refuses. Only a caller of startSelfManagedCertificates can pass them (serve passes
+ * none, so the defaults hold): a mistake in the code, not a failure with a code of the catalogue.
+ */
 export class PolicyError extends Error {
   override readonly name = 'PolicyError';
-  readonly code = 'ERR_CERT_POLICY';
 }
 
 /**

@@ -4,15 +4,10 @@
  * with 409 Conflict; reading again and deciding again on what the other wrote is then the whole remedy.
  */
 import { ApiException } from '@kubernetes/client-node';
-import { STARTUP_ERRORS } from '../errors.js';
+import { STARTUP_ERRORS } from '../errors/index.js';
 
 /** Reads and writes per call before giving up: writers that keep winning this often are not replicas. */
 const CONFLICT_ATTEMPTS = 5;
-
-export class CertificateConflictError extends Error {
-  override readonly name = 'CertificateConflictError';
-  readonly code = STARTUP_ERRORS.certificateConflict.code;
-}
 
 /**
  * Runs `attempt` (read, decide, write) again on 409 Conflict, up to CONFLICT_ATTEMPTS times in all.
@@ -31,7 +26,7 @@ export async function retryOnConflict<T>(
       onConflict(n);
     }
   }
-  throw new CertificateConflictError(`${what} kept changing under ${CONFLICT_ATTEMPTS} read-modify-write attempts`);
+  throw new STARTUP_ERRORS.certificateConflict.Error(what, CONFLICT_ATTEMPTS);
 }
 
 /** Whether `error` is the API server's answer with this HTTP status. */

@@ -20,6 +20,7 @@
  */
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
+import { DELIVERY_FAILURES } from '../errors/index.js';
 import { EnvFileError } from '../envfile/errors.js';
 import { parseEnvJson } from '../envfile/parse-env-json.js';
 import { renderEnvFile } from '../envfile/render-env-file.js';
@@ -71,7 +72,14 @@ export interface DeliveryTarget {
   claimedAtMs: number | undefined;
 }
 
-export type RefusalReason = 'EnvRequestRefused' | 'RuntimeUrlRefused' | 'RuntimeTlsUnconfigured';
+/** The catalogue's failure of each refusal, by the name the decision gives it. */
+export const REFUSALS = {
+  EnvRequestRefused: DELIVERY_FAILURES.envRequestRefused,
+  RuntimeUrlRefused: DELIVERY_FAILURES.runtimeUrlRefused,
+  RuntimeTlsUnconfigured: DELIVERY_FAILURES.runtimeTlsUnconfigured,
+} as const;
+
+export type RefusalReason = keyof typeof REFUSALS;
 
 export type ClaimDecision = { inputs: string } & (
   | { kind: 'wait'; why: 'no-pod' | 'not-wrapped' | 'no-address' }
@@ -86,6 +94,12 @@ export type ClaimSettings = EndpointSettings;
 /** The largest request annotation read; kube-apiserver caps all annotations at 256 KiB together. */
 const MAX_REQUEST_CHARS = 256 * 1024;
 
+/** A claim is on the Sandbox: its label, or a request (a claimer that writes only the request still claims). */
+export function isClaimed(sandbox: DeliverySandbox): boolean {
+  const request = sandbox.metadata?.annotations?.[INIT_RUNTIME_REQUEST];
+  return (typeof request === 'string' && request !== '') || sandbox.metadata?.labels?.[SANDBOX_CLAIMED] === 'true';
+}
+
 export function claimDecision(
   sandbox: DeliverySandbox,
   pod: DeliveryPod | undefined,
@@ -99,7 +113,7 @@ export function claimDecision(
 
   const request = annotations[INIT_RUNTIME_REQUEST];
   const hasRequest = typeof request === 'string' && request !== '';
-  const claimed = hasRequest || sandbox.metadata?.labels?.[SANDBOX_CLAIMED] === 'true';
+  const claimed = isClaimed(sandbox);
 
   const address = podAddress(sandbox, pod);
   const base = runtimeBase(annotations, address, settings);

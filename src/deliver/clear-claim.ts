@@ -62,7 +62,7 @@ export async function clearClaim(
         known === undefined
           ? `${error.message}: the files of an earlier claim may still be in pod ${decision.podUid}, and this replica does not know the token they were delivered with (it started or took the Lease after that delivery)`
           : `${error.message}: envd no longer takes the token the claim was delivered with`;
-      return refuse(attempt, 'unauthorized', 'EnvNotCleared', message);
+      return refuse(attempt, 'unauthorized', 'EnvNotCleared', { code: error.code, message });
     }
     // A pool's pod that was never claimed and is not up yet is no reason to retry for ever: its next change is.
     if (known === undefined && error.kind === 'unavailable') return { kind: 'wait-for-change' };

@@ -15,7 +15,14 @@
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../util/clock.js';
 import type { BackoffSettings } from './backoff.js';
-import { claimDecision, type ClaimDecision, type DeliveryPod, type DeliverySandbox } from './claim.js';
+import {
+  claimDecision,
+  isClaimed,
+  REFUSALS,
+  type ClaimDecision,
+  type DeliveryPod,
+  type DeliverySandbox,
+} from './claim.js';
 import { clearClaim } from './clear-claim.js';
 import { deliverClaim, type StepDeps } from './deliver-claim.js';
 import type { EnvdFiles, SendGuard } from './envd-files.js';
@@ -69,7 +76,7 @@ export class Controller {
     this.nonce = deps.nonce ?? (() => randomBytes(8).toString('hex'));
     this.queue = new WorkQueue({
       concurrency: deps.settings.concurrency,
-      retrySlots: Math.max(1, Math.floor(deps.settings.concurrency / 2)),
+      backgroundSlots: Math.max(1, Math.floor(deps.settings.concurrency / 2)),
       backoff: deps.settings.backoff,
       random: deps.random,
       clock: deps.clock,
@@ -88,17 +95,23 @@ export class Controller {
     if (term !== undefined) for (const key of this.deps.cache.keys()) this.enqueue(key);
   }
 
-  /** Something about `key` changed. A failing key waits out its backoff, unless what it is asked changed. */
+  /**
+   * Something about `key` changed. A failing key waits out its backoff, unless what it is asked changed. A
+   * claimed Sandbox goes to the front of the queue; an unclaimed one (only ever cleared) to the background, so
+   * that a new term's sweep of a whole pool never holds a claim back.
+   */
   enqueue(key: string): void {
     if (this.term === undefined) return;
     if (!this.pendingSince.has(key)) this.pendingSince.set(key, this.deps.clock.monotonic());
+    const sandbox = this.deps.cache.get(key);
+    const lane = sandbox !== undefined && !isClaimed(sandbox) ? 'background' : 'front';
     const failing = this.memory.failing.get(key);
     if (failing !== undefined && this.queue.backingOff(key) && this.decide(key)?.inputs !== failing) {
       this.memory.failing.delete(key);
-      this.queue.addNow(key);
+      this.queue.addNow(key, lane);
       return;
     }
-    this.queue.add(key);
+    this.queue.add(key, lane);
   }
 
   /** Something every decision reads changed (the runtime TLS bundle): every Sandbox is looked at again. */
@@ -157,7 +170,7 @@ export class Controller {
         return { kind: 'wait-for-change' };
       case 'refused': {
         const event = decision.event === 'EnvRequestRefused' ? 'EnvDeliveryFailed' : decision.event;
-        return refuse(attempt(decision.podUid), 'refused', event, `request refused: ${decision.reason}`);
+        return refuse(attempt(decision.podUid), 'refused', event, REFUSALS[decision.event](decision.reason));
       }
       case 'unclaimed':
         return clearClaim(steps, attempt(decision.podUid), decision);

@@ -16,24 +16,33 @@
  * body (envd may echo what it was sent) or a token.
  */
 import { posix } from 'node:path';
+import { CatalogueError, DELIVERY_FAILURES } from '../errors/index.js';
 import type { RuntimeEndpoint } from './runtime-endpoint.js';
 import { httpCall, HttpCallError, multipartFile, runtimeAgent, type HttpAnswer } from './http-call.js';
 import type { DeliveryStep, ReadyState } from './plan.js';
 
 /**
- * `unauthorized` and `rejected` wait for the Sandbox to change; `unavailable` is retried with backoff;
- * `aborted`: the lease term ended (or was not provably fresh), so nothing more is sent in it.
+ * The catalogue's failure of each kind. `unauthorized` and `rejected` wait for the Sandbox to change;
+ * `unavailable` is retried with backoff; `aborted`: the lease term ended (or was not provably fresh), so nothing
+ * more is sent in it.
  */
-export type EnvdErrorKind = 'unauthorized' | 'rejected' | 'unavailable' | 'aborted';
+const ENVD_FAILURES = {
+  unauthorized: DELIVERY_FAILURES.envdUnauthorized,
+  rejected: DELIVERY_FAILURES.envdRejected,
+  unavailable: DELIVERY_FAILURES.envdUnavailable,
+  aborted: DELIVERY_FAILURES.leaseTermEnded,
+} as const;
 
-export class EnvdError extends Error {
-  override readonly name = 'EnvdError';
+export type EnvdErrorKind = keyof typeof ENVD_FAILURES;
+
+/** A request to envd that failed: `what` names the operation and the path, `problem` what went wrong. */
+export class EnvdError extends CatalogueError<undefined> {
   constructor(
     readonly kind: EnvdErrorKind,
-    message: string,
-    readonly status?: number,
+    what: string,
+    problem: string,
   ) {
-    super(message);
+    super(ENVD_FAILURES[kind](what, problem));
   }
 }
 
@@ -74,7 +83,7 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
     guard: SendGuard,
   ): Promise<HttpAnswer> => {
     if (!guard.fresh() || guard.signal.aborted)
-      throw new EnvdError('aborted', `${what}: not sent, the Lease is not provably held`);
+      throw new EnvdError('aborted', what, 'not sent, the Lease is not provably held');
     try {
       const answer = await httpCall(
         endpoint.tlsAgent ?? plainAgent,
@@ -86,17 +95,13 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
       return answer;
     } catch (error) {
       if (!(error instanceof HttpCallError)) throw error;
-      if (guard.signal.aborted) throw new EnvdError('aborted', `${what}: cut, the Lease term ended`);
+      if (guard.signal.aborted) throw new EnvdError('aborted', what, 'cut, the Lease term ended');
       if (error.status === undefined) {
         deps.onRequest?.(operation, 'error');
-        throw new EnvdError('unavailable', `${what}: ${error.problem}`);
+        throw new EnvdError('unavailable', what, error.problem);
       }
       deps.onRequest?.(operation, error.status);
-      throw new EnvdError(
-        'unavailable',
-        `${what}: answer HTTP ${error.status} unreadable: ${error.problem}`,
-        error.status,
-      );
+      throw new EnvdError('unavailable', what, `answer HTTP ${error.status} unreadable: ${error.problem}`);
     }
   };
   const connect = (
@@ -177,7 +182,7 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
         guard,
       );
       // A missing source means the upload before it was lost (a new, empty volume): plan again.
-      if (status === 404) throw new EnvdError('unavailable', `${what}: HTTP 404`, status);
+      if (status === 404) throw new EnvdError('unavailable', what, 'HTTP 404');
       if (status !== 200) throw statusError(what, status);
     },
   };
@@ -204,11 +209,11 @@ function folderEntries(body: string, folder: string, what: string): FolderEntry[
   try {
     parsed = JSON.parse(body);
   } catch {
-    throw new EnvdError('unavailable', `${what}: the answer is not JSON`);
+    throw new EnvdError('unavailable', what, 'the answer is not JSON');
   }
   const entries = (parsed as { entries?: unknown } | null)?.entries;
   if (entries === undefined) return [];
-  if (!Array.isArray(entries)) throw new EnvdError('unavailable', `${what}: the answer has no entries list`);
+  if (!Array.isArray(entries)) throw new EnvdError('unavailable', what, 'the answer has no entries list');
   const found: FolderEntry[] = [];
   for (const entry of entries as unknown[]) {
     const { name, path, type } = (entry ?? {}) as { name?: unknown; path?: unknown; type?: unknown };
@@ -220,11 +225,9 @@ function folderEntries(body: string, folder: string, what: string): FolderEntry[
 }
 
 function statusError(what: string, status: number): EnvdError {
-  if (status === 401 || status === 403)
-    return new EnvdError('unauthorized', `${what}: HTTP ${status} (token refused)`, status);
-  if (status >= 500 || status === 408 || status === 429)
-    return new EnvdError('unavailable', `${what}: HTTP ${status}`, status);
+  if (status === 401 || status === 403) return new EnvdError('unauthorized', what, `HTTP ${status} (token refused)`);
+  if (status >= 500 || status === 408 || status === 429) return new EnvdError('unavailable', what, `HTTP ${status}`);
   if (status >= 300 && status < 400)
-    return new EnvdError('rejected', `${what}: HTTP ${status} (redirects are not followed)`, status);
-  return new EnvdError('rejected', `${what}: HTTP ${status}`, status);
+    return new EnvdError('rejected', what, `HTTP ${status} (redirects are not followed)`);
+  return new EnvdError('rejected', what, `HTTP ${status}`);
 }

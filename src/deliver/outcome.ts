@@ -31,6 +31,8 @@ export type DeliveryOutcome =
       podUid: string | undefined;
       reason: FailureReason;
       event: FailureEvent;
+      /** The failure's code in the catalogue (docs/errors.md). */
+      code: string;
       /** Names what failed, never a value or a token. */
       message: string;
       /** False: not until the Sandbox or its pod changes. */

@@ -31,7 +31,7 @@ export function reporter(deps: ReporterDeps): (outcome: DeliveryOutcome) => void
     };
     if (outcome.kind === 'failed') {
       deps.logger.warn(
-        { ...fields, event: outcome.event, retrying: outcome.retrying, problem: outcome.message },
+        { ...fields, event: outcome.event, code: outcome.code, retrying: outcome.retrying, problem: outcome.message },
         'env delivery failed',
       );
     } else if (outcome.kind === 'delivered') {

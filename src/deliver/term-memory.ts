@@ -2,6 +2,7 @@
  * What one leadership term has learned, and how a failure is recorded in it. A term's memory is dropped with
  * the term: a request that finishes after its term ended records nothing anywhere.
  */
+import type { Failure } from '../errors/index.js';
 import type { EnvdError } from './envd-files.js';
 import type { DeliveryOutcome, FailureEvent, FailureReason } from './outcome.js';
 import type { RuntimeEndpoint } from './runtime-endpoint.js';
@@ -44,7 +45,7 @@ export interface Attempt {
 /** An envd failure: retried with backoff when envd could not be reached, else held until something changes. */
 export function failed(attempt: Attempt, error: EnvdError, event: FailureEvent): ReconcileResult {
   if (error.kind === 'aborted') return { kind: 'done' };
-  if (error.kind !== 'unavailable') return refuse(attempt, error.kind, event, error.message);
+  if (error.kind !== 'unavailable') return refuse(attempt, error.kind, event, error);
   const { memory, key, podUid } = attempt;
   const firstOfStreak = !memory.failing.has(key);
   memory.failing.set(key, attempt.inputs);
@@ -54,6 +55,7 @@ export function failed(attempt: Attempt, error: EnvdError, event: FailureEvent):
     podUid,
     reason: 'unavailable',
     event,
+    code: error.code,
     message: error.message,
     retrying: true,
     firstOfStreak,
@@ -62,10 +64,15 @@ export function failed(attempt: Attempt, error: EnvdError, event: FailureEvent):
 }
 
 /** Nothing more is tried for these inputs: the next change of the Sandbox or its pod is. */
-export function refuse(attempt: Attempt, reason: FailureReason, event: FailureEvent, message: string): ReconcileResult {
+export function refuse(
+  attempt: Attempt,
+  reason: FailureReason,
+  event: FailureEvent,
+  { code, message }: Pick<Failure, 'code' | 'message'>,
+): ReconcileResult {
   const { memory, key, podUid } = attempt;
   memory.blocked.set(key, attempt.inputs);
   memory.failing.delete(key);
-  attempt.report({ kind: 'failed', key, podUid, reason, event, message, retrying: false, firstOfStreak: true });
+  attempt.report({ kind: 'failed', key, podUid, reason, event, code, message, retrying: false, firstOfStreak: true });
   return { kind: 'wait-for-change' };
 }

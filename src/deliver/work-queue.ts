@@ -4,8 +4,10 @@
  * `concurrency` keys at once; and one rate limiter, a capped per-key backoff that a change of the key does not
  * skip (the failing attempt waits its turn; a caller that knows the inputs changed says so with `addNow`).
  *
- * Two lanes: keys that changed, and keys being retried. Retries hold at most `retrySlots` of the slots, so a
- * claim is never queued behind a crowd of unreachable pods timing out.
+ * Two lanes: the front one for keys a tenant waits on (claims), and the background one for retries and for
+ * keys nobody waits on (a pool's unclaimed pods, which a new term sweeps all at once). Background keys hold at
+ * most `backgroundSlots` of the slots, so a claim is never queued behind a crowd of pool pods being swept or of
+ * unreachable pods timing out.
  */
 import type { Clock } from '../util/clock.js';
 import { backoffDelay, type BackoffSettings } from './backoff.js';
@@ -22,7 +24,7 @@ export type ReconcileResult =
 
 export interface WorkQueueOptions {
   concurrency: number;
-  retrySlots: number;
+  backgroundSlots: number;
   backoff: BackoffSettings;
   random: () => number;
   clock: Clock;
@@ -41,12 +43,15 @@ export interface QueueFigures {
   longestRunningSeconds: number;
 }
 
-type Lane = 'changed' | 'retry';
+/** Where a change is queued: `front` for what a tenant waits on, `background` for the rest. */
+export type Lane = 'front' | 'background';
 
 export class WorkQueue {
-  private readonly lanes: Record<Lane, Map<string, number>> = { changed: new Map(), retry: new Map() };
+  private readonly lanes: Record<Lane, Map<string, number>> = { front: new Map(), background: new Map() };
   private readonly running = new Map<string, { since: number; lane: Lane }>();
   private readonly dirty = new Set<string>();
+  /** The dirty keys of which a change was for the front. */
+  private readonly dirtyFront = new Set<string>();
   /** Keys whose inputs changed during a run: whatever the run came to, they run again at once. */
   private readonly urgent = new Set<string>();
   private readonly waiting = new Map<string, () => void>();
@@ -56,23 +61,30 @@ export class WorkQueue {
 
   constructor(private readonly options: WorkQueueOptions) {}
 
-  /** A change of `key`: queued at once, unless it waits out a backoff (then it runs when that ends). */
-  add(key: string): void {
+  /**
+   * A change of `key`: queued in `lane`, unless it waits out a backoff (then it runs when that ends). A key
+   * queued in the background moves to the front when a change of it is for the front.
+   */
+  add(key: string, lane: Lane = 'front'): void {
     if (!this.accepting) return;
     if (this.running.has(key)) {
       this.dirty.add(key);
+      if (lane === 'front') this.dirtyFront.add(key);
       return;
     }
-    if (this.waiting.has(key) || this.lanes.changed.has(key) || this.lanes.retry.has(key)) return;
-    this.lanes.changed.set(key, this.options.clock.monotonic());
+    if (this.waiting.has(key) || this.lanes.front.has(key)) return;
+    const queued = this.lanes.background.get(key);
+    if (queued !== undefined && lane === 'background') return;
+    this.lanes.background.delete(key);
+    this.lanes[lane].set(key, queued ?? this.options.clock.monotonic());
     this.pump();
   }
 
   /** A change that makes the failing attempt moot (new inputs): its backoff is dropped and it runs now. */
-  addNow(key: string): void {
+  addNow(key: string, lane: Lane = 'front'): void {
     this.forget(key);
     if (this.running.has(key)) this.urgent.add(key);
-    this.add(key);
+    this.add(key, lane);
   }
 
   /** True while `key` waits for a retry. */
@@ -82,12 +94,13 @@ export class WorkQueue {
 
   /** Drops every queued key, wait and failure count; what runs finishes (its caller aborts it if need be). */
   clear(): void {
-    this.lanes.changed.clear();
-    this.lanes.retry.clear();
+    this.lanes.front.clear();
+    this.lanes.background.clear();
     for (const cancel of this.waiting.values()) cancel();
     this.waiting.clear();
     this.failures.clear();
     this.dirty.clear();
+    this.dirtyFront.clear();
     this.urgent.clear();
     this.settleIdle();
   }
@@ -106,7 +119,7 @@ export class WorkQueue {
   }
 
   busy(): boolean {
-    return this.running.size > 0 || this.lanes.changed.size > 0 || this.lanes.retry.size > 0;
+    return this.running.size > 0 || this.lanes.front.size > 0 || this.lanes.background.size > 0;
   }
 
   figures(): QueueFigures {
@@ -116,7 +129,7 @@ export class WorkQueue {
     let longest = now;
     for (const { since } of this.running.values()) longest = Math.min(longest, since);
     return {
-      depth: this.lanes.changed.size + this.lanes.retry.size,
+      depth: this.lanes.front.size + this.lanes.background.size,
       oldestQueuedSeconds: (now - oldest) / 1000,
       longestRunningSeconds: (now - longest) / 1000,
     };
@@ -126,25 +139,25 @@ export class WorkQueue {
     this.waiting.get(key)?.();
     this.waiting.delete(key);
     this.failures.delete(key);
-    this.lanes.retry.delete(key);
+    this.lanes.background.delete(key);
   }
 
-  private retrySlotsUsed(): number {
+  private backgroundSlotsUsed(): number {
     let used = 0;
-    for (const { lane } of this.running.values()) if (lane === 'retry') used += 1;
+    for (const { lane } of this.running.values()) if (lane === 'background') used += 1;
     return used;
   }
 
-  /** The next key to run: changed keys first; retries only while they hold fewer than their slots. */
+  /** The next key to run: the front first; the background only while it holds fewer than its slots. */
   private next(): { key: string; lane: Lane } | undefined {
-    for (const key of this.lanes.changed.keys()) {
-      this.lanes.changed.delete(key);
-      return { key, lane: 'changed' };
+    for (const key of this.lanes.front.keys()) {
+      this.lanes.front.delete(key);
+      return { key, lane: 'front' };
     }
-    if (this.retrySlotsUsed() >= this.options.retrySlots) return undefined;
-    for (const key of this.lanes.retry.keys()) {
-      this.lanes.retry.delete(key);
-      return { key, lane: 'retry' };
+    if (this.backgroundSlotsUsed() >= this.options.backgroundSlots) return undefined;
+    for (const key of this.lanes.background.keys()) {
+      this.lanes.background.delete(key);
+      return { key, lane: 'background' };
     }
     return undefined;
   }
@@ -174,10 +187,11 @@ export class WorkQueue {
   }
 
   private settle(key: string, result: ReconcileResult): void {
+    const again: Lane = this.dirtyFront.delete(key) ? 'front' : 'background';
     if (this.urgent.delete(key)) {
       this.failures.delete(key);
       this.dirty.delete(key);
-      this.add(key);
+      this.add(key, again);
       return;
     }
     if (result.kind === 'retry') {
@@ -195,7 +209,7 @@ export class WorkQueue {
       this.waitThenRetry(key, result.ms);
       return;
     }
-    if (this.dirty.delete(key)) this.add(key);
+    if (this.dirty.delete(key)) this.add(key, again);
   }
 
   private waitThenRetry(key: string, ms: number): void {
@@ -205,7 +219,7 @@ export class WorkQueue {
       this.options.clock.setTimer(() => {
         this.waiting.delete(key);
         if (!this.accepting) return;
-        this.lanes.retry.set(key, this.options.clock.monotonic());
+        this.lanes.background.set(key, this.options.clock.monotonic());
         this.pump();
       }, ms),
     );

@@ -14,7 +14,15 @@ export const STARTUP_ERRORS = {
     1,
     'startup',
     'a --config-file is not exactly one ConfigMap with string values (serve keeps its last valid data)',
-    (origin: string, detail: string) => `${origin}: ${detail}`,
+    // The problem starts with the file's name: the YAML reader words it so (src/util/one-yaml-document.ts).
+    (problem: string) => problem,
+  ),
+  configDirectoryMissing: define(
+    'SI_CONFIG_DIR_MISSING',
+    1,
+    'startup',
+    'the directory of --config-file does not exist or is not a directory (it is watched for the file to appear)',
+    (file: string, dir: string, problem: string) => `--config-file ${file}: the directory ${dir} ${problem}`,
   ),
   tlsUnreadable: define(
     'SI_TLS_READ',
@@ -56,6 +64,6 @@ export const STARTUP_ERRORS = {
     1,
     'startup',
     'self-managed certificates: the Secret or the caBundle kept changing under every read-modify-write attempt',
-    (what: string) => what,
+    (what: string, attempts: number) => `${what} kept changing under ${attempts} read-modify-write attempts`,
   ),
 } as const;

@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { Ajv, type ErrorObject, type SchemaObject, type ValidateFunction } from 'ajv';
-import { STARTUP_ERRORS } from '../errors.js';
+import { STARTUP_ERRORS } from '../errors/index.js';
 import { errorMessage } from '../util/error-message.js';
 import type { OptionRow, ValueType } from './option-row.js';
 
@@ -26,11 +26,9 @@ export type OptionValuesOf<R extends OptionRows> = {
 };
 
 /** Thrown for every bad flag or env value: each problem names the flag and its env var. */
-export class OptionsError extends Error {
-  override readonly name = 'OptionsError';
-  readonly code = STARTUP_ERRORS.optionsInvalid.code;
+export class OptionsError extends STARTUP_ERRORS.optionsInvalid.Error {
   constructor(readonly problems: readonly string[]) {
-    super(problems.join('; '));
+    super(problems);
   }
 }
 

@@ -10,7 +10,7 @@ import type { Logger } from '../util/logger.js';
 import { MUTATE_PATH, admissionRoute } from './admission-route.js';
 import { AnswersInFlight, clientErrorHandler } from './client-errors.js';
 import { errorAnswer, notFoundAnswer } from './error-answers.js';
-import type { HttpFailure } from './http-errors.js';
+import type { HttpFailure } from './http-failure.js';
 import { logRefusal } from './log-lines.js';
 import type { ServerMetrics } from './metrics.js';
 import { transportGuard } from './transport-guard.js';

@@ -3,8 +3,8 @@
  * under `maxInflightBytes`. A request that does not fit is refused with 503 and Retry-After.
  */
 import { Transform, type TransformCallback } from 'node:stream';
-import { HTTP_ERRORS } from '../errors.js';
-import { httpFailure, type HttpFailure } from './http-errors.js';
+import { HTTP_ERRORS } from '../errors/index.js';
+import { httpFailure, type HttpFailure } from './http-failure.js';
 import { RETRY_AFTER_SECONDS } from './transport.js';
 
 /** A request over this fraction of the budget is a large one (2 MiB of the default 16 MiB). */
@@ -81,7 +81,12 @@ export class Reservation {
 
   /** The 503 for a request that does not fit, with the budget as it stands. */
   busy(): HttpFailure {
-    return httpFailure(HTTP_ERRORS.busy(this.budget.used, this.budget.limit, RETRY_AFTER_SECONDS));
+    return httpFailure(this.busyError());
+  }
+
+  /** The same 503, as the error a body's stream fails with. */
+  busyError(): BusyError {
+    return new BusyError(this.budget.used, this.budget.limit, RETRY_AFTER_SECONDS);
   }
 
   get held(): number {
@@ -115,14 +120,10 @@ export class Reservation {
 }
 
 /** A body over the budget found while streaming it (chunked, no content-length to check up front). */
-export class BusyError extends Error {
-  override readonly name = 'BusyError';
-  readonly statusCode = HTTP_ERRORS.busy.status;
-  readonly code = HTTP_ERRORS.busy.code;
-
-  constructor(readonly failure: HttpFailure) {
-    super('request bodies in flight are over the budget');
-  }
+export class BusyError extends HTTP_ERRORS.busy.Error {
+  /** Fastify's body reader reads the status here, and puts 400 on an error without one. */
+  readonly statusCode = this.status;
+  readonly failure: HttpFailure = httpFailure(this);
 }
 
 /** Counts a body without a content-length against the reservation as it streams in. */
@@ -130,7 +131,7 @@ export function countingStream(reservation: Reservation): Transform {
   return new Transform({
     transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback) {
       if (reservation.take(chunk.length)) callback(null, chunk);
-      else callback(new BusyError(reservation.busy()));
+      else callback(reservation.busyError());
     },
   });
 }

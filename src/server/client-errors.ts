@@ -7,8 +7,8 @@
  */
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { HTTP_ERRORS } from '../errors.js';
-import { httpFailure, type HttpFailure } from './http-errors.js';
+import { HTTP_ERRORS } from '../errors/index.js';
+import { httpFailure, type HttpFailure } from './http-failure.js';
 import type { RefusalReason } from './metrics.js';
 import type { TransportLimits } from './transport.js';
 

@@ -4,9 +4,9 @@
  * `request refused`, as the parser's own failures are (client-errors.ts).
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { HTTP_ERRORS } from '../errors.js';
+import { HTTP_ERRORS } from '../errors/index.js';
 import { BusyError } from './byte-budget.js';
-import { failureFor, httpFailure, type ErrorBody, type HttpFailure } from './http-errors.js';
+import { failureFor, httpFailure, type ErrorBody, type HttpFailure } from './http-failure.js';
 import type { ServerMetrics } from './metrics.js';
 import { RETRY_AFTER_SECONDS } from './transport.js';
 

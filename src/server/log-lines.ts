@@ -4,7 +4,7 @@
  */
 import type { AdmissionSummary } from '../admission/answers.js';
 import { LOG_NAME_MAX, cutList, cutMessage, cutName, cutNames, cutString, type Logger } from '../util/logger.js';
-import type { HttpFailure } from './http-errors.js';
+import type { HttpFailure } from './http-failure.js';
 
 /** Who, what was asked, what was decided. */
 export function admissionLogFields(summary: AdmissionSummary, elapsedMs: number): Record<string, unknown> {

@@ -5,7 +5,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { AdmissionSummary } from '../admission/answers.js';
-import { DENIALS } from '../errors.js';
+import { DENIALS } from '../errors/index.js';
 
 export type AdmissionOutcome = 'injected' | 'unchanged' | 'denied' | 'error' | 'bad_request';
 const OUTCOMES: readonly AdmissionOutcome[] = ['injected', 'unchanged', 'denied', 'error', 'bad_request'];
@@ -120,7 +120,7 @@ export function createMetrics(options: MetricsOptions): ServerMetrics {
 
   const denials = counter(
     'denials_total',
-    'Admission reviews answered allowed: false, by denial code (src/errors.ts, docs/errors.md)',
+    'Admission reviews answered allowed: false, by denial code (src/errors/, docs/errors.md)',
     ['code'],
   );
   const refusals = counter(

@@ -12,7 +12,7 @@ import type { Socket } from 'node:net';
 import { ByteBudget, Reservation, countingStream } from './byte-budget.js';
 import type { AnswersInFlight } from './client-errors.js';
 import { Connections } from './connections.js';
-import type { HttpFailure } from './http-errors.js';
+import type { HttpFailure } from './http-failure.js';
 import type { ServerMetrics } from './metrics.js';
 import { RETRY_AFTER_SECONDS, type TransportLimits } from './transport.js';
 

@@ -1,5 +1,5 @@
 import type { RuntimeSelection } from '../admission/ports.js';
-import { DENIALS, type Failure } from '../errors.js';
+import { DENIALS, type Failure } from '../errors/index.js';
 import { ENV_VARS_INJECTION_POLICIES, type EnvVarsInjectionPolicy, type Pod } from '../injection/index.js';
 
 export const RUNTIMES_ANNOTATION = 'agents.kruise.io/runtimes';

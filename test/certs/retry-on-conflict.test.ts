@@ -1,7 +1,8 @@
 /** The read-modify-write retry both writes of self-managed certificates share (src/certs/retry-on-conflict.ts). */
 import { ApiException } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { CertificateConflictError, retryOnConflict } from '../../src/certs/retry-on-conflict.js';
+import { retryOnConflict } from '../../src/certs/retry-on-conflict.js';
+import { STARTUP_ERRORS } from '../../src/errors/index.js';
 
 const conflict = (): ApiException<string> => new ApiException(409, 'Conflict', 'the object has been modified', {});
 
@@ -28,7 +29,7 @@ describe('retryOnConflict', () => {
       attempts += 1;
       return Promise.reject(conflict());
     });
-    await expect(failed).rejects.toBeInstanceOf(CertificateConflictError);
+    await expect(failed).rejects.toBeInstanceOf(STARTUP_ERRORS.certificateConflict.Error);
     await expect(failed).rejects.toThrow(
       'MutatingWebhookConfiguration hooks kept changing under 5 read-modify-write attempts',
     );

@@ -85,10 +85,13 @@ function term(): TestTerm {
   return { signal: controller.signal, fresh: () => freshness.value, end: () => controller.abort(), freshness };
 }
 
-function harness(state: { current: World }, options: { timeoutMs?: number; runtimePort?: number } = {}) {
+function harness(
+  state: { current: World },
+  options: { timeoutMs?: number; runtimePort?: number; cache?: SandboxCache; concurrency?: number } = {},
+) {
   const clock = new FakeClock();
   const outcomes: DeliveryOutcome[] = [];
-  const cache: SandboxCache = {
+  const cache: SandboxCache = options.cache ?? {
     get: (key) => (key === KEY ? state.current.sandbox : undefined),
     keys: () => [KEY],
     podOf: () => state.current.pod,
@@ -101,7 +104,7 @@ function harness(state: { current: World }, options: { timeoutMs?: number; runti
       envDir: '/var/sandbox',
       runtimePort: options.runtimePort ?? 49983,
       trustRuntimeUrl: false,
-      concurrency: 4,
+      concurrency: options.concurrency ?? 4,
       backoff: { minMs: 100, maxMs: 1000 },
     },
     tls: () => ({ kind: 'none' }),
@@ -404,6 +407,42 @@ describe('Controller: the claim ends', () => {
     await settled(controller);
     expect(ops(double)).toEqual(['list /var/sandbox 200']);
     expect(outcomes).toEqual([]);
+  });
+});
+
+describe('Controller: the queue', () => {
+  it("never holds a claim back behind a new term's sweep of a pool whose envds do not answer", async () => {
+    const pool = await envd({});
+    pool.double.setBehaviour(() => 'slow');
+    const claimed = await envd();
+    const poolKeys = ['pool/a', 'pool/b', 'pool/c', 'pool/d', 'pool/e', 'pool/f'];
+    const sandboxes = new Map<string, DeliverySandbox>(
+      poolKeys.map((key) => [key, sandbox({ 'agents.kruise.io/runtime-url': `http://127.0.0.1:${pool.double.port}` })]),
+    );
+    // The claimed Sandbox is listed last, so a queue in arrival order would run it after the whole pool.
+    sandboxes.set(KEY, sandbox(claimAnnotations(claimed.double.port, { A: 'one' })));
+    const cache: SandboxCache = { get: (key) => sandboxes.get(key), keys: () => sandboxes.keys(), podOf: () => pod() };
+    const { controller, outcomes } = harness(
+      { current: { sandbox: undefined, pod: undefined } },
+      {
+        cache,
+        concurrency: 4,
+        timeoutMs: 60_000,
+      },
+    );
+    const sweep = term();
+    controller.setTerm(sweep);
+    const deadline = Date.now() + 10_000;
+    while (!outcomes.some((o) => o.kind === 'delivered')) {
+      if (Date.now() > deadline) throw new Error('the claim was not delivered within 10 s');
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    // Half the slots hold the pool's stuck listings, the rest of the pool still waits; a free slot took the claim.
+    expect(controller.figures().depth).toBe(poolKeys.length - 2);
+    expect(readdirSync(claimed.dir).sort()).toEqual(['.env_ready', 'env.sh']);
+    sweep.end();
+    controller.setTerm(undefined);
+    await settled(controller);
   });
 });
 

@@ -23,13 +23,13 @@ class Runs {
   }
 }
 
-function queue(options: { concurrency?: number; retrySlots?: number } = {}) {
+function queue(options: { concurrency?: number; backgroundSlots?: number } = {}) {
   const clock = new FakeClock();
   const runs = new Runs();
   const retries: [string, number][] = [];
   const q = new WorkQueue({
     concurrency: options.concurrency ?? 2,
-    retrySlots: options.retrySlots ?? 1,
+    backgroundSlots: options.backgroundSlots ?? 1,
     backoff: { minMs: 100, maxMs: 1000 },
     random: () => 1,
     clock,
@@ -95,8 +95,8 @@ describe('WorkQueue', () => {
     expect(runs.started).toEqual(['a', 'a', 'a']);
   });
 
-  it('keeps slots for changes: retries hold at most retrySlots', async () => {
-    const { clock, runs, q } = queue({ concurrency: 2, retrySlots: 1 });
+  it('keeps slots for changes: retries hold at most backgroundSlots', async () => {
+    const { clock, runs, q } = queue({ concurrency: 2, backgroundSlots: 1 });
     q.add('r1');
     q.add('r2');
     await runs.finish('r1', { kind: 'retry' });
@@ -110,6 +110,36 @@ describe('WorkQueue', () => {
     expect(runs.running()).toEqual(['r1']);
     await runs.finish('r1');
     expect(runs.running()).toEqual(['r2']);
+  });
+
+  it('runs the front before the background, which holds at most backgroundSlots, whatever came first', async () => {
+    const { runs, q } = queue({ concurrency: 3, backgroundSlots: 1 });
+    for (const key of ['pool-1', 'pool-2', 'pool-3']) q.add(key, 'background');
+    expect(runs.running()).toEqual(['pool-1']);
+    q.add('claim-1');
+    q.add('claim-2');
+    q.add('claim-3');
+    expect(runs.running()).toEqual(['pool-1', 'claim-1', 'claim-2']);
+    await runs.finish('pool-1');
+    // A free slot goes to the claim still queued, not to the pool's next key.
+    expect(runs.running()).toEqual(['claim-1', 'claim-2', 'claim-3']);
+    await runs.finish('claim-1');
+    expect(runs.running()).toEqual(['claim-2', 'claim-3', 'pool-2']);
+  });
+
+  it('moves a queued background key to the front when it changes for the front, and not back', async () => {
+    const { runs, q } = queue({ concurrency: 2, backgroundSlots: 1 });
+    q.add('pool-1', 'background');
+    q.add('pool-2', 'background');
+    q.add('pool-3', 'background');
+    q.add('pool-3');
+    q.add('pool-3', 'background');
+    expect(runs.running()).toEqual(['pool-1', 'pool-3']);
+    // A change for the front during a run sends the rerun to the front too.
+    q.add('pool-1');
+    await runs.finish('pool-3');
+    await runs.finish('pool-1');
+    expect(runs.running()).toEqual(['pool-1', 'pool-2']);
   });
 
   it('runs a key again after requeue-after, without counting a failure', async () => {
@@ -136,7 +166,7 @@ describe('WorkQueue', () => {
     const bugs: string[] = [];
     const q = new WorkQueue({
       concurrency: 1,
-      retrySlots: 1,
+      backgroundSlots: 1,
       backoff: { minMs: 100, maxMs: 1000 },
       random: () => 1,
       clock,

@@ -1,6 +1,6 @@
 /** The docs list every error code and metric the code has, and nothing else (Fastify keeps its errors doc so). */
 import { describe, expect, it } from 'vitest';
-import { CATALOGUE } from '../../src/errors.js';
+import { CATALOGUE } from '../../src/errors/index.js';
 import { createMetrics } from '../../src/server/metrics.js';
 import { tableRows, unquote } from './markdown-table.js';
 
@@ -11,8 +11,8 @@ describe('docs/errors.md', () => {
     status,
   }));
 
-  it('lists every code of src/errors.ts once, with its kind and status, and no other', () => {
-    const catalogue = CATALOGUE.map(({ code, kind, status }) => ({ code, kind, status: String(status) }));
+  it('lists every code of src/errors/ once, with its kind and status, and no other', () => {
+    const catalogue = CATALOGUE.map(({ code, kind, status }) => ({ code, kind, status: String(status ?? '') }));
     expect(rows).toEqual(catalogue);
   });
 
@@ -20,6 +20,15 @@ describe('docs/errors.md', () => {
     const codes = CATALOGUE.map((entry) => entry.code);
     expect(new Set(codes).size).toBe(codes.length);
     for (const code of codes) expect(code).toMatch(/^SI_[A-Z_]+$/);
+  });
+});
+
+describe('docs/deliver-env.md failures table', () => {
+  it('names each failure by a delivery code of src/errors/, each once', () => {
+    const named = tableRows('deliver-env.md', 'failure').map(([, , code = '']) => unquote(code));
+    const delivery = CATALOGUE.filter((entry) => entry.kind === 'delivery').map((entry) => entry.code);
+    expect(named.filter((code) => !delivery.includes(code))).toEqual([]);
+    expect(new Set(named).size).toBe(named.length);
   });
 });
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigMapManifestError, parseConfigMapManifest } from '../../src/sources/configmap-manifest.js';
+import { STARTUP_ERRORS } from '../../src/errors/index.js';
+import { parseConfigMapManifest } from '../../src/sources/configmap-manifest.js';
 import { InjectionConfigStore, parseRuntimeConfig } from '../../src/sources/injection-config.js';
 import { parsePolicy, parseRuntimeList, runtimesFromAnnotations } from '../../src/sources/pod-annotations.js';
 
@@ -172,7 +173,7 @@ describe('parseConfigMapManifest', () => {
     ['', /cm: expected one ConfigMap manifest, found 0 documents/],
     ['kind: ConfigMap\n---\nkind: ConfigMap\n', /found 2 documents/],
   ])('refuses %j with a message naming the file', (text, message) => {
-    expect(() => parseConfigMapManifest(text, 'cm')).toThrow(ConfigMapManifestError);
+    expect(() => parseConfigMapManifest(text, 'cm')).toThrow(STARTUP_ERRORS.configMapManifestInvalid.Error);
     expect(() => parseConfigMapManifest(text, 'cm')).toThrow(message);
   });
 });

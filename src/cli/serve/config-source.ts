@@ -10,6 +10,7 @@ import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import type { ReviewDeps } from '../../admission/review.js';
 import type { ServeOptions } from '../../config.js';
+import { STARTUP_ERRORS } from '../../errors/index.js';
 import type { ServerMetrics } from '../../server/metrics.js';
 import type { WatchDirectories } from '../../util/directory-watch.js';
 import { logConfigProblems, startConfigFileWatch, type ConfigLoadResult } from '../../sources/config-file-watch.js';
@@ -120,7 +121,7 @@ async function requireConfigDirectory(file: string): Promise<void> {
   );
   if (problem !== undefined) {
     throw new StartupError(
-      `--config-file ${file}: the directory ${dir} ${problem}`,
+      STARTUP_ERRORS.configDirectoryMissing(file, dir, problem),
       'create it, or point --config-file (SANDBOX_INJECTOR_CONFIG_FILE) into a directory that exists: it is watched for the file',
     );
   }

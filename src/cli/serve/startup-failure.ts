@@ -3,7 +3,7 @@
  * what to do about it, in the words of the flags a person can change.
  */
 import type { ServeOptions } from '../../config.js';
-import { STARTUP_ERRORS } from '../../errors.js';
+import { CatalogueError, STARTUP_ERRORS, type Failure } from '../../errors/index.js';
 import { errorCode, errorMessage } from '../../util/error-message.js';
 
 type Options = Pick<Readonly<ServeOptions>, 'host' | 'port' | 'metricsPort'>;
@@ -19,12 +19,12 @@ const TLS_CODES: ReadonlySet<string> = new Set(
 );
 
 /** A start-up failure that knows what to advise (the rest are advised from their error code). */
-export class StartupError extends Error {
+export class StartupError extends CatalogueError {
   constructor(
-    message: string,
+    failure: Failure,
     readonly advice: string,
   ) {
-    super(message);
+    super(failure);
   }
 }
 

@@ -7,7 +7,7 @@ import { X509Certificate, createPrivateKey } from 'node:crypto';
 import type { SecureContextOptions } from 'node:tls';
 import type { ServerOptions as HttpsServerOptions } from 'node:https';
 import { DEFAULT_TLS_POLICY, type TlsPolicy } from './policy.js';
-import { STARTUP_ERRORS, type Failure } from '../../errors.js';
+import { STARTUP_ERRORS, type FailureSpec } from '../../errors/index.js';
 import { errorMessage } from '../../util/error-message.js';
 
 export interface TlsFiles {
@@ -32,15 +32,6 @@ export type ReadFile = (path: string) => Promise<Buffer>;
 /** TLS 1.0 and 1.1 are deprecated (RFC 8996); the Kubernetes API server speaks 1.2 and 1.3. */
 export const MIN_TLS_VERSION = 'TLSv1.2';
 
-export class TlsMaterialError extends Error {
-  override readonly name = 'TlsMaterialError';
-  readonly code: string;
-  constructor({ code, message }: Failure) {
-    super(message);
-    this.code = code;
-  }
-}
-
 export async function loadTlsMaterial(files: TlsFiles, readFile: ReadFile = fsReadFile): Promise<TlsMaterial> {
   const [cert, key, clientCa] = await Promise.all([
     readOrThrow(readFile, files.certFile),
@@ -55,7 +46,7 @@ export async function loadTlsMaterial(files: TlsFiles, readFile: ReadFile = fsRe
   );
   const privateKey = parse(STARTUP_ERRORS.tlsKeyInvalid, `private key ${files.keyFile}`, () => createPrivateKey(key));
   if (!leaf.checkPrivateKey(privateKey)) {
-    throw new TlsMaterialError(STARTUP_ERRORS.tlsKeyMismatch(files.keyFile, files.certFile));
+    throw new STARTUP_ERRORS.tlsKeyMismatch.Error(files.keyFile, files.certFile);
   }
   if (clientCa !== undefined && files.clientCaFile !== undefined) {
     const where = `client CA ${files.clientCaFile}`;
@@ -76,15 +67,15 @@ async function readOrThrow(readFile: ReadFile, path: string): Promise<Buffer> {
   try {
     return await readFile(path);
   } catch (error) {
-    throw new TlsMaterialError(STARTUP_ERRORS.tlsUnreadable(path, errorMessage(error)));
+    throw new STARTUP_ERRORS.tlsUnreadable.Error(path, errorMessage(error));
   }
 }
 
-function parse<T>(failure: (what: string, reason: string) => Failure, what: string, build: () => T): T {
+function parse<T>(row: FailureSpec<[what: string, reason: string]>, what: string, build: () => T): T {
   try {
     return build();
   } catch (error) {
-    throw new TlsMaterialError(failure(what, errorMessage(error)));
+    throw new row.Error(what, errorMessage(error));
   }
 }
 

@@ -1,9 +1,9 @@
 /**
  * How transport-level failures (body too large, not JSON, wrong content type) become HTTP answers. Every
- * answer is JSON `{message, code}` with a code from src/errors.ts: the API server quotes the message in the
+ * answer is JSON `{message, code}` with a code from src/errors/: the API server quotes the message in the
  * error a `kubectl` user sees.
  */
-import { HTTP_ERRORS, type Failure } from '../errors.js';
+import { HTTP_ERRORS, type Failure } from '../errors/index.js';
 import { errorMessage } from '../util/error-message.js';
 
 export interface ErrorBody {
