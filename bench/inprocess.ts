@@ -50,8 +50,10 @@ export async function loadPatchEncoder(distRoot: string): Promise<PatchEncoder> 
 export async function loadReview(distRoot: string, configFile: string): Promise<ReviewFn> {
   const load = (path: string): Promise<unknown> => import(new URL(path, distRoot).href);
   const { reviewAdmission } = (await load('admission/review.js')) as ReviewModule;
-  // Builds before reviewBytes answered with a string from reviewJson.
-  const { reviewBytes, reviewJson } = (await load('admission/serialize.js')) as SerializeModule;
+  // reviewBytes lives in answers.js; builds before that had it in serialize.js, and earlier ones only reviewJson.
+  const answers = (await load('admission/answers.js')) as SerializeModule;
+  const { reviewBytes, reviewJson } =
+    answers.reviewBytes !== undefined ? answers : ((await load('admission/serialize.js')) as SerializeModule);
   const serialize = (review: unknown): number =>
     reviewBytes !== undefined ? reviewBytes(review).length : (reviewJson?.(review).length ?? 0);
   // Builds from before the text scan have no mapsOfLargeBody: their review walks the parsed maps. Builds since the

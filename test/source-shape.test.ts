@@ -4,8 +4,10 @@ import { fileURLToPath } from 'node:url';
 import * as prettier from 'prettier';
 import { describe, expect, it } from 'vitest';
 
-// `npm run lint` checks the same, but lint is not part of the tests; this keeps the tree formatted and the
-// modules small on every CI run, so that a diff shows what changed and not how it was laid out.
+// `npm run lint` checks the formatting too, but lint is not part of the tests; this keeps the tree formatted on
+// every CI run, so that a diff shows what changed and not how it was laid out. The bounds on a module's length
+// keep files by meaning: one concept per file, however long that takes up to a bound a reader can hold, and no
+// fragment split off a concept to meet a line cap.
 const root = fileURLToPath(new URL('..', import.meta.url));
 const ignorePath = `${root}.prettierignore`;
 
@@ -28,19 +30,53 @@ async function unformatted(names: readonly string[]): Promise<string[]> {
   return found;
 }
 
+const MAX_LINES = 400;
+const MIN_LINES = 30;
+
+/**
+ * Modules under MIN_LINES lines on purpose, each with its reason. A short file belongs in the concept it serves
+ * unless it stands alone; an entry whose file has grown or gone must go too.
+ */
+const SHORT_ON_PURPOSE: Readonly<Record<string, string>> = {
+  'src/cli/main.ts': 'the entry point package.json names as bin: it only starts the command',
+  'src/injection/types.ts': "the injection's door to the Kubernetes shapes, and its names of runtimes and policies",
+  'src/util/backoff.ts':
+    'the one backoff, which the work queue, the watches and the certificate sync each pass their bounds',
+  'src/util/error-message.ts': 'how a caught value is read, for every edge that catches one',
+  'src/util/json-pointer.ts': 'RFC 6901 escaping, once for the shapes and the injection (shapes/ cannot import it)',
+  'src/util/one-yaml-document.ts': 'reading one YAML manifest, for the CLI and the ConfigMap source alike',
+  'src/admission/patch.ts': 'left to the integrator of issue 29',
+  'src/cli/explain/config-state.ts': 'left to the integrator of issue 29',
+  'src/cli/serve/cluster.ts': 'left to the integrator of issue 29',
+  'src/cli/version.ts': 'left to the integrator of issue 29',
+  'src/envfile/errors.ts': 'left to the integrator of issue 29',
+  'src/shapes/sandbox.ts': 'left to the integrator of issue 29',
+  'src/sources/deep-freeze.ts': 'left to the integrator of issue 29',
+  'src/sources/json-errors.ts': 'left to the integrator of issue 29',
+  'src/sources/kube/clients.ts': 'left to the integrator of issue 29',
+  'src/wrapper/installer.ts': 'left to the integrator of issue 29',
+};
+
 describe('the source tree', () => {
   const files = trackedFiles();
+  const modules = files
+    .filter((name) => name.startsWith('src/') && name.endsWith('.ts'))
+    .map((name) => ({ name, lines: readFileSync(`${root}${name}`, 'utf8').split('\n').length - 1 }));
 
   it('is laid out by prettier (npm run format)', async () => {
     expect(files.length).toBeGreaterThan(100);
     expect(await unformatted(files)).toEqual([]);
   }, 60_000);
 
-  it('keeps every module in src/ at 250 lines or fewer', () => {
-    const long = files
-      .filter((name) => name.startsWith('src/') && name.endsWith('.ts'))
-      .map((name) => ({ name, lines: readFileSync(`${root}${name}`, 'utf8').split('\n').length - 1 }))
-      .filter(({ lines }) => lines > 250);
-    expect(long).toEqual([]);
+  it(`keeps every module in src/ at ${MAX_LINES} lines or fewer`, () => {
+    expect(modules.length).toBeGreaterThan(100);
+    expect(modules.filter(({ lines }) => lines > MAX_LINES)).toEqual([]);
+  });
+
+  it(`keeps no module in src/ under ${MIN_LINES} lines unless it stands alone`, () => {
+    const short = modules.filter(({ lines }) => lines < MIN_LINES).map(({ name }) => name);
+    expect(short.filter((name) => !Object.hasOwn(SHORT_ON_PURPOSE, name))).toEqual([]);
+    // The list says why each short file is short: an entry no file needs any more is a reason that is not true.
+    expect(Object.keys(SHORT_ON_PURPOSE).filter((name) => !short.includes(name))).toEqual([]);
   });
 });

@@ -1,11 +1,11 @@
 /**
  * The answers to a review, by named constructors (`allowed`, `patched`, `denied`), as controller-runtime builds
  * its admission responses. Each builds the AdmissionReview response and the log/metrics summary together from
- * the same facts, so the two cannot disagree.
+ * the same facts, so the two cannot disagree; `reviewBytes` turns the answer into the bytes the server sends.
  */
 import { statusReason, type Failure } from '../errors/index.js';
 import type { SkipReason } from '../injection/index.js';
-import type { AdmissionResponse, AdmissionReview, AdmissionReviewRequest } from './types.js';
+import type { AdmissionResponse, AdmissionReview, AdmissionReviewRequest } from '../shapes/admission-review.js';
 import { limitWarnings, oneLine } from './warnings.js';
 
 export type Decision = 'injected' | 'unchanged' | 'denied';
@@ -13,7 +13,7 @@ export type Decision = 'injected' | 'unchanged' | 'denied';
 export interface AdmissionSummary {
   uid: string;
   namespace: string | undefined;
-  /** The pod's name, or its generateName while it has none yet (pod-name.ts). */
+  /** The pod's name, or its generateName while it has none yet (`podName`, sandbox-owner.ts). */
   pod: string | undefined;
   runtimes: string[];
   decision: Decision;
@@ -99,4 +99,25 @@ function answer(
       ...(denial === undefined ? {} : { code: denial.code, message: denial.message }),
     },
   };
+}
+
+/**
+ * The review as the UTF-8 bytes the server sends: one buffer, so its length is known without measuring a string
+ * and the socket sends it without encoding it again. The base64 patch is by far its largest field and never
+ * needs escaping, so it is copied in rather than scanned a second time by JSON.stringify.
+ */
+export function reviewBytes(review: AdmissionReview): Buffer {
+  const response = review.response;
+  if (response?.patch === undefined) return Buffer.from(JSON.stringify(review));
+  const { patch, ...rest } = response;
+  const text = JSON.stringify({ apiVersion: review.apiVersion, kind: review.kind, response: rest });
+  // text ends with the two closing braces of `response` and of the review.
+  const head = `${text.slice(0, -2)},"patch":"`;
+  const headBytes = Buffer.byteLength(head);
+  const bytes = Buffer.allocUnsafe(headBytes + patch.length + 3);
+  bytes.write(head, 0);
+  // base64 is ASCII: one byte per character.
+  bytes.write(patch, headBytes, 'latin1');
+  bytes.write('"}}', headBytes + patch.length, 'latin1');
+  return bytes;
 }

@@ -1,20 +1,19 @@
 import {
   injectRuntimes,
+  type JsonPointers,
   type Pod,
   type PostStartConflict,
   type RequestedRuntime,
   type WrapperInstaller,
 } from '../injection/index.js';
+import type { AdmissionRequest } from '../shapes/admission-review.js';
 import { encodePatch } from './patch.js';
 import type { ConfigSnapshot, RuntimeSelection } from './ports.js';
 import { DENIALS, type Failure } from '../errors/index.js';
 import { allowed, denied, patched, type ReviewFacts, type ReviewOutcome } from './answers.js';
 import { podOverLimits } from './pod-limits.js';
-import { podName } from './pod-name.js';
-import { warningSubject } from './sandbox-owner.js';
-import { describePodError, describeReviewError } from './schema-errors.js';
-import { validatePod, validateReview } from './schema.js';
-import type { AdmissionRequest } from './types.js';
+import { podName, warningSubject } from './sandbox-owner.js';
+import { describePodError, describeReviewError, validatePod, validateReview } from './schema.js';
 
 export interface ReviewDeps {
   /** Current injection config snapshot (cheap, no I/O). */
@@ -27,9 +26,12 @@ export interface ReviewDeps {
   postStartConflict?: PostStartConflict;
   /** Answer what Auto cannot hold until the claim (network probes, no command) as warnings too. */
   warnUnwrapped?: boolean;
+  /** The patch's pointers, kept from one review to the next: the server's app and each CLI command own one. */
+  pointers?: JsonPointers;
 }
 
 export type { AdmissionSummary, Decision, ReviewOutcome } from './answers.js';
+export { JsonPointers } from '../injection/index.js';
 
 /**
  * The one path from an AdmissionReview body to its answer, shared by the server and the CLI. `text`, the body's
@@ -68,6 +70,7 @@ export async function reviewAdmission(body: unknown, deps: ReviewDeps, text?: st
     allConfigs: config.valid,
     wrapper: deps.wrapper,
     postStartConflict: deps.postStartConflict,
+    pointers: deps.pointers,
   });
   const { report } = result;
   const injected: ReviewFacts = {

@@ -12,9 +12,20 @@ export function sandboxOwner(pod: Pod): OwnerReference | undefined {
 }
 
 /**
+ * How a pod is named before it has a name: kube-apiserver fills `metadata.name` from `generateName` only after
+ * admission, so a review names the pod by its generateName, or by the request's name.
+ */
+export function podName(
+  metadata: { name?: string; generateName?: string } | undefined,
+  requestName?: string,
+): string | undefined {
+  return metadata?.name ?? metadata?.generateName ?? requestName;
+}
+
+/**
  * Who a warning is about, as `Sandbox namespace/name`: the Sandbox controller reads admission warnings, and a
  * line that does not say which sandbox is of no use in its log. A pod without a Sandbox owner (offline use,
- * annotation-driven pods) is named itself, as the review names it (pod-name.ts).
+ * annotation-driven pods) is named itself, as the review names it (`podName`).
  */
 export function warningSubject(pod: Pod, namespace: string | undefined, name: string | undefined): string {
   const ns = namespace ?? 'default';

@@ -1,9 +1,10 @@
-import { Ajv } from 'ajv';
+import { Ajv, type ErrorObject } from 'ajv';
 import type { Pod } from '../injection/index.js';
+import type { AdmissionReviewRequest } from '../shapes/admission-review.js';
 import { jsonSchemaOf, type JsonSchema } from '../shapes/json-schema.js';
 import { pod as podShape } from '../shapes/kubernetes.js';
+import { describeShapeError, fieldPathName } from '../shapes/schema-errors.js';
 import { POD_MAP_FIELDS } from './pod-limits.js';
-import type { AdmissionReviewRequest } from './types.js';
 
 /** The API versions of AdmissionReview we speak; the answer always carries the request's own. */
 const ADMISSION_API_VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'] as const;
@@ -53,4 +54,17 @@ function withoutMapValues(schema: JsonSchema): JsonSchema {
   const fields = { ...(metadata.properties as Record<string, JsonSchema>) };
   for (const field of POD_MAP_FIELDS) fields[field] = { type: 'object' };
   return { ...schema, properties: { ...(schema.properties as object), metadata: { ...metadata, properties: fields } } };
+}
+
+/** "request.uid must be string": a malformed review's message, naming the field. */
+export function describeReviewError(body: unknown, errors: readonly ErrorObject[] | null | undefined): string {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    return 'body must be an AdmissionReview object';
+  }
+  return `malformed AdmissionReview: ${describeShapeError(errors, fieldPathName(''))}`;
+}
+
+/** A pod whose fields the injection reads are of the wrong type: say which. */
+export function describePodError(errors: readonly ErrorObject[] | null | undefined): string {
+  return describeShapeError(errors, fieldPathName('object'));
 }

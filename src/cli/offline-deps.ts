@@ -1,4 +1,4 @@
-import type { ReviewDeps } from '../admission/review.js';
+import { JsonPointers, type ReviewDeps } from '../admission/review.js';
 import { POSTSTART_CONFLICT_MODES, type PostStartConflict } from '../injection/index.js';
 import { parseConfigMapManifest } from '../sources/configmap-manifest.js';
 import { InjectionConfigStore } from '../sources/injection-config.js';
@@ -52,7 +52,12 @@ export async function offlineDeps(
       writeLine(io.stderr, `warning: ${configFile}: key "${key}": unknown fields ignored: ${fields.join(', ')}`);
     }
   }
-  return { config: () => store.snapshot(), selectRuntimes: runtimesFromAnnotations, postStartConflict };
+  return {
+    config: () => store.snapshot(),
+    selectRuntimes: runtimesFromAnnotations,
+    postStartConflict,
+    pointers: new JsonPointers(),
+  };
 }
 
 function isPostStartConflict(value: string): value is PostStartConflict {

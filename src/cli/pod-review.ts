@@ -1,5 +1,5 @@
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
-import type { AdmissionReviewRequest } from '../admission/types.js';
+import type { AdmissionReviewRequest } from '../shapes/admission-review.js';
 import type { Pod } from '../injection/index.js';
 import { oneYamlDocument } from '../util/one-yaml-document.js';
 import { CliError, refusePrototypeKeys } from './io.js';

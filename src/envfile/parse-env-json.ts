@@ -1,5 +1,5 @@
 import { isShellName } from './env-names.js';
-import { jsonErrorPosition } from '../util/json-position.js';
+import { jsonErrorPosition } from '../util/error-message.js';
 import { EnvFileError } from './errors.js';
 
 type JsonObject = Record<string, unknown>;

@@ -1,8 +1,7 @@
+import { LIFECYCLE_HANDLER_KINDS } from '../shapes/kubernetes.js';
 import type { PodEditor } from './editor.js';
-import { skippedForNameConflict } from './conflicts.js';
-import { isValidHandler } from './lifecycle-handler.js';
 import { appendMainEnv, appendMainMounts, mainContainerOrSkip, setMainPostStart } from './main-container.js';
-import { addMissingVolumes, appendContainers } from './merge.js';
+import { addMissingVolumes, appendContainers, skippedForNameConflict } from './merge.js';
 import { skip, type InjectionReport } from './report.js';
 import { AGENT_RUNTIME, type LifecycleHandler, type RuntimeConfig } from './types.js';
 
@@ -46,6 +45,12 @@ export function injectAgentRuntime(
   appendMainMounts(editor, AGENT_RUNTIME, main, config.mainContainer?.volumeMounts ?? [], report);
   addMissingVolumes(editor, config.volume ?? []);
   report.injected.push(AGENT_RUNTIME);
+}
+
+/** The spec's "valid lifecycle handler": it says what to run; `postStart: {}` counts as absent. */
+function isValidHandler(handler: LifecycleHandler | undefined): handler is LifecycleHandler {
+  if (handler === undefined || handler === null || typeof handler !== 'object') return false;
+  return LIFECYCLE_HANDLER_KINDS.some((kind) => handler[kind] !== undefined && handler[kind] !== null);
 }
 
 /**

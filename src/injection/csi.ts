@@ -1,7 +1,6 @@
 import type { PodEditor } from './editor.js';
-import { skippedForNameConflict } from './conflicts.js';
 import { appendMainEnv, appendMainMounts, mainContainerOrSkip } from './main-container.js';
-import { addMissingVolumes, appendContainers } from './merge.js';
+import { addMissingVolumes, appendContainers, skippedForNameConflict } from './merge.js';
 import type { InjectionReport } from './report.js';
 import { CSI, type RuntimeConfig } from './types.js';
 

@@ -1,12 +1,19 @@
 import { unescapePointer } from '../util/json-pointer.js';
-import { EditCursor, FinalPlace, type EditOperation, type Node } from './edit-cursor.js';
-import { pointerOf, type Segment } from './pointers.js';
+import { JsonPointers, pointerOf, type Segment } from './pointers.js';
 import type { MetadataMap, Pod } from './types.js';
 
-export { relativePath, type EditOperation, type RelativePath } from './edit-cursor.js';
 export type { Segment } from './pointers.js';
 
 export type { MetadataMap };
+
+/**
+ * One edit, as the RFC 6902 operation that makes it. Applied in order to the original pod, the editor's
+ * operations give the edited pod. A value is never changed after it is recorded: an edit below it copies it first.
+ */
+export type EditOperation = { op: 'add' | 'replace'; path: string; value: unknown };
+
+/** An object or array of the pod, indexed by a segment. */
+export type Node = Record<Segment, unknown>;
 
 /**
  * Copy-on-write editing of a pod that records each edit as it makes it.
@@ -40,7 +47,11 @@ export class PodEditor {
     this.merged = undefined;
   };
 
-  constructor(readonly original: Pod) {}
+  /** `pointers` are kept across edits by whoever makes many (JsonPointers); without, this edit makes its own. */
+  constructor(
+    readonly original: Pod,
+    private readonly pointers: JsonPointers = new JsonPointers(),
+  ) {}
 
   /**
    * The pod as edited so far, but for entries added to labels and annotations: read those through `entry`.
@@ -88,7 +99,7 @@ export class PodEditor {
    */
   at(path: readonly Segment[], last: 'object' | 'array' = 'object'): EditCursor {
     if (this.finalsFrom !== undefined && !this.replaying) throw new Error('PodEditor: no edit follows final edits');
-    this.root ??= new EditCursor(this.recordOperation, '', Object.assign({}, this.original), '');
+    this.root ??= new EditCursor(this.recordOperation, this.pointers, '', Object.assign({}, this.original), '');
     let cursor = this.root;
     for (let i = 0; i < path.length; i++) {
       cursor = cursor.child(path[i] as Segment, i === path.length - 1 ? last : 'object');
@@ -108,8 +119,8 @@ export class PodEditor {
 
   /**
    * A place for final edits: the last edits of an injection, which nothing reads afterwards. Each is recorded at
-   * once, but the view is left as it is, so nothing on its path is copied: on the bench's review, copying each
-   * wrapped container, probe and exec only to keep a view that no one reads again was a fifth of the review.
+   * once, but the view is left as it is, so nothing on its path is copied: a wrapped container, its probes and
+   * their execs are not copied only to keep a view that no one reads again (docs/benchmark.md measures it).
    * `result()` applies them when the whole pod is asked for. Once one is made, only more final edits may follow,
    * and each must change a place that no other final edit changes or lies under. `path` must exist in the view.
    */
@@ -117,7 +128,7 @@ export class PodEditor {
     let node: unknown = this.view;
     for (const segment of path) node = (node as Node)[segment];
     this.finalsFrom ??= this.recorded.length;
-    return new FinalPlace(pointerOf(path), node as Node, this.recordOperation);
+    return new FinalPlace(this.pointers.of(path), node as Node, this.recordOperation, this.pointers);
   }
 
   /** Applies the final edits to the view, from the operations they recorded. */
@@ -157,7 +168,150 @@ export class PodEditor {
   setEntry(field: MetadataMap, key: string, value: string): void {
     const map = this.pod.metadata?.[field];
     if (map == null || typeof map !== 'object') this.set(['metadata', field], {});
-    this.recordOperation(this.hasEntry(field, key) ? 'replace' : 'add', pointerOf(['metadata', field, key]), value);
+    const pointer = this.pointers.of(['metadata', field, key]);
+    this.recordOperation(this.hasEntry(field, key) ? 'replace' : 'add', pointer, value);
     this.added[field].set(key, value);
+  }
+}
+
+/*
+ * The pieces the editor is made of: cursors over the objects it owns, and places for final edits. Each records
+ * the RFC 6902 operation of every write it makes.
+ */
+
+/** Children a cursor keeps in a list before it moves them to a Map: most cursors have one to four. */
+const LIST_CHILDREN = 8;
+
+/**
+ * An object or array of the edited pod that the editor owns (a copy of the original's, or one it created), with
+ * its JSON pointer. Writes through it are recorded. The cursors an edit walked through stay in a tree, one per
+ * owned object, so that ownership is a lookup by key (no object identity is ever hashed) and the edits of one
+ * container (its command, args, probes, mounts) are made from one cursor, with no walk from the pod's root.
+ */
+export class EditCursor {
+  /** Owned children: a short list, or a Map once there are many (a pod's container list). */
+  private children: EditCursor[] | Map<Segment, EditCursor> | undefined;
+
+  constructor(
+    private readonly record: (op: EditOperation['op'], path: string, value: unknown) => void,
+    private readonly pointers: JsonPointers,
+    readonly key: Segment,
+    readonly node: Node,
+    readonly pointer: string,
+  ) {}
+
+  /**
+   * The object (or, with `kind` 'array', the array) at `key`, made safe to write: copied if still shared with the
+   * original or with a recorded value, created (and the creation recorded) when missing.
+   */
+  child(key: Segment, kind: 'object' | 'array' = 'object'): EditCursor {
+    const current = this.node[key];
+    const known = this.known(key);
+    // A cursor whose object is no longer at its key was replaced by `set`: the new value is not ours.
+    if (known !== undefined && known.node === current) return known;
+    const pointer = this.pointers.child(this.pointer, key);
+    let copy: Node;
+    if (current !== null && typeof current === 'object') {
+      // Object.assign rather than a spread: V8 gives a spread clone a map of its own, outside the transition
+      // tree, so each property the edit then adds would make a new map, and garbage only a full collection frees.
+      copy = (Array.isArray(current) ? current.slice() : Object.assign({}, current)) as Node;
+    } else {
+      this.record(Object.hasOwn(this.node, key) ? 'replace' : 'add', pointer, kind === 'array' ? [] : {});
+      copy = (kind === 'array' ? [] : {}) as Node;
+    }
+    this.node[key] = copy;
+    const cursor = new EditCursor(this.record, this.pointers, key, copy, pointer);
+    this.remember(cursor, known);
+    return cursor;
+  }
+
+  /** Sets `key` to `value`, which from then on is the caller's and only ever copied, never written into. */
+  set(key: Segment, value: unknown): void {
+    this.record(Object.hasOwn(this.node, key) ? 'replace' : 'add', this.pointers.child(this.pointer, key), value);
+    this.node[key] = value;
+  }
+
+  /** Appends to this cursor's array. */
+  append(values: readonly unknown[]): void {
+    const list = this.node as unknown as unknown[];
+    for (const value of values) {
+      this.record('add', this.pointers.child(this.pointer, list.length), value);
+      list.push(value);
+    }
+  }
+
+  private known(key: Segment): EditCursor | undefined {
+    const children = this.children;
+    if (children === undefined) return undefined;
+    if (children instanceof Map) return children.get(key);
+    for (const child of children) if (child.key === key) return child;
+    return undefined;
+  }
+
+  private remember(cursor: EditCursor, stale: EditCursor | undefined): void {
+    const children = this.children;
+    if (children instanceof Map) {
+      children.set(cursor.key, cursor);
+    } else if (children === undefined) {
+      this.children = [cursor];
+    } else if (stale !== undefined) {
+      children[children.indexOf(stale)] = cursor;
+    } else if (children.length < LIST_CHILDREN) {
+      children.push(cursor);
+    } else {
+      this.children = new Map([...children, cursor].map((c) => [c.key, c]));
+    }
+  }
+}
+
+/** A path below some object, with its JSON pointer made once (it is usually a constant of the caller's). */
+export interface RelativePath {
+  readonly segments: readonly Segment[];
+  readonly pointer: string;
+}
+
+export function relativePath(segments: readonly Segment[]): RelativePath {
+  return Object.freeze({ segments: Object.freeze([...segments]), pointer: pointerOf(segments) });
+}
+
+/** An object of the pod's view that final edits change (see PodEditor.finalPlace), read but never copied. */
+export class FinalPlace {
+  constructor(
+    private readonly pointer: string,
+    private readonly node: Node,
+    private readonly record: (op: EditOperation['op'], path: string, value: unknown) => void,
+    private readonly pointers: JsonPointers,
+  ) {}
+
+  /** Sets the value at `below`, a path under this place whose parents exist. */
+  set(below: RelativePath, value: unknown): void {
+    const { segments } = below;
+    let parent = this.node;
+    for (let i = 0; i < segments.length - 1; i++) parent = parent[segments[i] as Segment] as Node;
+    const key = segments[segments.length - 1] as Segment;
+    this.record(
+      Object.hasOwn(parent, key) ? 'replace' : 'add',
+      this.pointers.under(this.pointer, below.pointer),
+      value,
+    );
+  }
+
+  /**
+   * Replaces the value at `below`, which the caller has just read in the view: it exists, so there is nothing to
+   * look up again (a probe's command is two lookups down, on objects of many shapes).
+   */
+  replace(below: RelativePath, value: unknown): void {
+    this.record('replace', this.pointers.under(this.pointer, below.pointer), value);
+  }
+
+  /** Appends to the array at `key` of this place, created when missing. */
+  append(key: Segment, values: readonly unknown[]): void {
+    if (values.length === 0) return;
+    const pointer = this.pointers.child(this.pointer, key);
+    const current = this.node[key];
+    let length = 0;
+    if (Array.isArray(current)) length = current.length;
+    else this.record(Object.hasOwn(this.node, key) ? 'replace' : 'add', pointer, []);
+    for (const value of values) this.record('add', this.pointers.child(pointer, length++), value);
   }
 }

@@ -1,7 +1,12 @@
 import type { PodEditor } from './editor.js';
-import { addMissingMetadata, addMissingVolumes, appendContainers } from './merge.js';
-import { skippedForNameConflict } from './conflicts.js';
-import { firstTaken, volumeNames } from './pod-parts.js';
+import {
+  addMissingMetadata,
+  addMissingVolumes,
+  appendContainers,
+  firstTaken,
+  skippedForNameConflict,
+  volumeNames,
+} from './merge.js';
 import { skip, type InjectionReport } from './report.js';
 import type { RuntimeConfig } from './types.js';
 

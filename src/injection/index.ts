@@ -1,12 +1,52 @@
+/**
+ * The injection: a pod and the runtimes asked for it in, the edited pod and its RFC 6902 patch out, with no I/O.
+ * The rules are ../shared/spec/INJECTION.md; in the order `injectRuntimes` applies them:
+ *
+ * 1. Settled runtimes. The status annotation (status.ts) records what earlier admissions of this pod injected,
+ *    found present and skipped. Those runtimes are left as they are, so a reinvocation changes nothing, and a
+ *    runtime skipped then is not tried again on a pod that later runtimes changed.
+ * 2. Order. The other asked runtimes, each once: agent-runtime, then csi, then the rest in the order asked. Each
+ *    is injected or skipped on its own, all or nothing, and one's skip never changes another's outcome.
+ * 3. Present. A runtime whose config adds containers, all already in the pod in the same list with the same name
+ *    and image (the Sandbox controller injected it itself), is recorded as present and left alone.
+ * 4. Conflicts, then injection, by kind. Every kind is skipped when a container it adds has the name of one the
+ *    pod has (merge.ts). agent-runtime (agent-runtime.ts) is also skipped when its config and the main container
+ *    both have a valid postStart, unless --poststart-conflict=merge chains two exec hooks (or keeps the main
+ *    container's); then it appends its sidecars, sets the config's postStart, appends env as is and the mounts
+ *    whose paths are free. csi (csi.ts) adds only the env and mounts whose names the main container lacks, and
+ *    ignores postStart. A generic runtime (generic.ts) is also skipped for a volume name the pod has; it adds the
+ *    labels and annotations the pod lacks and appends its containers. All add only the volumes the pod lacks, and
+ *    agent-runtime and csi are skipped in a pod without containers.
+ * 5. Auto (env-wrapper.ts). Decided once every runtime is done, since it needs agent-runtime's sidecars in the
+ *    pod (injected now or before); without them, or with the main container holding /var/sandbox with another
+ *    volume, nothing is wrapped and a warning says why. Otherwise the sandbox-env volume and the mounts of the
+ *    main container and the sidecars are added, the pod's own containers with a command are chosen for wrapping
+ *    (not those a runtime brought, nor one with another volume at /var/sandbox), and the wrapper's installer is
+ *    added when one is given and a command uses the wrapper.
+ * 6. The status. When runtimes were asked, the annotation records this admission's outcome beside the earlier
+ *    ones, unless it already says exactly that.
+ * 7. Wrapping, last. The chosen containers' commands and exec probes are wrapped as the editor's final edits,
+ *    which copy nothing and after which no other edit is made (editor.ts).
+ *
+ * Every edit is recorded as the operation that makes it as it is made, so the patch is ready when the edit ends.
+ */
 import { injectAgentRuntime, type PostStartConflict } from './agent-runtime.js';
 import { injectCsi } from './csi.js';
 import { PodEditor, type EditOperation } from './editor.js';
+import type { JsonPointers } from './pointers.js';
 import { wrapForEnvInjection, type WrapperInstaller } from './env-wrapper.js';
 import { injectGeneric } from './generic.js';
-import { isPresent } from './present.js';
 import { emptyReport, type InjectionReport } from './report.js';
 import { recordedStatus, settledRuntimes, STATUS_ANNOTATION, statusAfter } from './status.js';
-import { AGENT_RUNTIME, CSI, type EnvVarsInjectionPolicy, type Pod, type RuntimeConfig } from './types.js';
+import {
+  AGENT_RUNTIME,
+  CSI,
+  type Container,
+  type ContainerList,
+  type EnvVarsInjectionPolicy,
+  type Pod,
+  type RuntimeConfig,
+} from './types.js';
 
 export interface RequestedRuntime {
   name: string;
@@ -26,6 +66,8 @@ export interface InjectionInput {
   wrapper?: WrapperInstaller;
   /** When the main container and agent-runtime's config both have a postStart hook: skip the runtime (default). */
   postStartConflict?: PostStartConflict;
+  /** The patch's pointers, kept across the admissions of whoever makes many; without, this one makes its own. */
+  pointers?: JsonPointers;
 }
 
 export interface InjectionResult {
@@ -42,7 +84,7 @@ export interface InjectionResult {
 
 /** Applies the asked runtimes to a pod: agent-runtime first, then csi, then the rest in the order asked. */
 export function injectRuntimes(pod: Pod, input: InjectionInput): InjectionResult {
-  const editor = new PodEditor(pod);
+  const editor = new PodEditor(pod, input.pointers);
   const report = emptyReport();
   const before = recordedStatus(pod);
   // Runtimes an earlier admission decided on are left alone: a reinvocation must change nothing, and a
@@ -114,6 +156,29 @@ function inOrder(runtimes: readonly RequestedRuntime[]): RequestedRuntime[] {
 }
 
 /**
+ * Whether the runtime is already in the pod: every container its config adds is there, in the same list, with
+ * the same name and image. That is what the Sandbox controller leaves when it injected the runtime itself before
+ * creating the pod. A runtime whose config adds no container can never be told apart from an absent one.
+ */
+function isPresent(pod: Pod, runtime: string, config: RuntimeConfig): boolean {
+  const wanted = runtimeContainers(runtime, config);
+  return (
+    wanted.length > 0 &&
+    wanted.every(({ list, container }) =>
+      (pod.spec[list] ?? []).some((c) => c.name === container.name && c.image === container.image),
+    )
+  );
+}
+
+/** The containers a runtime's config adds, each with the pod list it goes to. */
+function runtimeContainers(runtime: string, config: RuntimeConfig): { list: ContainerList; container: Container }[] {
+  const into = (list: ContainerList, containers: readonly Container[] | undefined) =>
+    (containers ?? []).map((container) => ({ list, container }));
+  if (runtime === AGENT_RUNTIME || runtime === CSI) return into('initContainers', config.csiSidecar);
+  return [...into('initContainers', config.initContainers), ...into('containers', config.containers)];
+}
+
+/**
  * Containers that a generic runtime in the pod (injected now, found present, or recorded earlier) put in
  * spec.containers: they are the runtime's, not the pod's own. A skipped runtime brought none, so a container of
  * the pod that merely shares a name with its template is the pod's own.
@@ -137,6 +202,7 @@ function recordStatus(editor: PodEditor, status: string): void {
 }
 
 export type { EditOperation } from './editor.js';
+export { JsonPointers } from './pointers.js';
 export type { PostStartConflict } from './agent-runtime.js';
 export type { WrapperInstaller } from './env-wrapper.js';
 export { wrappedWithoutInstaller } from './env-wrapper.js';

@@ -5,11 +5,10 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { reviewAdmission, type ReviewDeps } from '../admission/review.js';
-import { reviewBytes } from '../admission/serialize.js';
+import { reviewBytes } from '../admission/answers.js';
 import { HTTP_ERRORS } from '../errors/index.js';
 import type { Clock } from '../util/clock.js';
-import type { Logger } from '../util/logger.js';
-import { cutMessage } from '../util/log-fields.js';
+import { cutMessage, type Logger } from '../util/logger.js';
 import { errorAnswer } from './error-answers.js';
 import { failureFor, httpFailure, type ErrorBody, type HttpFailure } from './http-failure.js';
 import { admissionLogFields, logRefusal, roundMs } from './log-lines.js';

@@ -5,7 +5,7 @@
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Server, ServerOptions as HttpsServerOptions } from 'node:https';
-import type { ReviewDeps } from '../admission/review.js';
+import { JsonPointers, type ReviewDeps } from '../admission/review.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import { MUTATE_PATH, admissionRoute } from './admission-route.js';
@@ -89,7 +89,9 @@ export function buildApp(deps: AppDeps): FastifyInstance<Server> {
   void app.register(transportGuard, { limits, answers, draining, metrics, refused, clock });
   // Only JSON is a review; without this, text/plain would reach a handler as a string.
   app.removeContentTypeParser('text/plain');
-  void app.register(admissionRoute, { review: deps.review, bodyLimit: limits.maxBodyBytes, logger, metrics, clock });
+  // One pointer cache for the app's life: every pod of a shape writes the same paths (src/injection/pointers.ts).
+  const review: ReviewDeps = { ...deps.review, pointers: new JsonPointers() };
+  void app.register(admissionRoute, { review, bodyLimit: limits.maxBodyBytes, logger, metrics, clock });
 
   app.get('/healthz', () => ({ status: 'ok' }));
   app.get('/readyz', (_request, reply) => {

@@ -1,7 +1,6 @@
 import type { ErrorObject } from 'ajv';
 import { describeShapeError, pointerName } from '../shapes/schema-errors.js';
-import { errorMessage } from '../util/error-message.js';
-import { jsonErrorPosition } from '../util/json-position.js';
+import { errorMessage, jsonErrorPosition } from '../util/error-message.js';
 
 /** "invalid JSON at line L column C: reason", from whatever position V8 reports. */
 export function describeJsonError(text: string, error: unknown): string {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ConfigSnapshot } from '../../src/admission/ports.js';
-import { reviewAdmission, type ReviewDeps, type ReviewOutcome } from '../../src/admission/review.js';
+import { JsonPointers, reviewAdmission, type ReviewDeps, type ReviewOutcome } from '../../src/admission/review.js';
 import { MAX_ANNOTATIONS_BYTES } from '../../src/admission/pod-limits.js';
 import { MAX_WARNINGS_BYTES, MAX_WARNING_LENGTH, limitWarnings } from '../../src/admission/warnings.js';
 import { InjectionConfigStore } from '../../src/sources/injection-config.js';
@@ -174,6 +174,17 @@ describe('reviewAdmission: decisions', () => {
     const ops = decodePatch(response(await reviewAdmission(reviewFor(pod), deps())).patch ?? '');
     expect(ops.map((o) => o.path)).not.toContain('/spec');
     expect(ops.map((o) => o.path)).toContain('/metadata/annotations/agents.kruise.io~1runtime-injection-status');
+  });
+
+  it("keeps the patch's pointers in the deps' cache, for the next review, and patches alike with or without it", async () => {
+    const pod = sandboxPod({ 'agents.kruise.io/runtimes': 'agent-runtime,csi' });
+    const pointers = new JsonPointers();
+    const cached = response(await reviewAdmission(reviewFor(pod), { ...deps(), pointers }));
+    expect(pointers.kept).toBeGreaterThan(0);
+    const kept = pointers.kept;
+    expect(response(await reviewAdmission(reviewFor(pod), { ...deps(), pointers }))).toEqual(cached);
+    expect(pointers.kept).toBe(kept);
+    expect(response(await reviewAdmission(reviewFor(pod), deps()))).toEqual(cached);
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { AdmissionRequest } from '../../src/admission/types.js';
+import type { AdmissionRequest } from '../../src/shapes/admission-review.js';
 import type { Pod } from '../../src/injection/index.js';
 import { runtimesFromOwner, type Sandbox, type SandboxLookup } from '../../src/sources/kube/sandbox-runtimes.js';
 

@@ -1,7 +1,7 @@
 /** --trusted-creators: who may create pods that claim a Sandbox as their controller owner. */
 import { describe, expect, it } from 'vitest';
 import { reviewAdmission } from '../../src/admission/review.js';
-import type { AdmissionRequest } from '../../src/admission/types.js';
+import type { AdmissionRequest } from '../../src/shapes/admission-review.js';
 import { OptionsError, parseServeOptions } from '../../src/config.js';
 import type { Pod } from '../../src/injection/index.js';
 import { runtimesFromOwner, type Sandbox, type SandboxLookup } from '../../src/sources/kube/sandbox-runtimes.js';

@@ -1,7 +1,7 @@
 import type { Operation } from 'fast-json-patch';
 import { stringify } from 'yaml';
 import type { ConfigSnapshot, RuntimeSelection } from '../../admission/ports.js';
-import { podName } from '../../admission/pod-name.js';
+import { podName } from '../../admission/sandbox-owner.js';
 import { reviewAdmission, type Decision, type ReviewDeps } from '../../admission/review.js';
 import { autoWarnings, wrappedWithoutInstaller, type Pod, type SkipReason } from '../../injection/index.js';
 // The status annotation's one reader; injection/index.ts does not re-export it and the core is not ours to edit.

@@ -1,7 +1,7 @@
 import type { KubernetesListObject } from '@kubernetes/client-node';
 import type { RuntimeSelection } from '../../admission/ports.js';
 import { SANDBOX_GROUP, SANDBOX_VERSION, sandboxOwner } from '../../admission/sandbox-owner.js';
-import type { AdmissionRequest } from '../../admission/types.js';
+import type { AdmissionRequest } from '../../shapes/admission-review.js';
 import { DENIALS } from '../../errors/index.js';
 import type { Sandbox } from '../../shapes/sandbox.js';
 import type { Pod } from '../../injection/index.js';
