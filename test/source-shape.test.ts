@@ -46,14 +46,11 @@ const SHORT_ON_PURPOSE: Readonly<Record<string, string>> = {
   'src/util/json-pointer.ts': 'RFC 6901 escaping, once for the shapes and the injection (shapes/ cannot import it)',
   'src/util/one-yaml-document.ts': 'reading one YAML manifest, for the CLI and the ConfigMap source alike',
   'src/admission/patch.ts': 'left to the integrator of issue 29',
-  'src/cli/explain/config-state.ts': 'left to the integrator of issue 29',
   'src/cli/serve/cluster.ts': 'left to the integrator of issue 29',
-  'src/cli/version.ts': 'left to the integrator of issue 29',
-  'src/envfile/errors.ts': 'left to the integrator of issue 29',
+  'src/cli/version.ts': 'the package version, for --version and the listening line (two commands read it)',
+  'src/envfile/errors.ts': "the env-file writer's one error, which each of its steps throws and the CLI prints as-is",
   'src/shapes/sandbox.ts': 'left to the integrator of issue 29',
-  'src/sources/deep-freeze.ts': 'left to the integrator of issue 29',
-  'src/sources/json-errors.ts': 'left to the integrator of issue 29',
-  'src/sources/kube/clients.ts': 'left to the integrator of issue 29',
+  'src/sources/kube/clients.ts': 'the Kubernetes clients, made once at the edge for every cluster-mode source',
   'src/wrapper/installer.ts': 'left to the integrator of issue 29',
 };
 

@@ -7,7 +7,7 @@ import type { Container, Pod, Volume, VolumeMount } from './types.js';
 /**
  * The wrapper every wrapped command and exec probe starts with. These lists are shared by every pod and go into
  * patches as they are; a recorded value is never written into. Not frozen: a frozen array keeps JSON.stringify
- * off its fast path (src/sources/deep-freeze.ts).
+ * off its fast path (`deepFreeze` in src/sources/injection-config.ts).
  */
 export const WRAPPER: readonly string[] = ['/bin/bash', '/var/sandbox/run_with_envs.sh'];
 /** A wrapped container's command. */

@@ -1,12 +1,12 @@
-import { Ajv } from 'ajv';
+import { Ajv, type ErrorObject } from 'ajv';
 import type { ConfigEntry, ConfigSnapshot } from '../admission/ports.js';
 import type { RuntimeConfig } from '../injection/index.js';
-import { deepFreeze } from './deep-freeze.js';
-import { describeJsonError, describeSchemaError } from './json-errors.js';
 import { readLikeGo } from '../shapes/go-json.js';
 import { jsonSchemaOf } from '../shapes/json-schema.js';
+import { describeShapeError, pointerName } from '../shapes/schema-errors.js';
 import { runtimeConfig } from '../shapes/kubernetes.js';
 import { systemClock, type Clock } from '../util/clock.js';
+import { errorMessage, jsonErrorPosition } from '../util/error-message.js';
 
 export const DEFAULT_CONFIG_NAMESPACE = 'sandbox-system';
 export const DEFAULT_CONFIG_NAME = 'sandbox-injection-config';
@@ -110,4 +110,39 @@ export class InjectionConfigStore {
     this.current = { present: true, name: this.configMapName, entries, valid };
     return { invalidKeys, unknownFields };
   }
+}
+
+/** "invalid JSON at line L column C: reason", from whatever position V8 reports. */
+export function describeJsonError(text: string, error: unknown): string {
+  const message = errorMessage(error);
+  const where = jsonErrorPosition(text, error);
+  if (where === undefined) return `invalid JSON: ${message}`;
+  const { line, column } = where;
+  const reason = message.replace(/\s*(in JSON )?at position \d+.*$/, '');
+  return `invalid JSON at line ${line} column ${column}: ${reason}`;
+}
+
+/** The first schema error as "field /a/0/b must be string". */
+export function describeSchemaError(errors: readonly ErrorObject[] | null | undefined): string {
+  return describeShapeError(errors, pointerName);
+}
+
+/**
+ * Configs are shared by every admission; freezing them turns an accidental write into a loud error.
+ *
+ * Objects are frozen, arrays are not (their elements are, all the way down). Config values go into patches by
+ * reference, and V8's fast path for JSON.stringify (on Node 26, not on Node 20) takes only arrays of the ordinary
+ * element kinds: one frozen array sends a whole patch down the slow path, 2.2 times the time on the bench's
+ * review (docs/benchmark.md). The tests freeze arrays too (test/support/freeze-all.ts), so an edit that writes
+ * into one fails there.
+ */
+export function deepFreeze<T>(value: T): T {
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) {
+    for (const element of value) deepFreeze(element);
+  } else if (!Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
 }

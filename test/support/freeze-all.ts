@@ -1,5 +1,5 @@
 /**
- * Freezes every object and array of a value, stricter than the config store (src/sources/deep-freeze.ts, which
+ * Freezes every object and array of a value, stricter than the config store (`deepFreeze` in src/sources/injection-config.ts, which
  * leaves arrays extensible for JSON.stringify's sake): under it, an edit that writes into a shared value throws.
  */
 export function freezeAll<T>(value: T): T {

@@ -8,7 +8,6 @@ import { autoWarnings, wrappedWithoutInstaller, type Pod, type SkipReason } from
 import { recordedStatus, type RecordedStatus } from '../../injection/status.js';
 import { CliError } from '../io.js';
 import { applyResponsePatch, decodePatch, podCreateReview } from '../pod-review.js';
-import { keyReport, type KeyReport } from './config-state.js';
 import { unifiedDiff } from './line-diff.js';
 import type { WebhookVerdict } from './webhook-match.js';
 
@@ -144,4 +143,25 @@ function fates(asked: readonly string[], before: RecordedStatus, after: Recorded
       return { runtime, fate: 'skipped', reason: skip.reason, message: skip.message, earlier: earlier(runtime) };
     return { runtime, fate: 'none', why };
   });
+}
+
+/**
+ * A ConfigMap key as the review reads it: `valid`; `last-valid` (the current value is bad and an earlier valid
+ * version is used, with a warning); `invalid` (bad and never seen valid: a runtime asking for it is denied);
+ * `missing` (no key, or an empty one: also denied).
+ */
+export type KeyState = 'valid' | 'last-valid' | 'invalid' | 'missing';
+
+export interface KeyReport {
+  key: string;
+  state: KeyState;
+  /** Why the current value is bad, for `last-valid` and `invalid`. */
+  error?: string;
+}
+
+export function keyReport(snapshot: ConfigSnapshot & { present: true }, key: string): KeyReport {
+  const entry = snapshot.entries.get(key);
+  if (entry === undefined) return { key, state: 'missing' };
+  if (entry.error === undefined) return { key, state: 'valid' };
+  return { key, state: entry.config === undefined ? 'invalid' : 'last-valid', error: entry.error };
 }

@@ -1,4 +1,4 @@
-import type { KeyReport } from './config-state.js';
+import type { KeyReport } from './explanation.js';
 import type { Explanation, RuntimeFate, WebhookCheck } from './explanation.js';
 import type { SelectorVerdict } from './label-selector.js';
 import type { WebhookVerdict } from './webhook-match.js';
