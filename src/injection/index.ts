@@ -1,3 +1,4 @@
+import { STATUS_ANNOTATION } from '../shapes/sandbox-api.js';
 import { injectAgentRuntime, type PostStartConflict } from './agent-runtime.js';
 import { injectCsi } from './csi.js';
 import { PodEditor, type EditOperation } from './editor.js';
@@ -5,7 +6,7 @@ import { wrapForEnvInjection, type WrapperInstaller } from './env-wrapper.js';
 import { injectGeneric } from './generic.js';
 import { isPresent } from './present.js';
 import { emptyReport, type InjectionReport } from './report.js';
-import { recordedStatus, settledRuntimes, STATUS_ANNOTATION, statusAfter } from './status.js';
+import { recordedStatus, settledRuntimes, statusAfter } from './status.js';
 import { AGENT_RUNTIME, CSI, type EnvVarsInjectionPolicy, type Pod, type RuntimeConfig } from './types.js';
 
 export interface RequestedRuntime {
@@ -143,5 +144,5 @@ export { wrappedWithoutInstaller } from './env-wrapper.js';
 export * as autoWarnings from './auto-warnings.js';
 export { POSTSTART_CONFLICT_MODES } from './agent-runtime.js';
 export type { InjectionReport, RuntimeSkip, SkipReason } from './report.js';
-export { STATUS_ANNOTATION } from './status.js';
+export { STATUS_ANNOTATION } from '../shapes/sandbox-api.js';
 export * from './types.js';
