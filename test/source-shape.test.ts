@@ -49,9 +49,10 @@ const SHORT_ON_PURPOSE: Readonly<Record<string, string>> = {
   'src/cli/serve/cluster.ts': 'left to the integrator of issue 29',
   'src/cli/version.ts': 'the package version, for --version and the listening line (two commands read it)',
   'src/envfile/errors.ts': "the env-file writer's one error, which each of its steps throws and the CLI prints as-is",
-  'src/shapes/sandbox.ts': 'left to the integrator of issue 29',
   'src/sources/kube/clients.ts': 'the Kubernetes clients, made once at the edge for every cluster-mode source',
-  'src/wrapper/installer.ts': 'left to the integrator of issue 29',
+  'src/wrapper/env-dir.ts': "the env folder's names, the one contract between run_with_envs.sh and every writer",
+  'src/wrapper/installer.ts':
+    "how the injector's own image installs the wrapper (the edge; the injection only runs a command)",
 };
 
 describe('the source tree', () => {

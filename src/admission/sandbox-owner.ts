@@ -1,13 +1,10 @@
 import type { OwnerReference, Pod } from '../injection/index.js';
-
-export const SANDBOX_GROUP = 'agents.kruise.io';
-export const SANDBOX_VERSION = 'v1alpha1';
-const SANDBOX_API_VERSION = `${SANDBOX_GROUP}/${SANDBOX_VERSION}`;
+import { SANDBOX_API_VERSION, SANDBOX_KIND } from '../shapes/sandbox-api.js';
 
 /** The pod's controller owner, when it is a Sandbox. */
 export function sandboxOwner(pod: Pod): OwnerReference | undefined {
   return (pod.metadata.ownerReferences ?? []).find(
-    (ref) => ref.controller === true && ref.apiVersion === SANDBOX_API_VERSION && ref.kind === 'Sandbox',
+    (ref) => ref.controller === true && ref.apiVersion === SANDBOX_API_VERSION && ref.kind === SANDBOX_KIND,
   );
 }
 

@@ -12,6 +12,7 @@
  * damaged Secret repairs itself instead of stopping the webhook.
  */
 import type { V1Secret } from '@kubernetes/client-node';
+import { INJECTOR_DOMAIN } from '../shapes/sandbox-api.js';
 import { certifiedKey, issuedBy, parseCertificate, type CertifiedKey } from './pki.js';
 
 export const SECRET_KEYS = {
@@ -24,14 +25,13 @@ export const SECRET_KEYS = {
   previousCa: 'previous-ca.crt',
 } as const;
 
-const ANNOTATION_PREFIX = 'sandbox-injector.agents.kruise.io';
 export const ANNOTATIONS = {
   /** Counts the writes of this Secret; the webhook configuration records the one its caBundle came from. */
-  generation: `${ANNOTATION_PREFIX}/generation`,
+  generation: `${INJECTOR_DOMAIN}/generation`,
   /** When the next CA joined the trust bundle; it signs only once the overlap has passed since then. */
-  nextCaStagedAt: `${ANNOTATION_PREFIX}/next-ca-staged-at`,
+  nextCaStagedAt: `${INJECTOR_DOMAIN}/next-ca-staged-at`,
   /** On the MutatingWebhookConfiguration: `<secret uid>/<generation>` that its caBundle reflects. */
-  bundleSource: `${ANNOTATION_PREFIX}/ca-bundle-source`,
+  bundleSource: `${INJECTOR_DOMAIN}/ca-bundle-source`,
 } as const;
 
 export interface NextCa {

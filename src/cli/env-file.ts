@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { EnvFileError } from '../envfile/errors.js';
 import { parseEnvJson } from '../envfile/parse-env-json.js';
 import { writeEnvFile } from '../envfile/write-env-file.js';
+import { INIT_RUNTIME_REQUEST } from '../shapes/sandbox-api.js';
 import { errorMessage } from '../util/error-message.js';
 import { UsageError } from './command.js';
 import type { CliIo } from './io.js';
@@ -17,7 +18,7 @@ export const usage = `usage: sandbox-injector env-file --dir DIR [KEY=VALUE...]
 Writes DIR/env.sh (mode 0600, atomically) and then DIR/.env_ready, releasing containers
 wrapped by run_with_envs.sh. With no variables it only signals readiness.
 --from-json FILE reads either a JSON object of string values ({"KEY": "value", ...}) or the
-JSON of a Sandbox's agents.kruise.io/init-runtime-request annotation, of which only envVars
+JSON of a Sandbox's ${INIT_RUNTIME_REQUEST} annotation, of which only envVars
 is used ({"envVars": {"KEY": "value", ...}, "accessToken": ...}). An object with an envVars
 key is read as the latter, unless envVars holds a string: then it is a variable of a flat map.
 Without envVars, an accessToken or skipRefresh key also marks a request (with no variables).

@@ -4,14 +4,8 @@ import { reviewAdmission } from '../admission/review.js';
 import { autoWarnings, wrappedWithoutInstaller, type Pod } from '../injection/index.js';
 import { wrapperFromImage } from '../wrapper/installer.js';
 import type { RuntimeSelection } from '../admission/ports.js';
-import {
-  firstPolicy,
-  parsePolicy,
-  parseRuntimeList,
-  POLICY_ANNOTATION,
-  RUNTIMES_ANNOTATION,
-  runtimesFromAnnotations,
-} from '../sources/pod-annotations.js';
+import { POLICY_ANNOTATION, RUNTIMES_ANNOTATION } from '../shapes/sandbox-api.js';
+import { firstPolicy, parsePolicy, parseRuntimeList, runtimesFromAnnotations } from '../sources/pod-annotations.js';
 import { columns, UsageError } from './command.js';
 import { CliError, type CliIo, readInput, writeLine } from './io.js';
 import {
@@ -28,7 +22,7 @@ export const usage = `usage: sandbox-injector inject [--config-file CONFIGMAP] [
 
 Prints POD as the webhook would admit it (like istioctl kube-inject); warnings go to stderr, whole, with what
 Auto cannot hold until the claim (as serve --warn-unwrapped, the Deployment's setting). Runtimes and policy
-come from the pod's annotations (agents.kruise.io/runtimes, agents.kruise.io/env-vars-injection-policy) unless
+come from the pod's annotations (${RUNTIMES_ANNOTATION}, ${POLICY_ANNOTATION}) unless
 the flags give them. A denial prints its message on stderr and exits 1.
 
 ${columns([

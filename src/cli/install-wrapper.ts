@@ -3,11 +3,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { errorCode, errorMessage } from '../util/error-message.js';
+import { WRAPPER_SCRIPT } from '../wrapper/env-dir.js';
 import { UsageError } from './command.js';
 import { CliError, type CliIo, writeLine } from './io.js';
 
 /** The wrapper as shipped in the package (dist/cli -> src/wrapper). */
-const WRAPPER_SOURCE = fileURLToPath(new URL('../../src/wrapper/run_with_envs.sh', import.meta.url));
+const WRAPPER_SOURCE = fileURLToPath(new URL(`../../src/wrapper/${WRAPPER_SCRIPT}`, import.meta.url));
 
 export const usage = `usage: sandbox-injector install-wrapper --dir DIR
 
@@ -22,7 +23,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
   const { values } = parseArgs({ args: argv, options: { dir: { type: 'string' } }, strict: true });
   if (values.dir === undefined || values.dir === '') throw new UsageError('--dir DIR is required');
   await requireDirectory(values.dir);
-  const target = join(values.dir, 'run_with_envs.sh');
+  const target = join(values.dir, WRAPPER_SCRIPT);
   const partial = `${target}.tmp-${process.pid}`;
   try {
     await copyFile(WRAPPER_SOURCE, partial);

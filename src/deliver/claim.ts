@@ -26,15 +26,31 @@ import { parseEnvJson } from '../envfile/parse-env-json.js';
 import { renderEnvFile } from '../envfile/render-env-file.js';
 import { recordedStatus } from '../injection/status.js';
 import type { Pod } from '../injection/index.js';
-import { accessToken, runtimeBase, type EndpointSettings, type RuntimeEndpoint } from './runtime-endpoint.js';
 import {
   CLAIM_TIMESTAMP,
-  DELIVERY_ANNOTATIONS,
   INIT_RUNTIME_REQUEST,
   LEGACY_ACCESS_TOKEN,
+  LEGACY_ENVD_URL,
   RUNTIME_ACCESS_TOKEN,
+  RUNTIME_TLS_PORT,
+  RUNTIME_URL,
   SANDBOX_CLAIMED,
-} from './sandbox-vocabulary.js';
+} from '../shapes/sandbox-api.js';
+import { accessToken, runtimeBase, type EndpointSettings, type RuntimeEndpoint } from './runtime-endpoint.js';
+
+/**
+ * Every Sandbox annotation delivery reads: what its caches keep of a Sandbox's annotations, and what its
+ * decisions' `inputs` digest covers. One list, so that a new annotation cannot be read and yet be stripped.
+ */
+export const DELIVERY_ANNOTATIONS: readonly string[] = [
+  INIT_RUNTIME_REQUEST,
+  RUNTIME_URL,
+  LEGACY_ENVD_URL,
+  RUNTIME_ACCESS_TOKEN,
+  LEGACY_ACCESS_TOKEN,
+  RUNTIME_TLS_PORT,
+  CLAIM_TIMESTAMP,
+];
 
 /** The Sandbox fields delivery reads; everything else of the object is ignored (and stripped from the cache). */
 export interface DeliverySandbox {

@@ -4,7 +4,7 @@
  * or a token.
  */
 import type { CoreV1Api, CoreV1Event } from '@kubernetes/client-node';
-import { SANDBOX_GROUP, SANDBOX_VERSION } from '../admission/sandbox-owner.js';
+import { SANDBOX_API_VERSION, SANDBOX_KIND } from '../shapes/sandbox-api.js';
 import type { DeliverySandbox } from './claim.js';
 import type { DeliveryOutcome, FailureEvent } from './outcome.js';
 
@@ -60,8 +60,8 @@ export function eventObject(
   return {
     metadata: { generateName: `${name}.`, namespace },
     involvedObject: {
-      apiVersion: `${SANDBOX_GROUP}/${SANDBOX_VERSION}`,
-      kind: 'Sandbox',
+      apiVersion: SANDBOX_API_VERSION,
+      kind: SANDBOX_KIND,
       name,
       namespace,
       uid: sandbox.metadata?.uid,

@@ -5,6 +5,7 @@
 import { option } from '../options/option-row.js';
 import { commandUsage, parseCommandOptions, type OptionValuesOf } from '../options/read-rows.js';
 import { DNS_LABEL, DNS_SUBDOMAIN, LOG_LEVELS, NON_EMPTY, PORT } from '../options/rows.js';
+import { ENV_DIR } from '../wrapper/env-dir.js';
 
 const ABSOLUTE_PATH = { pattern: '^/' } as const;
 // NAMESPACE/NAME of a Secret: a DNS label, then a DNS subdomain.
@@ -19,7 +20,7 @@ export const DELIVER_OPTION_ROWS = {
     'string',
     'the env folder inside the pod, where run_with_envs.sh waits',
     ABSOLUTE_PATH,
-    '/var/sandbox',
+    ENV_DIR,
   ),
   fileUser: option('file-user', 'string', 'user envd writes env.sh and .env_ready as (their owner)', USER_NAME, 'root'),
   runtimePort: option(

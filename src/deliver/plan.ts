@@ -17,7 +17,7 @@
  * the way, then env.sh, then any temporary file an interrupted attempt left.
  */
 import { posix } from 'node:path';
-import { ENV_FILE_NAME, READY_FILE_NAME, WAKE_FILE_NAME } from '../envfile/write-env-file.js';
+import { ENV_FILE_NAME, READY_FILE_NAME, WAKE_FILE_NAME } from '../wrapper/env-dir.js';
 
 export type DeliveryStep =
   | { op: 'upload'; path: string; body: string }

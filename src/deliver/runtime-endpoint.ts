@@ -7,16 +7,16 @@
  */
 import type { Agent as HttpsAgent } from 'node:https';
 import { isIP } from 'node:net';
-import type { RefusalReason } from './claim.js';
-import { runtimeTlsPort } from './runtime-tls.js';
-import type { RuntimeTlsState } from './runtime-tls-source.js';
 import {
   LEGACY_ACCESS_TOKEN,
   LEGACY_ENVD_URL,
   RUNTIME_ACCESS_TOKEN,
   RUNTIME_TLS_PORT,
   RUNTIME_URL,
-} from './sandbox-vocabulary.js';
+} from '../shapes/sandbox-api.js';
+import type { RefusalReason } from './claim.js';
+import { runtimeTlsPort } from './runtime-tls.js';
+import type { RuntimeTlsState } from './runtime-tls-source.js';
 
 /** How the runtime is spoken to: plain HTTP, or HTTPS through an agent that verifies RUNTIME_TLS_SERVER_NAME. */
 export type RuntimeTls = RuntimeTlsState;

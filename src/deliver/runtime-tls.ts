@@ -1,11 +1,11 @@
 /**
  * Runtimes that serve HTTPS, as upstream OpenKruise Agents reaches them (pkg/utils/runtime/transport.go):
  *
- * - a Sandbox advertises its runtime's HTTPS port in `agents.kruise.io/runtime-tls-port`; absent or empty
- *   means plain HTTP, anything that is not an integer from 1 to 65535 is an error, never a fallback;
- * - the client dials the pod IP at that port but verifies the certificate as `agentruntime.sandbox.agents.kruise.io`
- *   (SNI and name check both): a pod IP has no DNS name, and the runtime's certificate names that instance of
- *   its wildcard `*.sandbox.agents.kruise.io`;
+ * - a Sandbox advertises its runtime's HTTPS port in the annotation RUNTIME_TLS_PORT; absent or empty means
+ *   plain HTTP, anything that is not an integer from 1 to 65535 is an error, never a fallback;
+ * - the client dials the pod IP at that port but verifies the certificate as RUNTIME_TLS_SERVER_NAME (SNI and
+ *   name check both): a pod IP has no DNS name, and the runtime's certificate names that instance of its
+ *   wildcard;
  * - it trusts only the CA bundle `ca.crt` of one Secret, and presents `client.crt`/`client.key` from it when
  *   both are there (a runtime started with a client CA requires them); TLS 1.2 at least.
  *
@@ -15,8 +15,8 @@
 import { X509Certificate, createHash, createPrivateKey } from 'node:crypto';
 import { Agent } from 'node:https';
 import { checkServerIdentity, createSecureContext } from 'node:tls';
+import { RUNTIME_TLS_PORT, RUNTIME_TLS_SERVER_NAME } from '../shapes/sandbox-api.js';
 import { RUNTIME_KEEP_ALIVE } from './http-call.js';
-import { RUNTIME_TLS_PORT, RUNTIME_TLS_SERVER_NAME } from './sandbox-vocabulary.js';
 
 /** The Secret's data keys, upstream's names. */
 export const RUNTIME_TLS_CA_KEY = 'ca.crt';

@@ -1,7 +1,7 @@
 /**
- * The caches delivery reads: every Sandbox, and every pod the Sandbox controller made (label
- * `agents.kruise.io/created-by: sandbox`), indexed by the Sandbox that controls it. Each change enqueues the
- * Sandbox it concerns; each full list enqueues them all.
+ * The caches delivery reads: every Sandbox, and every pod the Sandbox controller made (SANDBOX_POD_SELECTOR),
+ * indexed by the Sandbox that controls it. Each change enqueues the Sandbox it concerns; each full list
+ * enqueues them all.
  *
  * The caches keep only the fields below (SANDBOX_FIELDS, POD_FIELDS), cut as each object arrives: a whole pod
  * is its template, managedFields and status, tens of KiB, and a Sandbox's request annotations can reach
@@ -9,15 +9,23 @@
  * delivery starts to read must be added to its list, or it reads as absent.
  */
 import type { KubernetesListObject, V1OwnerReference, V1Pod } from '@kubernetes/client-node';
-import { SANDBOX_GROUP, SANDBOX_VERSION, sandboxOwner } from '../admission/sandbox-owner.js';
+import { sandboxOwner } from '../admission/sandbox-owner.js';
 import type { Pod } from '../injection/index.js';
-import { STATUS_ANNOTATION } from '../injection/status.js';
+import {
+  CREATED_BY,
+  SANDBOX_API_VERSION,
+  SANDBOX_CLAIMED,
+  SANDBOX_GROUP,
+  SANDBOX_PLURAL,
+  SANDBOX_POD_SELECTOR,
+  SANDBOX_VERSION,
+  STATUS_ANNOTATION,
+} from '../shapes/sandbox-api.js';
 import type { KubeClients } from '../sources/kube/clients.js';
 import { EACH, fieldKeeper, type FieldPath } from '../sources/kube/keep-fields.js';
 import { ResilientWatch } from '../sources/kube/resilient-watch.js';
 import type { Clock } from '../util/clock.js';
-import { CREATED_BY, DELIVERY_ANNOTATIONS, SANDBOX_CLAIMED } from './sandbox-vocabulary.js';
-import type { DeliverySandbox } from './claim.js';
+import { DELIVERY_ANNOTATIONS, type DeliverySandbox } from './claim.js';
 import type { SandboxCache } from './controller.js';
 
 /** The metadata both caches keep: identity, version, and the times a recreate is told apart by. */
@@ -66,8 +74,6 @@ export function stripPod(pod: V1Pod): V1Pod {
   return keepPodFields({ ...pod, metadata: { ...metadata, ownerReferences: controllers } });
 }
 
-const SANDBOX_POD_SELECTOR = 'agents.kruise.io/created-by=sandbox';
-
 export type SandboxObject = DeliverySandbox & { apiVersion?: string; kind?: string };
 
 export interface DeliveryWatches {
@@ -109,12 +115,12 @@ export function deliveryWatches(
 
   const sandboxes = new ResilientWatch<SandboxObject>({
     watch: clients.watch,
-    path: `/apis/${SANDBOX_GROUP}/${SANDBOX_VERSION}/sandboxes`,
+    path: `/apis/${SANDBOX_API_VERSION}/${SANDBOX_PLURAL}`,
     list: async (page) =>
       (await clients.custom.listClusterCustomObject({
         group: SANDBOX_GROUP,
         version: SANDBOX_VERSION,
-        plural: 'sandboxes',
+        plural: SANDBOX_PLURAL,
         ...page,
       })) as KubernetesListObject<SandboxObject>,
     transform: stripSandbox,

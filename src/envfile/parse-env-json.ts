@@ -8,7 +8,7 @@ type JsonObject = Record<string, unknown>;
  * Read the variables of a `--from-json` file into pairs, keeping the file's order. Two shapes are accepted:
  *
  * - a flat map, `{"KEY": "value", ...}`;
- * - the JSON of the Sandbox annotation `agents.kruise.io/init-runtime-request`,
+ * - the JSON of a Sandbox's init-runtime-request annotation (INIT_RUNTIME_REQUEST, src/shapes/sandbox-api.ts),
  *   `{"envVars": {"KEY": "value", ...}, "accessToken": "...", "skipRefresh": true}`. Only `envVars` is read:
  *   the other fields are meant for the agent-runtime, not for the app's environment.
  *

@@ -6,14 +6,9 @@ import path from 'node:path';
 import { EnvFileError } from './errors.js';
 import { renderEnvFile, type EnvVars } from './render-env-file.js';
 import { errorMessage } from '../util/error-message.js';
+import { ENV_FILE_NAME, READY_FILE_NAME, WAKE_FILE_NAME } from '../wrapper/env-dir.js';
 
 export type { EnvVars } from './render-env-file.js';
-
-/** Names the wrapper (src/wrapper/run_with_envs.sh) looks for; keep the two in step. */
-export const ENV_FILE_NAME = 'env.sh';
-export const READY_FILE_NAME = '.env_ready';
-/** The FIFO a waiting wrapper blocks on; one byte into it once .env_ready exists starts it at once. */
-export const WAKE_FILE_NAME = '.env_wake';
 
 /** env.sh may carry secrets; only its owner reads it. */
 const ENV_FILE_MODE = 0o600;

@@ -1,3 +1,5 @@
+import { ENV_DIR, WRAPPER_PATH } from '../wrapper/env-dir.js';
+
 /**
  * Every line EnvVarsInjectionPolicy Auto says about a pod, one function per kind, so the tests and the docs
  * (docs/policy.md quotes each) read the same text. Each puts its reason first: kube-apiserver advises warnings
@@ -42,17 +44,17 @@ export function noAgentRuntimeWarning(): string {
   return 'Auto: nothing wrapped, no agent-runtime to write the env: commands would wait forever';
 }
 
-/** The main container holds /var/sandbox with another volume: envd, which runs there, could never write the env. */
+/** The main container holds the env folder with another volume: envd, which runs there, cannot write the env. */
 export function mainMountBlocksWarning(main: string, volume: string): string {
-  return `Auto: nothing wrapped, envd cannot write the env: main container "${main}" has "${volume}" at /var/sandbox`;
+  return `Auto: nothing wrapped, envd cannot write the env: main container "${main}" has "${volume}" at ${ENV_DIR}`;
 }
 
 export function containerMountBlocksWarning(container: string, volume: string): string {
-  return `Auto: not wrapped, the env never reaches it: "${container}" has "${volume}" at /var/sandbox`;
+  return `Auto: not wrapped, the env never reaches it: "${container}" has "${volume}" at ${ENV_DIR}`;
 }
 
 export function sidecarMountKeptWarning(sidecar: string): string {
-  return `Auto: sidecar "${sidecar}" left without the env volume: it has another volume at /var/sandbox`;
+  return `Auto: sidecar "${sidecar}" left without the env volume: it has another volume at ${ENV_DIR}`;
 }
 
 /**
@@ -62,7 +64,7 @@ export function sidecarMountKeptWarning(sidecar: string): string {
 export function noWrapperImageNote(): string {
   return (
     'no --wrapper-image: the pod shown has no sandbox-env-wrapper init container, so its wrapped commands wait ' +
-    'for /var/sandbox/run_with_envs.sh, which nothing installs unless the agent-runtime image carries it ' +
+    `for ${WRAPPER_PATH}, which nothing installs unless the agent-runtime image carries it ` +
     '(the Deployment sets one: SANDBOX_INJECTOR_WRAPPER_IMAGE)'
   );
 }

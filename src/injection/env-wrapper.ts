@@ -1,3 +1,4 @@
+import { ENV_DIR, WRAPPER_PATH } from '../wrapper/env-dir.js';
 import * as say from './auto-warnings.js';
 import { relativePath, type PodEditor } from './editor.js';
 import { addMissingVolumes, appendContainers, appendMounts, containerPath } from './merge.js';
@@ -9,12 +10,12 @@ import type { Container, Pod, Volume, VolumeMount } from './types.js';
  * patches as they are; a recorded value is never written into. Not frozen: a frozen array keeps JSON.stringify
  * off its fast path (`deepFreeze` in src/sources/injection-config.ts).
  */
-export const WRAPPER: readonly string[] = ['/bin/bash', '/var/sandbox/run_with_envs.sh'];
+export const WRAPPER: readonly string[] = ['/bin/bash', WRAPPER_PATH];
 /** A wrapped container's command. */
 const WRAPPED_COMMAND: readonly string[] = [...WRAPPER, '--'];
 const WRAPPED_PROBE_PREFIX: readonly string[] = [...WRAPPER, '--probe', '--'];
 const SANDBOX_ENV_VOLUME = 'sandbox-env';
-const SANDBOX_ENV_PATH = '/var/sandbox';
+const SANDBOX_ENV_PATH = ENV_DIR;
 const WRAPPER_INIT_CONTAINER = 'sandbox-env-wrapper';
 
 /** An image that can put run_with_envs.sh into the shared volume, and the command that does it there. */

@@ -30,6 +30,7 @@
  *
  * Every edit is recorded as the operation that makes it as it is made, so the patch is ready when the edit ends.
  */
+import { STATUS_ANNOTATION } from '../shapes/sandbox-api.js';
 import { injectAgentRuntime, type PostStartConflict } from './agent-runtime.js';
 import { injectCsi } from './csi.js';
 import { PodEditor, type EditOperation } from './editor.js';
@@ -37,7 +38,7 @@ import type { JsonPointers } from './pointers.js';
 import { wrapForEnvInjection, type WrapperInstaller } from './env-wrapper.js';
 import { injectGeneric } from './generic.js';
 import { emptyReport, type InjectionReport } from './report.js';
-import { recordedStatus, settledRuntimes, STATUS_ANNOTATION, statusAfter } from './status.js';
+import { recordedStatus, settledRuntimes, statusAfter } from './status.js';
 import {
   AGENT_RUNTIME,
   CSI,
@@ -209,5 +210,5 @@ export { wrappedWithoutInstaller } from './env-wrapper.js';
 export * as autoWarnings from './auto-warnings.js';
 export { POSTSTART_CONFLICT_MODES } from './agent-runtime.js';
 export type { InjectionReport, RuntimeSkip, SkipReason } from './report.js';
-export { STATUS_ANNOTATION } from './status.js';
+export { STATUS_ANNOTATION } from '../shapes/sandbox-api.js';
 export * from './types.js';

@@ -1,8 +1,6 @@
 import type { InjectionReport, RuntimeSkip } from './report.js';
+import { STATUS_ANNOTATION } from '../shapes/sandbox-api.js';
 import type { Pod } from './types.js';
-
-/** Records what the webhook did to a pod, for people and for the next admission of the same pod. */
-export const STATUS_ANNOTATION = 'agents.kruise.io/runtime-injection-status';
 
 export interface InjectionStatus {
   injected: string[];

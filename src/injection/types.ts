@@ -23,5 +23,4 @@ export type {
 export type EnvVarsInjectionPolicy = 'None' | 'Auto';
 export const ENV_VARS_INJECTION_POLICIES: readonly EnvVarsInjectionPolicy[] = ['None', 'Auto'];
 
-export const AGENT_RUNTIME = 'agent-runtime';
-export const CSI = 'csi';
+export { AGENT_RUNTIME, CSI } from '../shapes/sandbox-api.js';

@@ -1,9 +1,7 @@
 import type { RuntimeSelection } from '../admission/ports.js';
 import { DENIALS, type Failure } from '../errors/index.js';
 import { ENV_VARS_INJECTION_POLICIES, type EnvVarsInjectionPolicy, type Pod } from '../injection/index.js';
-
-export const RUNTIMES_ANNOTATION = 'agents.kruise.io/runtimes';
-export const POLICY_ANNOTATION = 'agents.kruise.io/env-vars-injection-policy';
+import { POLICY_ANNOTATION, RUNTIMES_ANNOTATION } from '../shapes/sandbox-api.js';
 
 /** "a, b,,a" -> ["a", "b"]: spaces, empty entries and duplicates are ignored. */
 export function parseRuntimeList(value: string): string[] {

@@ -1,4 +1,5 @@
 import type { WrapperInstaller } from '../injection/index.js';
+import { ENV_DIR } from './env-dir.js';
 
 /**
  * How the injector's own image puts run_with_envs.sh into a pod: the init container that Auto adds runs the
@@ -10,7 +11,7 @@ export const IMAGE_INSTALL_COMMAND: readonly string[] = [
   '/app/dist/cli/main.js',
   'install-wrapper',
   '--dir',
-  '/var/sandbox',
+  ENV_DIR,
 ];
 
 /** `{ wrapper }` for reviews when an image is given, else nothing: serve and inject build it the same way. */

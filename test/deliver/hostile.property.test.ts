@@ -2,14 +2,16 @@
  * The delivery fuzz. Malformed Sandbox annotations (init-runtime-request, runtime URLs and their hosts, tokens
  * and the legacy token, TLS ports, the claimed label, pod IPs in the pod's status and in the Sandbox's, the pod's
  * injection status) never crash the decision, never put a value or a token in a reason, and never aim a delivery
- * anywhere but the pod's own IP; and a long-lived controller facing a hostile envd (slow, 5xx, truncated, redirects, huge bodies, hang-ups, refusals) never
- * crashes, never writes outside the env dir, never reports a value or a token, and still delivers the next
- * good claim. `PROPERTY_RUNS=full` draws 100,000 annotation sets and 5,000 hostile delivery sequences.
+ * anywhere but the pod's own IP; and a long-lived controller facing a hostile envd (slow, 5xx, truncated,
+ * redirects, huge bodies, hang-ups, refusals, listings that name paths of their own) never crashes, never asks
+ * envd to touch a path outside the env folder, never reports a value or a token, still delivers the next good
+ * claim, and, when that claim ends, clears nothing of the pod's own. `PROPERTY_RUNS=full` draws 100,000
+ * annotation sets and 5,000 hostile sequences.
  *
  * The envd here is test/support/envd-double.ts, which follows envd's published file API; it is not the real envd.
  * Only loopback is ever contacted: fuzzed runtime URLs are only decided on, never called.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent as HttpsAgent } from 'node:https';
 import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -187,10 +189,26 @@ describe('delivery fuzz: malformed annotations', () => {
   );
 });
 
+// Names a hostile listing offers: the only answer of envd that goes into a path delivery builds.
+const listedName = fc.oneof(
+  fc.constantFrom('..', '.', '', '../../etc/passwd', '/etc/shadow', 'env.sh/../../x', '.env_wake', 'run_with_envs.sh'),
+  fc.constantFrom('.env.sh.0123456789abcdef.tmp/../../x', '..%2f.env.sh.0123456789abcdef.tmp', ' .env_ready'),
+  fc.string({ maxLength: 12 }),
+);
+const listing = fc
+  .array(fc.record({ name: listedName, type: fc.constantFrom('', 'FILE_TYPE_FILE', 'FILE_TYPE_SYMLINK') }), {
+    maxLength: 6,
+  })
+  .map((entries) => ({ listing: entries }));
 const behaviour: fc.Arbitrary<EnvdBehaviour> = fc.oneof(
   fc.constantFrom<EnvdBehaviour>('slow', 'truncated', 'redirect', 'huge', 'hang-up'),
   fc.constantFrom(500, 502, 503, 507, 429, 408, 400, 401, 403, 404, 418).map((code) => ({ status: code })),
+  listing,
 );
+/** Not the default folder: a path built from anything but the controller's setting lands outside it. */
+const ENV_DIR = '/run/claim-env';
+/** What a pod's folder holds of its own: clearing a claim must leave these. */
+const OWN_FILES = ['run_with_envs.sh', 'notes.txt'];
 
 describe('delivery fuzz: a hostile envd', () => {
   // Each sequence is several loopback requests and timeouts: npm test draws 50, the full run 5,000.
@@ -200,7 +218,7 @@ describe('delivery fuzz: a hostile envd', () => {
   let hostileAnswers = 0;
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'si-deliver-fuzz-'));
-    double = await startEnvdDouble({ root: dir, token: 'tok', slowMs: 150, halfWriteMs: 0 });
+    double = await startEnvdDouble({ root: dir, podDir: ENV_DIR, token: 'tok', slowMs: 150, halfWriteMs: 0 });
   });
   afterAll(async () => {
     await double.close();
@@ -208,7 +226,7 @@ describe('delivery fuzz: a hostile envd', () => {
   });
 
   it(
-    `for ${runs} hostile answer sequences: no crash, no write outside the env dir, no value reported, and the next good claim is delivered`,
+    `for ${runs} hostile answer sequences: no crash, no path outside the env folder, no value reported, the next good claim delivered, nothing of the pod's own cleared`,
     async () => {
       const clock = new ManualClock();
       const outcomes: DeliveryOutcome[] = [];
@@ -218,7 +236,7 @@ describe('delivery fuzz: a hostile envd', () => {
         cache: { get: () => current?.sandbox, keys: () => ['n/s'], podOf: () => current?.pod },
         envd: envdFiles({ timeoutMs: 60, maxBodyBytes: 4096, user: 'root' }),
         settings: {
-          envDir: '/var/sandbox',
+          envDir: ENV_DIR,
           runtimePort: 1,
           trustRuntimeUrl: false,
           concurrency: 2,
@@ -232,25 +250,30 @@ describe('delivery fuzz: a hostile envd', () => {
       });
       controller.setTerm({ signal: new AbortController().signal, fresh: () => true });
       let serial = 0;
+      const sandbox = (request: Record<string, string>): DeliverySandbox => ({
+        metadata: {
+          name: 's',
+          namespace: 'n',
+          annotations: { ...request, 'agents.kruise.io/runtime-url': double.url },
+        },
+      });
       const claimWith = (vars: Record<string, string>) => {
         serial += 1;
         current = {
-          sandbox: {
-            metadata: {
-              name: 's',
-              namespace: 'n',
-              annotations: {
-                'agents.kruise.io/init-runtime-request': JSON.stringify({ envVars: vars, accessToken: 'tok' }),
-                'agents.kruise.io/runtime-url': double.url,
-              },
-            },
-          },
+          sandbox: sandbox({
+            'agents.kruise.io/init-runtime-request': JSON.stringify({ envVars: vars, accessToken: 'tok' }),
+          }),
           pod: {
             metadata: { uid: `pod-${serial}`, annotations: { [STATUS]: JSON.stringify({ wrapped: ['main'] }) } },
             spec: { containers: [] },
             status: { podIP: '127.0.0.1' },
           },
         };
+        controller.enqueue('n/s');
+      };
+      /** The claim ends; its pod lives on, to be cleared. */
+      const endClaim = () => {
+        if (current !== undefined) current = { ...current, sandbox: sandbox({}) };
         controller.enqueue('n/s');
       };
       const idle = async () => {
@@ -274,12 +297,14 @@ describe('delivery fuzz: a hostile envd', () => {
           fc.array(behaviour, { minLength: 1, maxLength: 5 }),
           fc.dictionary(fc.stringMatching(/^[A-Z][A-Z0-9_]{0,6}$/), secretValue, { minKeys: 1, maxKeys: 4 }),
           fc.dictionary(fc.stringMatching(/^[A-Z][A-Z0-9_]{0,6}$/), secretValue, { minKeys: 1, maxKeys: 4 }),
-          async (answers, hostileVars, goodVars) => {
+          fc.array(behaviour, { maxLength: 3 }),
+          async (answers, hostileVars, goodVars, clearingAnswers) => {
             // The same content twice would be found delivered already ('unchanged'): the good claim must differ.
             fc.pre(JSON.stringify(renderEnvFile(hostileVars)) !== JSON.stringify(renderEnvFile(goodVars)));
             // A new pod: a new, empty volume. A request of an earlier case that the client gave up on may still
             // land in the old one, as it would in the old pod.
             const volume = mkdtempSync(path.join(dir, 'pod-'));
+            for (const name of OWN_FILES) writeFileSync(path.join(volume, name), `${name} of the pod\n`);
             double.setRoot(volume);
             const queue = [...answers];
             hostileAnswers += queue.length;
@@ -293,16 +318,26 @@ describe('delivery fuzz: a hostile envd', () => {
             const content = renderEnvFile(goodVars);
             expect(readFileSync(path.join(volume, 'env.sh'), 'utf8')).toBe(content);
             expect(readFileSync(path.join(volume, '.env_ready'), 'utf8')).toBe(markerOf(content));
-            // Temporary files of an attempt whose Move was cut may stay (clearing removes them); nothing else.
-            expect(
-              readdirSync(volume).filter((name) => !['env.sh', '.env_ready'].includes(name) && !isTempName(name)),
-            ).toEqual([]);
+            // Temporary files of an attempt whose Move was cut may stay (clearing removes them), and a wake sent
+            // on a lying listing's word makes a file of .env_wake; nothing else.
+            const expected = ['env.sh', '.env_ready', '.env_wake', ...OWN_FILES];
+            expect(readdirSync(volume).filter((name) => !expected.includes(name) && !isTempName(name))).toEqual([]);
             expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered' });
-            // Every path envd was asked to touch is the env folder (listed) or lies in it.
-            const touched = double.requests.flatMap((r) => (r.path === undefined ? [] : [r.path]));
-            const outside = (p: string) =>
-              p !== '/var/sandbox' && path.posix.dirname(path.posix.normalize(p)) !== '/var/sandbox';
-            expect(touched.filter(outside)).toEqual([]);
+
+            // The claim ends while the pod lives: clearing lists the folder, which the hostile envd may answer.
+            const cleanup = [...clearingAnswers];
+            double.setBehaviour(() => cleanup.shift() ?? 'normal');
+            endClaim();
+            await settle();
+            for (const name of OWN_FILES)
+              expect(readFileSync(path.join(volume, name), 'utf8')).toBe(`${name} of the pod\n`);
+
+            // Every path envd was asked to touch is the env folder itself (listed) or a file directly in it.
+            const named = double.requests.flatMap((r) => r.paths);
+            expect(named.length).toBeGreaterThan(0);
+            const inFolder = (p: string) =>
+              path.posix.normalize(p) === p && (p === ENV_DIR || path.posix.dirname(p) === ENV_DIR);
+            expect(named.filter((p) => !inFolder(p))).toEqual([]);
             double.requests.length = 0;
             expect(bugs).toEqual([]);
             const reported = JSON.stringify([outcomes, outcomes.map(eventFor)]);

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpCall, HttpCallError, multipartFile, runtimeAgent } from '../../src/deliver/http-call.js';
 import { runtimeTlsAgent, tlsBundleFromSecretData } from '../../src/deliver/runtime-tls.js';
-import { RUNTIME_TLS_SERVER_NAME } from '../../src/deliver/sandbox-vocabulary.js';
+import { RUNTIME_TLS_SERVER_NAME } from '../../src/shapes/sandbox-api.js';
 import { createCa } from '../server/support/pki.js';
 import { propertyRuns } from '../support/property-runs.js';
 import {

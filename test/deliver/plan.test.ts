@@ -1,71 +1,188 @@
+/**
+ * The plan's steps carried out on a pod's folder held in memory, as envd carries them out: an upload opens its
+ * path and writes in place, following a symlink there; a Move renames over whatever is at the destination; a
+ * Remove deletes the entry itself. What is checked is what the folder ends as, and what a wrapper looking at
+ * it between two steps could find.
+ */
+import { posix } from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { clearingSteps, deliverySteps, envPaths, isTempName, tempPath } from '../../src/deliver/plan.js';
+import { markerOf } from '../../src/deliver/claim.js';
+import { clearingSteps, deliverySteps, envPaths, wakeStep, type DeliveryStep } from '../../src/deliver/plan.js';
+import { ENV_FILE_NAME, READY_FILE_NAME, WAKE_FILE_NAME } from '../../src/wrapper/env-dir.js';
 
-const paths = envPaths('/var/sandbox');
+// Not the default folder: every path must come from the folder the plan is given.
+const DIR = '/run/claim-env';
+const paths = envPaths(DIR);
+const ENV = posix.join(DIR, ENV_FILE_NAME);
+const READY = posix.join(DIR, READY_FILE_NAME);
+/** What the pod's folder holds of its own, which no plan may touch. */
+const OWN: readonly [string, Entry][] = [
+  [posix.join(DIR, 'run_with_envs.sh'), { file: '#!/bin/bash\n' }],
+  [posix.join(DIR, 'notes.txt'), { file: 'mine\n' }],
+  [posix.join(DIR, '.env.sh.tmp'), { file: 'not a name of the plan\n' }],
+  [posix.join(DIR, '.bashrc.0123456789abcdef.tmp'), { file: 'nor this\n' }],
+];
 
-describe('deliverySteps', () => {
-  it('writes nothing when .env_ready already names this content', () => {
-    expect(deliverySteps(paths, { found: true, body: 'sha256:abc\n' }, 'X=1\n', 'sha256:abc\n', 'n1')).toEqual([]);
+type Entry = { file: string } | { link: string };
+/** Every path of the pod, inside the folder and out. */
+type Pod = Map<string, Entry>;
+
+const nonce = fc.stringMatching(/^[0-9a-f]{16}$/);
+const content = fc.string({ maxLength: 40 });
+
+function podWith(...entries: [string, Entry][]): Pod {
+  return new Map([...OWN, ...entries]);
+}
+
+function apply(pod: Pod, step: DeliveryStep): void {
+  if (step.op === 'upload') {
+    const entry = pod.get(step.path);
+    if (entry !== undefined && 'file' in entry) throw new Error(`${step.path} written in place while it may be read`);
+    pod.set(entry === undefined ? step.path : entry.link, { file: step.body });
+  } else if (step.op === 'move') {
+    const entry = pod.get(step.source);
+    if (entry === undefined) throw new Error(`Move of ${step.source}, which is not there`);
+    pod.delete(step.source);
+    pod.set(step.destination, entry);
+  } else {
+    pod.delete(step.path);
+  }
+}
+
+/** Carries out `steps` in order: the pod as a wrapper would find it after each one. */
+function carryOut(pod: Pod, steps: readonly DeliveryStep[]): Pod[] {
+  return steps.map((step) => {
+    apply(pod, step);
+    return new Map(pod);
+  });
+}
+
+/** What a reader of `path` gets: the file's content, or nothing (no file there, or a symlink). */
+function fileAt(pod: Pod, path: string): string | undefined {
+  const entry = pod.get(path);
+  return entry !== undefined && 'file' in entry ? entry.file : undefined;
+}
+
+/** The names a ListDir of the folder shows. */
+const listing = (pod: Pod): string[] =>
+  [...pod.keys()].filter((path) => posix.dirname(path) === DIR).map((path) => posix.basename(path));
+
+describe('deliverySteps, carried out', () => {
+  it('leave env.sh with the content and .env_ready naming it, beside the folder as it was, and no temporary file', () => {
+    fc.assert(
+      fc.property(content, nonce, fc.option(content, { nil: undefined }), (text, n, before) => {
+        const old: [string, Entry][] =
+          before === undefined
+            ? []
+            : [
+                [ENV, { file: before }],
+                [READY, { file: markerOf(before) }],
+              ];
+        const pod = podWith(...old);
+        const ready =
+          before === undefined ? { found: false as const } : { found: true as const, body: markerOf(before) };
+        carryOut(pod, deliverySteps(paths, ready, text, markerOf(text), n));
+        expect(pod).toEqual(podWith([ENV, { file: text }], [READY, { file: markerOf(text) }]));
+      }),
+    );
   });
 
-  it.each([
-    ['absent', { found: false } as const],
-    ['of another content', { found: true, body: 'sha256:old\n' } as const],
-  ])('with .env_ready %s, moves each file into place from a name of its own, env.sh first', (_what, ready) => {
-    const steps = deliverySteps(paths, ready, 'X=1\n', 'sha256:new\n', '0123456789abcdef');
-    const finals = steps.filter((s) => s.op === 'move').map((s) => s.op === 'move' && s.destination);
-    expect(finals).toEqual(['/var/sandbox/env.sh', '/var/sandbox/.env_ready']);
-    // Nothing is ever uploaded under a final name: envd would follow a symlink there and truncate in place.
-    for (const step of steps) if (step.op === 'upload') expect(finals).not.toContain(step.path);
-    for (const step of steps)
-      if (step.op === 'move')
-        expect(steps).toContainEqual(expect.objectContaining({ op: 'upload', path: step.source }));
-    expect(steps).toContainEqual({
-      op: 'upload',
-      path: expect.stringMatching(/^\/var\/sandbox\/\.env\.sh\.0123456789abcdef\.tmp$/) as unknown,
-      body: 'X=1\n',
-    });
-    expect(steps).toContainEqual({
-      op: 'upload',
-      path: expect.stringMatching(/\.env_ready\.0123456789abcdef\.tmp$/) as unknown,
-      body: 'sha256:new\n',
-    });
+  it('never let a wrapper find .env_ready naming this content before env.sh holds all of it', () => {
+    fc.assert(
+      fc.property(content, content, nonce, (before, text, n) => {
+        fc.pre(before !== text);
+        const pod = podWith([ENV, { file: before }], [READY, { file: markerOf(before) }]);
+        const seen = carryOut(
+          pod,
+          deliverySteps(paths, { found: true, body: markerOf(before) }, text, markerOf(text), n),
+        );
+        for (const state of seen) {
+          // env.sh is always one whole content, old or new; the new marker only once the new content is in.
+          expect([before, text]).toContain(fileAt(state, ENV));
+          if (fileAt(state, READY) === markerOf(text)) expect(fileAt(state, ENV)).toBe(text);
+        }
+      }),
+    );
   });
 
-  it('gives two attempts two different temporary names', () => {
-    const one = deliverySteps(paths, { found: false }, 'X=1\n', 'm', 'aaaaaaaaaaaaaaaa');
-    const two = deliverySteps(paths, { found: false }, 'X=1\n', 'm', 'bbbbbbbbbbbbbbbb');
-    const uploads = (steps: typeof one) => steps.flatMap((s) => (s.op === 'upload' ? [s.path] : []));
-    expect(uploads(one).filter((p) => uploads(two).includes(p))).toEqual([]);
+  it('replace a symlink planted at env.sh or .env_ready, never writing where it points', () => {
+    const pod = podWith([ENV, { link: '/etc/shadow' }], [READY, { link: '/root/.bashrc' }]);
+    pod.set('/etc/shadow', { file: 'root:x\n' });
+    carryOut(pod, deliverySteps(paths, { found: false }, 'X=1\n', markerOf('X=1\n'), '0123456789abcdef'));
+    expect(pod.get(ENV)).toEqual({ file: 'X=1\n' });
+    expect(pod.get(READY)).toEqual({ file: markerOf('X=1\n') });
+    expect(pod.get('/etc/shadow')).toEqual({ file: 'root:x\n' });
+    expect(pod.has('/root/.bashrc')).toBe(false);
+  });
+
+  it('let two attempts of the same claim (a lease handover) interleave in any order and both succeed', () => {
+    fc.assert(
+      fc.property(
+        content,
+        nonce,
+        nonce,
+        fc.array(fc.boolean(), { minLength: 8, maxLength: 8 }),
+        (text, a, b, order) => {
+          fc.pre(a !== b);
+          const one = deliverySteps(paths, { found: false }, text, markerOf(text), a);
+          const two = deliverySteps(paths, { found: false }, text, markerOf(text), b);
+          const pod = podWith();
+          for (const first of order) {
+            const step = (first && one.length > 0) || two.length === 0 ? one.shift() : two.shift();
+            if (step !== undefined) apply(pod, step);
+          }
+          expect(pod).toEqual(podWith([ENV, { file: text }], [READY, { file: markerOf(text) }]));
+        },
+      ),
+    );
+  });
+
+  it('are none when .env_ready already names this content', () => {
+    expect(deliverySteps(paths, { found: true, body: markerOf('X=1\n') }, 'X=1\n', markerOf('X=1\n'), 'n1')).toEqual(
+      [],
+    );
   });
 });
 
-describe('clearingSteps', () => {
-  it('removes .env_ready first, then env.sh, then the temporary files, and nothing else', () => {
-    const present = [
-      'run_with_envs.sh',
-      'env.sh',
-      '.env.sh.0123456789abcdef.tmp',
-      '.env_ready',
-      'notes.txt',
-      '.env_ready.fedcba9876543210.tmp',
+describe('clearingSteps, carried out on what a ListDir shows', () => {
+  it('leave the folder as it was before any claim, whatever step an interrupted delivery stopped at', () => {
+    fc.assert(
+      fc.property(content, content, nonce, fc.integer({ min: 0, max: 4 }), (before, text, n, done) => {
+        const pod = podWith([ENV, { file: before }], [READY, { file: markerOf(before) }]);
+        const delivery = deliverySteps(paths, { found: true, body: markerOf(before) }, text, markerOf(text), n);
+        carryOut(pod, delivery.slice(0, done));
+        const seen = carryOut(pod, clearingSteps(paths, listing(pod)));
+        expect(pod).toEqual(podWith());
+        // .env_ready goes first: no wrapper starts with what is being taken away.
+        for (const state of seen) expect(state.has(READY)).toBe(false);
+      }),
+    );
+  });
+
+  it('are none in a folder without the claim files', () => {
+    expect(clearingSteps(paths, listing(podWith()))).toEqual([]);
+  });
+});
+
+describe('wakeStep', () => {
+  it.each([
+    ['a FIFO, as envd lists one (no type)', '', true],
+    ['a FIFO, with its type spelled out', 'FILE_TYPE_UNSPECIFIED', true],
+    ['a regular file', 'FILE_TYPE_FILE', false],
+    ['a symlink, which envd would follow', 'FILE_TYPE_SYMLINK', false],
+    ['a folder', 'FILE_TYPE_DIRECTORY', false],
+  ])('with the wake name listed as %s: a wake %s', (_what, type, wakes) => {
+    const entries = [
+      { name: 'run_with_envs.sh', type: 'FILE_TYPE_FILE' },
+      { name: WAKE_FILE_NAME, type },
     ];
-    expect(clearingSteps(paths, present)).toEqual([
-      { op: 'remove', path: '/var/sandbox/.env_ready' },
-      { op: 'remove', path: '/var/sandbox/env.sh' },
-      { op: 'remove', path: '/var/sandbox/.env.sh.0123456789abcdef.tmp' },
-      { op: 'remove', path: '/var/sandbox/.env_ready.fedcba9876543210.tmp' },
-    ]);
+    expect(wakeStep(paths, entries)).toEqual(
+      wakes ? { op: 'upload', path: posix.join(DIR, WAKE_FILE_NAME), body: '\n' } : undefined,
+    );
   });
 
-  it('has nothing to do in a folder without the claim files', () => {
-    expect(clearingSteps(paths, ['run_with_envs.sh'])).toEqual([]);
-  });
-
-  it('knows its own temporary names, and only those', () => {
-    expect(isTempName(tempPath('/var/sandbox/env.sh', 'abcdef0123456789').split('/').pop() ?? '')).toBe(true);
-    expect(isTempName(tempPath('/var/sandbox/.env_ready', 'abcdef0123456789').split('/').pop() ?? '')).toBe(true);
-    for (const name of ['.env.sh.tmp', 'env.sh', '.bashrc.0123456789abcdef.tmp', '.env.sh.../x.tmp'])
-      expect(isTempName(name)).toBe(false);
+  it('sends none when the folder has no wake FIFO', () => {
+    expect(wakeStep(paths, [{ name: 'run_with_envs.sh', type: 'FILE_TYPE_FILE' }])).toBeUndefined();
   });
 });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import forge from 'node-forge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpCall, HttpCallError, runtimeAgent } from '../../src/deliver/http-call.js';
-import { RUNTIME_TLS_PORT } from '../../src/deliver/sandbox-vocabulary.js';
+import { RUNTIME_TLS_PORT } from '../../src/shapes/sandbox-api.js';
 import {
   runtimeTlsAgent,
   runtimeTlsPort,

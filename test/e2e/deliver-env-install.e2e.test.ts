@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { byKey, releaseObjects } from './support/chart-objects.js';
 import { startCluster, type TestCluster } from './support/cluster.js';
 import { asYaml, kustomize, MANIFESTS, objectId, renderWithComponents, type KubeObject } from './support/components.js';
-import { makeHelm, type Helm } from './support/helm.js';
+import { CHART, makeHelm, RELEASE, type Helm } from './support/helm.js';
 import { at } from './support/json.js';
 
 const NAME = 'sandbox-injector-deliver-env';
@@ -114,5 +114,17 @@ describe('the chart with deliverEnv.enabled', () => {
     expect((at(deployment, 'spec', 'template', 'spec', 'containers', 0, 'args') as string[]).at(-1)).toBe(
       '--file-user=user',
     );
+  });
+
+  // The webhook mounts the env folder at the one path the injection rules give it: deliver-env aimed anywhere
+  // else would never release a wrapped command, so the chart has one value for both and takes no other.
+  it.each([
+    [{ envDir: '/srv/env', deliverEnv: { enabled: true } }, "at '/envDir'"],
+    [{ deliverEnv: { enabled: true, extraArgs: ['--env-dir=/srv/env'] } }, '--env-dir is envDir'],
+    [{ deliverEnv: { enabled: true, extraArgs: ['--env-dir', '/srv/env'] } }, '--env-dir is envDir'],
+  ])('refuses another env folder for deliver-env: %j', async (values, message) => {
+    const result = await helm.run(['template', RELEASE, CHART, ...helm.valuesArgs(values)]);
+    expect(result.stderr).toContain(message);
+    expect(result.code).not.toBe(0);
   });
 });

@@ -36,11 +36,25 @@ import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { dirname, join, posix } from 'node:path';
 
-export type EnvdBehaviour = 'normal' | { status: number } | 'slow' | 'truncated' | 'redirect' | 'huge' | 'hang-up';
+/**
+ * How the double answers one request. `{ listing }` answers a ListDir with these entries, whatever the folder
+ * holds (a hostile envd naming paths it wants written), and any other call as the spec says.
+ */
+export type EnvdBehaviour =
+  | 'normal'
+  | { status: number }
+  | { listing: readonly { name: string; type?: string }[] }
+  | 'slow'
+  | 'truncated'
+  | 'redirect'
+  | 'huge'
+  | 'hang-up';
 
 export interface EnvdRequestRecord {
   operation: 'get' | 'upload' | 'move' | 'list' | 'remove' | 'other';
   path: string | undefined;
+  /** Every pod path the request named, whatever the answer: a Move's source and destination both. */
+  paths: string[];
   status: number;
   /** Date.now() when the answer was sent. */
   at: number;
@@ -129,16 +143,25 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
               : 'upload'
             : 'other';
     const clientCommonName = peerCommonName(request);
+    const named = isConnect ? connectPaths(body) : [url.searchParams.get('path')].filter((p) => p !== null);
     const record = (status: number, path?: string): EnvdRequestRecord => ({
       operation,
       path: path ?? url.searchParams.get('path') ?? (isConnect ? connectPath(body) : undefined),
+      paths: named,
       status,
       at: Date.now(),
       ...(clientCommonName === undefined ? {} : { clientCommonName }),
     });
 
     const chosen = behaviour?.(request) ?? 'normal';
-    if (chosen !== 'normal') return misbehave(chosen, response, record, options.slowMs ?? 3000);
+    if (typeof chosen === 'object' && 'listing' in chosen) {
+      if (isList) {
+        sendJson(response, 200, { entries: chosen.listing });
+        return record(200);
+      }
+    } else if (chosen !== 'normal') {
+      return misbehave(chosen, response, record, options.slowMs ?? 3000);
+    }
 
     if (token !== undefined && request.headers['x-access-token'] !== token) {
       if (isConnect) return connectError(response, 401, 'unauthenticated', 'invalid access token', record);
@@ -260,6 +283,7 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
           jsonError(response, 500, 'double failed', () => ({
             operation: 'other',
             path: undefined,
+            paths: [],
             status: 500,
             at: Date.now(),
           }));
@@ -397,7 +421,7 @@ function connectError(
 }
 
 async function misbehave(
-  chosen: Exclude<EnvdBehaviour, 'normal'>,
+  chosen: Exclude<EnvdBehaviour, 'normal' | { listing: unknown }>,
   response: ServerResponse,
   record: (status: number) => EnvdRequestRecord,
   slowMs: number,
@@ -447,10 +471,21 @@ function drainedOrClosed(response: ServerResponse): Promise<void> {
 
 /** The path a Connect request names (`path`, or a Move's `destination`), for the record of any answer. */
 function connectPath(body: Buffer): string | undefined {
+  const parsed = connectBody(body);
+  const path = parsed?.path ?? parsed?.destination;
+  return typeof path === 'string' ? path : undefined;
+}
+
+/** Every path a Connect request names: `path`, or a Move's `source` and `destination`. */
+function connectPaths(body: Buffer): string[] {
+  const parsed = connectBody(body);
+  return [parsed?.path, parsed?.source, parsed?.destination].filter((p): p is string => typeof p === 'string');
+}
+
+function connectBody(body: Buffer): { path?: unknown; source?: unknown; destination?: unknown } | undefined {
   try {
-    const parsed = JSON.parse(body.toString('utf8')) as { path?: unknown; destination?: unknown };
-    const path = parsed.path ?? parsed.destination;
-    return typeof path === 'string' ? path : undefined;
+    const parsed: unknown = JSON.parse(body.toString('utf8'));
+    return typeof parsed === 'object' && parsed !== null ? parsed : undefined;
   } catch {
     return undefined;
   }

@@ -1,7 +1,7 @@
-import { SANDBOX_GROUP, SANDBOX_VERSION, sandboxOwner } from '../../admission/sandbox-owner.js';
+import { sandboxOwner } from '../../admission/sandbox-owner.js';
 import type { Pod } from '../../injection/index.js';
 import { DEFAULT_CONFIG_NAME, DEFAULT_CONFIG_NAMESPACE, InjectionConfigStore } from '../../sources/injection-config.js';
-import type { Sandbox } from '../../shapes/sandbox.js';
+import { SANDBOX_API_VERSION, SANDBOX_PLURAL, type Sandbox } from '../../shapes/sandbox-api.js';
 import { runtimesFromOwner, type SandboxLookup } from '../../sources/kube/sandbox-runtimes.js';
 import { UsageError } from '../command.js';
 import { CliError, type CliIo, readInput } from '../io.js';
@@ -135,7 +135,7 @@ function namespacedName(value: string, flag: string): [string, string] {
 const podPath = (namespace: string, name: string): string =>
   `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`;
 const sandboxPath = (namespace: string, name: string): string =>
-  `/apis/${SANDBOX_GROUP}/${SANDBOX_VERSION}/namespaces/${encodeURIComponent(namespace)}/sandboxes/${encodeURIComponent(name)}`;
+  `/apis/${SANDBOX_API_VERSION}/namespaces/${encodeURIComponent(namespace)}/${SANDBOX_PLURAL}/${encodeURIComponent(name)}`;
 
 function labelsOf(object: Record<string, unknown> | undefined): Record<string, string> | undefined {
   if (object === undefined) return undefined;

@@ -1,9 +1,11 @@
-import { SANDBOX_GROUP, SANDBOX_VERSION } from '../../admission/sandbox-owner.js';
 import type { Pod, PodSpec } from '../../injection/index.js';
-import type { Sandbox } from '../../shapes/sandbox.js';
-
-/** The label (and annotation) the OpenKruise Agents Sandbox controller puts on every pod it creates. */
-export const CREATED_BY = 'agents.kruise.io/created-by';
+import {
+  CREATED_BY,
+  CREATED_BY_SANDBOX,
+  SANDBOX_API_VERSION,
+  SANDBOX_KIND,
+  type Sandbox,
+} from '../../shapes/sandbox-api.js';
 
 interface Template {
   metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
@@ -26,12 +28,12 @@ export function podFromSandboxTemplate(sandbox: Sandbox): Pod {
     metadata: {
       name,
       namespace: sandbox.metadata?.namespace ?? 'default',
-      labels: { ...(template.metadata?.labels ?? {}), [CREATED_BY]: 'sandbox' },
-      annotations: { ...(template.metadata?.annotations ?? {}), [CREATED_BY]: 'sandbox' },
+      labels: { ...(template.metadata?.labels ?? {}), [CREATED_BY]: CREATED_BY_SANDBOX },
+      annotations: { ...(template.metadata?.annotations ?? {}), [CREATED_BY]: CREATED_BY_SANDBOX },
       ownerReferences: [
         {
-          apiVersion: `${SANDBOX_GROUP}/${SANDBOX_VERSION}`,
-          kind: 'Sandbox',
+          apiVersion: SANDBOX_API_VERSION,
+          kind: SANDBOX_KIND,
           name,
           uid: sandbox.metadata?.uid ?? '',
           controller: true,

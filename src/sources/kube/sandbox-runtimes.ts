@@ -1,18 +1,23 @@
 import type { KubernetesListObject } from '@kubernetes/client-node';
 import type { RuntimeSelection } from '../../admission/ports.js';
-import { SANDBOX_GROUP, SANDBOX_VERSION, sandboxOwner } from '../../admission/sandbox-owner.js';
+import { sandboxOwner } from '../../admission/sandbox-owner.js';
 import type { AdmissionRequest } from '../../shapes/admission-review.js';
 import { DENIALS } from '../../errors/index.js';
-import type { Sandbox } from '../../shapes/sandbox.js';
+import {
+  POLICY_ANNOTATION,
+  SANDBOX_API_VERSION,
+  SANDBOX_GROUP,
+  SANDBOX_PLURAL,
+  SANDBOX_VERSION,
+  type Sandbox,
+} from '../../shapes/sandbox-api.js';
 import type { Pod } from '../../injection/index.js';
-import { firstPolicy, POLICY_ANNOTATION, runtimesFromAnnotations } from '../pod-annotations.js';
+import { firstPolicy, runtimesFromAnnotations } from '../pod-annotations.js';
 import { isTrustedCreator, type TrustedCreators } from '../trusted-creators.js';
 import type { KubeClients } from './clients.js';
 import { ResilientWatch } from './resilient-watch.js';
 import { errorMessage } from '../../util/error-message.js';
 import type { Clock } from '../../util/clock.js';
-
-const SANDBOX_PLURAL = 'sandboxes';
 
 export type { Sandbox };
 
@@ -109,7 +114,7 @@ export function watchSandboxes(
 ): { watch: ResilientWatch<Sandbox>; lookup: SandboxLookup } {
   const watch = new ResilientWatch<Sandbox>({
     watch: clients.watch,
-    path: `/apis/${SANDBOX_GROUP}/${SANDBOX_VERSION}/${SANDBOX_PLURAL}`,
+    path: `/apis/${SANDBOX_API_VERSION}/${SANDBOX_PLURAL}`,
     list: async (page) =>
       (await clients.custom.listClusterCustomObject({
         group: SANDBOX_GROUP,

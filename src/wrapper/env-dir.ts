@@ -1,0 +1,27 @@
+/**
+ * The env folder, the contract between run_with_envs.sh (beside this file) and whatever writes a claim's
+ * environment: where the folder is in a pod and what its files are called (docs/env-file.md). The webhook mounts
+ * the folder and puts the wrapper in front of commands, install-wrapper copies the script into it, and env-file
+ * and deliver-env write into it, all with these names; the script spells its own defaults, and
+ * test/wrapper/env-dir.test.ts runs it under bash to check that they are these.
+ */
+
+/**
+ * Where every wrapped pod has the folder. The injection rules fix it (../shared/spec/INJECTION.md): the
+ * webhook mounts the env volume here and wraps commands with the script here, so a writer aimed at any other
+ * folder would never release a wrapped command.
+ */
+export const ENV_DIR = '/var/sandbox';
+/** The variable that moves the folder for the script (tests, and tools run outside a pod). */
+export const ENV_DIR_VARIABLE = 'SANDBOX_ENV_DIR';
+
+export const WRAPPER_SCRIPT = 'run_with_envs.sh';
+/** The script as the webhook puts it in front of a wrapped command or exec probe (run by /bin/bash). */
+export const WRAPPER_PATH = `${ENV_DIR}/${WRAPPER_SCRIPT}`;
+
+/** The claim's variables, as shell assignments. */
+export const ENV_FILE_NAME = 'env.sh';
+/** Exists once env.sh is complete: the wrapper sources env.sh only after it appears. */
+export const READY_FILE_NAME = '.env_ready';
+/** The FIFO a waiting wrapper blocks on; one byte into it once .env_ready exists starts it at once. */
+export const WAKE_FILE_NAME = '.env_wake';
