@@ -47,8 +47,8 @@ export async function run(argv: string[]): Promise<number> {
   if (options === undefined) return 0;
 
   // Asynchronous writes keep the write syscall off the event loop, and lines are gathered up to
-  // LOG_BUFFER_BYTES before a write: one write per line cost ~18 µs of the webhook's CPU per admission at a
-  // steady 2,000/s (docs/benchmark.md). A timer writes what is gathered at least every LOG_FLUSH_MS, so a line
+  // LOG_BUFFER_BYTES before a write: under steady load a write per line was a measurable share of the webhook's
+  // CPU per admission (docs/benchmark.md). A timer writes what is gathered at least every LOG_FLUSH_MS, so a line
   // is never held longer; pino writes the rest synchronously when the process exits, however it exits.
   const destination = pino.destination({ sync: false, minLength: LOG_BUFFER_BYTES });
   const logger = pino({ level: options.logLevel, base: { pid: process.pid } }, destination);
