@@ -12,9 +12,10 @@ import type { Socket } from 'node:net';
 import { ByteBudget, Reservation, countingStream } from './byte-budget.js';
 import type { AnswersInFlight } from './client-errors.js';
 import { Connections } from './connections.js';
+import { answerBusy } from './error-answers.js';
 import type { HttpFailure } from './http-errors.js';
 import type { ServerMetrics } from './metrics.js';
-import { RETRY_AFTER_SECONDS, type TransportLimits } from './transport.js';
+import type { TransportLimits } from './transport.js';
 
 /** What the guard knows of one request. */
 export interface RequestTransport {
@@ -91,12 +92,8 @@ function guard(app: FastifyInstance<Server>, options: TransportGuardOptions, don
     request.transport = transport;
     track(request, reply, transport);
     if (!takeDeclaredBody(request.raw, transport.reservation, limits.maxBodyBytes)) {
-      metrics.refused('busy');
-      const failure = transport.reservation.busy();
-      options.refused(request.url, failure);
-      // The connection stays open and Node reads the unread body away: closing now could reset the
-      // connection before the client has read this answer, and kube-apiserver retries a 503 with Retry-After.
-      void reply.code(failure.status).header('retry-after', String(RETRY_AFTER_SECONDS)).send(failure.body);
+      // A body of declared length, taken up front: none of it has been read yet.
+      void reply.send(answerBusy(reply, request.url, transport.reservation.busy(), 'keep', options));
       return;
     }
     hookDone();
