@@ -140,7 +140,15 @@ async function serveUntilStopped(options: Readonly<ServeOptions>, logger: Logger
 
     return await shutDownOnSignal({
       signals,
-      server: { close: closeApp, connections: app.server },
+      server: {
+        close: closeApp,
+        // The sweep closes what the transport guard's table says is unused since the drain began, never a
+        // connection whose answer is still leaving, as Node's own idle sweep would (server/connections.ts).
+        connections: {
+          closeIdleConnections: () => app.closeUnusedConnections(),
+          closeAllConnections: () => app.server.closeAllConnections(),
+        },
+      },
       startDraining: () => {
         draining = true;
       },

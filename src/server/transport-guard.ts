@@ -3,9 +3,11 @@
  * sees it. It tracks connections (connections.ts), takes each request's bytes from the byte budget
  * (byte-budget.ts), cuts off clients that leave answers unread, and records what the parser's failure handler
  * (client-errors.ts) needs to know of each connection. What it learns of a request is on the request itself:
- * `request.transport`.
+ * `request.transport`. For the drain it gives the app `closeUnusedConnections`, and closes the listener only
+ * once no answer is being written out.
  */
-import type { FastifyInstance, FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fastifyPlugin from 'fastify-plugin';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
 import type { Socket } from 'node:net';
@@ -34,6 +36,10 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the transport guard on arrival; null only on a request it cut off at once. */
     transport: RequestTransport | null;
+  }
+  interface FastifyInstance {
+    /** The drain's sweep: closes the connections idle and unused since the drain began (connections.ts). */
+    closeUnusedConnections(): void;
   }
 }
 
@@ -68,6 +74,8 @@ function guard(app: FastifyInstance<Server>, options: TransportGuardOptions, don
   );
 
   app.decorateRequest('transport', null);
+  app.decorate('closeUnusedConnections', () => connections.closeUnusedSinceDrain());
+  app.addHook('preClose', () => connections.answersWrittenOut());
 
   app.addHook('onRequest', (request, reply, hookDone) => {
     const socket = socketOf(request.raw);
@@ -145,9 +153,10 @@ function guard(app: FastifyInstance<Server>, options: TransportGuardOptions, don
   done();
 }
 
-/** Registered on the root instance: the guard holds for every route (fastify-plugin's `skip-override`). */
-export const transportGuard: FastifyPluginCallback<TransportGuardOptions, Server> = Object.assign(guard, {
-  [Symbol.for('skip-override')]: true,
+/** Not encapsulated: the guard's hooks hold for every route, and its decorations are the app's. */
+export const transportGuard = fastifyPlugin<TransportGuardOptions, Server>(guard, {
+  name: 'transport-guard',
+  fastify: '5.x',
 });
 
 /**
