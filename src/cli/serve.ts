@@ -48,8 +48,8 @@ export async function run(argv: string[]): Promise<number> {
   if (options === undefined) return 0;
 
   // Asynchronous writes keep the write syscall off the event loop, and lines are gathered up to
-  // LOG_BUFFER_BYTES before a write: one write per line cost ~18 µs of the webhook's CPU per admission at a
-  // steady 2,000/s (docs/benchmark.md). A timer writes what is gathered at least every LOG_FLUSH_MS, so a line
+  // LOG_BUFFER_BYTES before a write: under steady load a write per line was a measurable share of the webhook's
+  // CPU per admission (docs/benchmark.md). A timer writes what is gathered at least every LOG_FLUSH_MS, so a line
   // is never held longer; pino writes the rest synchronously when the process exits, however it exits.
   const destination = pino.destination({ sync: false, minLength: LOG_BUFFER_BYTES });
   const logger = pino({ level: options.logLevel, base: { pid: process.pid } }, destination);
@@ -149,7 +149,15 @@ async function serveUntilStopped(options: Readonly<ServeOptions>, logger: Logger
 
     return await shutDownOnSignal({
       signals,
-      server: { close: closeApp, connections: app.server },
+      server: {
+        close: closeApp,
+        // The sweep closes what the transport guard's table says is unused since the drain began, never a
+        // connection whose answer is still leaving, as Node's own idle sweep would (server/connections.ts).
+        connections: {
+          closeIdleConnections: () => app.closeUnusedConnections(),
+          closeAllConnections: () => app.server.closeAllConnections(),
+        },
+      },
       startDraining: () => {
         draining = true;
       },

@@ -6,8 +6,8 @@
  * UNABLE_TO_VERIFY_LEAF_SIGNATURE, "timed out", "answer too large", "aborted"), never what the server sent.
  *
  * node:http and not fetch: in a burst of claims the controller was CPU-bound, and an upload through fetch
- * (undici's WHATWG streams, FormData, Blob) cost it about 2.8 times the CPU of a plain request with a body made
- * here (docs/deliver-env.md). The agent keeps each runtime's connection alive for the few requests of one delivery and closes it
+ * (undici's WHATWG streams, FormData, Blob) cost it several times the CPU of a plain request with a body made
+ * here (docs/deliver-env.md has the figures). The agent keeps each runtime's connection alive for the few requests of one delivery and closes it
  * soon after, so a cluster of many sandboxes does not keep a socket per pod.
  */
 import { randomBytes } from 'node:crypto';

@@ -1,17 +1,17 @@
 /**
  * The admission route, POST /mutate: it unwraps the request (its JSON text and the parsed body), calls the one
  * admission entry, `reviewAdmission`, wraps the answer, and records one log line and one set of metrics per
- * admission. A Fastify plugin of its own, so its body parser and error handler hold for this route only.
+ * admission. A Fastify plugin of its own, so its body parser and its count of failed admissions hold for this
+ * route only; what fails before the handler runs is answered by the app's error handler (error-answers.ts).
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import { reviewAdmission, type ReviewDeps } from '../admission/review.js';
 import { reviewBytes } from '../admission/answers.js';
 import { HTTP_ERRORS } from '../errors/index.js';
 import type { Clock } from '../util/clock.js';
 import { cutMessage, type Logger } from '../util/logger.js';
-import { errorAnswer } from './error-answers.js';
-import { failureFor, httpFailure, type ErrorBody, type HttpFailure } from './http-failure.js';
-import { admissionLogFields, logRefusal, roundMs } from './log-lines.js';
+import { failureFor, httpFailure, type ErrorBody } from './http-failure.js';
+import { admissionLogFields, roundMs } from './log-lines.js';
 import type { ServerMetrics } from './metrics.js';
 
 export const MUTATE_PATH = '/mutate';
@@ -25,7 +25,6 @@ declare module 'fastify' {
 
 export interface AdmissionRouteOptions {
   review: ReviewDeps;
-  bodyLimit: number;
   logger: Logger;
   metrics: ServerMetrics;
   /** The clock of the transport guard's `receivedAt`. */
@@ -46,15 +45,7 @@ export function admissionRoute(
     request.reviewText = text;
     void parseJson(request, text, parsed);
   });
-  const refused = (path: string, failure: HttpFailure): void => logRefusal(options.logger, path, failure);
-  app.setErrorHandler(
-    errorAnswer({
-      bodyLimit: options.bodyLimit,
-      metrics: options.metrics,
-      refused,
-      failed: countFailure(options.metrics, options.clock),
-    }),
-  );
+  app.addHook('onSend', countFailedAdmission(options.metrics, options.clock));
   app.post(MUTATE_PATH, admissionHandler(options));
   done();
 }
@@ -72,7 +63,6 @@ export function admissionHandler(
       const outcome = await reviewAdmission(request.body, options.review, text);
       const ms = elapsedMs(request, clock);
       if (outcome.kind === 'bad-request') {
-        metrics.admissionFailed('bad_request', ms / 1000);
         const { status, body } = httpFailure(HTTP_ERRORS.reviewMalformed(outcome.message));
         logger.warn(
           { durationMs: roundMs(ms), code: body.code, message: cutMessage(body.message) },
@@ -87,7 +77,6 @@ export function admissionHandler(
       return reviewBytes(outcome.review);
     } catch (error) {
       const ms = elapsedMs(request, clock);
-      metrics.admissionFailed('error', ms / 1000);
       logger.error({ err: error, durationMs: roundMs(ms) }, 'admission failed');
       const { status, body } = failureFor(error);
       void reply.code(status);
@@ -96,10 +85,19 @@ export function admissionHandler(
   };
 }
 
-/** A review refused before the handler ran (its body) counts as a failed admission. */
-function countFailure(metrics: ServerMetrics, clock: Clock): (request: FastifyRequest, failure: HttpFailure) => void {
-  return (request, failure) =>
-    metrics.admissionFailed(failure.status >= 500 ? 'error' : 'bad_request', elapsedMs(request, clock) / 1000);
+/**
+ * Every answer of the route other than a review is a failed admission, whoever gave it: the handler (a review
+ * that is not one, a failure of ours) or the error handler (a body that is not JSON, too large, of another type).
+ * The byte budget's 503 is not one: it is a transport refusal, and counted as that (error-answers.ts).
+ */
+function countFailedAdmission(metrics: ServerMetrics, clock: Clock): onSendHookHandler {
+  return (request, reply, payload, done) => {
+    const status = reply.statusCode;
+    if (status !== 200 && status !== HTTP_ERRORS.busy.status) {
+      metrics.admissionFailed(status >= 500 ? 'error' : 'bad_request', elapsedMs(request, clock) / 1000);
+    }
+    done(null, payload);
+  };
 }
 
 function elapsedMs(request: FastifyRequest, clock: Clock): number {

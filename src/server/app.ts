@@ -8,7 +8,7 @@ import type { Server, ServerOptions as HttpsServerOptions } from 'node:https';
 import { JsonPointers, type ReviewDeps } from '../admission/review.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
-import { MUTATE_PATH, admissionRoute } from './admission-route.js';
+import { admissionRoute } from './admission-route.js';
 import { AnswersInFlight, clientErrorHandler } from './client-errors.js';
 import { errorAnswer, notFoundAnswer } from './error-answers.js';
 import type { HttpFailure } from './http-failure.js';
@@ -45,13 +45,6 @@ export interface AppDeps {
   clock?: Clock;
 }
 
-/** Methods each served path answers; any other method there gets 405 rather than a misleading 404. */
-const ROUTE_METHODS: ReadonlyMap<string, string> = new Map([
-  [MUTATE_PATH, 'POST'],
-  ['/healthz', 'GET, HEAD'],
-  ['/readyz', 'GET, HEAD'],
-]);
-
 export function buildApp(deps: AppDeps): FastifyInstance<Server> {
   const limits: TransportLimits = { ...DEFAULT_TRANSPORT_LIMITS, ...deps.limits };
   const { logger, metrics } = deps;
@@ -86,12 +79,14 @@ export function buildApp(deps: AppDeps): FastifyInstance<Server> {
     }),
   });
 
+  app.setNotFoundHandler(notFoundAnswer(routeMethods(app), refused));
+  app.setErrorHandler(errorAnswer({ bodyLimit: limits.maxBodyBytes, metrics, refused }));
   void app.register(transportGuard, { limits, answers, draining, metrics, refused, clock });
   // Only JSON is a review; without this, text/plain would reach a handler as a string.
   app.removeContentTypeParser('text/plain');
   // One pointer cache for the app's life: every pod of a shape writes the same paths (src/injection/pointers.ts).
   const review: ReviewDeps = { ...deps.review, pointers: new JsonPointers() };
-  void app.register(admissionRoute, { review, bodyLimit: limits.maxBodyBytes, logger, metrics, clock });
+  void app.register(admissionRoute, { review, logger, metrics, clock });
 
   app.get('/healthz', () => ({ status: 'ok' }));
   app.get('/readyz', (_request, reply) => {
@@ -99,7 +94,17 @@ export function buildApp(deps: AppDeps): FastifyInstance<Server> {
     void reply.code(ready ? 200 : 503);
     return { status: ready ? 'ready' : 'not ready' };
   });
-  app.setNotFoundHandler(notFoundAnswer(ROUTE_METHODS, refused));
-  app.setErrorHandler(errorAnswer({ bodyLimit: limits.maxBodyBytes, metrics, refused }));
   return app;
+}
+
+/**
+ * The methods each path answers, as the routes are added (the HEAD that Fastify adds to each GET included), for
+ * the not-found handler: another method on a served path gets 405 with an Allow header, not a misleading 404.
+ */
+function routeMethods(app: FastifyInstance<Server>): ReadonlyMap<string, readonly string[]> {
+  const methods = new Map<string, string[]>();
+  app.addHook('onRoute', ({ url, method }) => {
+    methods.set(url, [...(methods.get(url) ?? []), ...(typeof method === 'string' ? [method] : method)]);
+  });
+  return methods;
 }

@@ -1,6 +1,6 @@
 /**
  * Every open connection of the webhook port: for the connection cap, for taking bytes back from stalled
- * bodies, and for a drain that drops nothing.
+ * bodies, and for a drain that drops nothing (`closeUnusedSinceDrain`, `answersWrittenOut`).
  *
  * A cap that refuses new connections lets a few hundred clients that send nothing (a handshake or a
  * request that never ends) shut kube-apiserver out until their timeouts run. kube-apiserver's own
@@ -59,6 +59,9 @@ export class Connections {
   readonly #byTcp = new Map<Socket, Connection>();
   readonly #byPeer = new Map<string, Connection>();
   readonly #byTls = new WeakMap<Socket, Connection>();
+  /** Requests whose answer is being written out: sent by the route, its last byte not yet gone. */
+  readonly #leaving = new Set<Reservation>();
+  #writtenOut: (() => void)[] = [];
 
   constructor(
     server: Server,
@@ -71,8 +74,6 @@ export class Connections {
       connection.tls = tls;
       this.#byTls.set(tls, connection);
     });
-    // Node's server.close() calls this to destroy every connection idle at that instant; see drain below.
-    server.closeIdleConnections = () => this.closeUnusedSinceDrain();
   }
 
   get size(): number {
@@ -97,7 +98,7 @@ export class Connections {
 
   /** The request's answer is on its way: a next request on the connection no longer waits behind it. */
   requestAnswered(socket: Socket, reservation: Reservation): void {
-    this.#byTls.get(socket)?.unanswered.delete(reservation);
+    if (this.#byTls.get(socket)?.unanswered.delete(reservation) === true) this.#leaving.add(reservation);
   }
 
   /**
@@ -113,8 +114,34 @@ export class Connections {
     if (connection === undefined) return;
     connection.reservations.delete(reservation);
     connection.unanswered.delete(reservation);
+    this.left(reservation);
     if (connection.active > 0) connection.active -= 1;
     if (connection.active === 0) this.enter(connection, 'idle');
+  }
+
+  /**
+   * Resolves once no answer is being written out. Node's `server.close()` destroys every connection it finds
+   * between two requests, and to Node a connection whose answer has been handed to the socket but not yet sent
+   * is one: the rest of that answer would be lost. So the listener closes at a moment when none is leaving.
+   */
+  answersWrittenOut(): Promise<void> {
+    if (this.#leaving.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#writtenOut.push(resolve));
+  }
+
+  /**
+   * The drain's sweep. It closes a connection only when it is idle and has not been used since the drain
+   * began: a connection used during the drain was told `Connection: close` in its answer and closes after
+   * it, and one accepted during the drain is about to send its request. What is left has lain unused through
+   * the whole shutdown delay. Node's own `closeIdleConnections` would also close a connection whose answer
+   * is still being written out (see `answersWrittenOut`); here a connection is idle once its answer has gone.
+   */
+  closeUnusedSinceDrain(): void {
+    for (const connection of [...this.#byTcp.values()]) {
+      if (connection.tls !== undefined && connection.active === 0 && !connection.usedWhileDraining) {
+        connection.tls.destroy();
+      }
+    }
   }
 
   /**
@@ -207,20 +234,11 @@ export class Connections {
     connection.since = this.options.clock.monotonic();
   }
 
-  /**
-   * Node's `server.close()` destroys every connection that is idle at that instant (closeIdleConnections).
-   * A kept-alive connection is idle between two requests, so a request the client has just sent on it is
-   * cut. Here a connection is closed by us only when it is idle and has not been used since the drain
-   * began: a connection used during the drain was told `Connection: close` in its answer and closes after
-   * it, and one accepted during the drain is about to send its request. What is left has lain unused
-   * through the whole shutdown delay, and is closed when the listener closes.
-   */
-  private closeUnusedSinceDrain(): void {
-    for (const connection of [...this.#byTcp.values()]) {
-      if (connection.tls !== undefined && connection.active === 0 && !connection.usedWhileDraining) {
-        connection.tls.destroy();
-      }
-    }
+  private left(reservation: Reservation): void {
+    if (!this.#leaving.delete(reservation) || this.#leaving.size > 0) return;
+    const waiting = this.#writtenOut;
+    this.#writtenOut = [];
+    for (const resolve of waiting) resolve();
   }
 }
 

@@ -14,8 +14,6 @@ export interface ErrorAnswerOptions {
   bodyLimit: number;
   metrics: ServerMetrics;
   refused(path: string, failure: HttpFailure): void;
-  /** Called after `refused` (but for a 503 busy, counted as a refusal), for what a route counts of its own failures. */
-  failed?(request: FastifyRequest, failure: HttpFailure): void;
 }
 
 /** Fastify's error handler: the error's answer in our `{message, code}` shape. */
@@ -24,22 +22,34 @@ export function errorAnswer(
 ): (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => ErrorBody {
   return function answerError(error, request, reply) {
     const path = request.routeOptions.url ?? request.url;
-    if (error instanceof BusyError) {
-      options.metrics.refused('busy');
-      options.refused(path, error.failure);
-      // The body was being read when the budget ran out and the rest is left unread: end the connection.
-      void reply
-        .code(error.failure.status)
-        .header('retry-after', String(RETRY_AFTER_SECONDS))
-        .header('connection', 'close');
-      return error.failure.body;
-    }
+    // A chunked body counted as it streamed in (transport-guard.ts): it was being read when the budget ran out.
+    if (error instanceof BusyError) return answerBusy(reply, path, error.failure, 'close', options);
     const failure = failureFor(error, { contentType: request.headers['content-type'], bodyLimit: options.bodyLimit });
     options.refused(path, failure);
-    options.failed?.(request, failure);
     void reply.code(failure.status);
     return failure.body;
   };
+}
+
+/**
+ * The answer to a request over the byte budget, made and counted here only: 503 with Retry-After, which
+ * kube-apiserver honours before it sends the review again. `connection` is what becomes of the connection:
+ * `keep` when none of the body has been read, since Node reads it away after the answer and closing could reset
+ * the connection before the client has read this answer; `close` when the body was being read as the budget ran
+ * out, since the rest is left unread and only the end of the connection frees it.
+ */
+export function answerBusy(
+  reply: FastifyReply,
+  path: string,
+  failure: HttpFailure,
+  connection: 'keep' | 'close',
+  options: Pick<ErrorAnswerOptions, 'metrics' | 'refused'>,
+): ErrorBody {
+  options.metrics.refused('busy');
+  options.refused(path, failure);
+  void reply.code(failure.status).header('retry-after', String(RETRY_AFTER_SECONDS));
+  if (connection === 'close') void reply.header('connection', 'close');
+  return failure.body;
 }
 
 /**
@@ -47,12 +57,12 @@ export function errorAnswer(
  * gets 405 with an Allow header rather than a misleading 404.
  */
 export function notFoundAnswer(
-  routeMethods: ReadonlyMap<string, string>,
+  routeMethods: ReadonlyMap<string, readonly string[]>,
   refused: (path: string, failure: HttpFailure) => void,
 ): (request: FastifyRequest, reply: FastifyReply) => ErrorBody {
   return function answerNotFound(request, reply) {
     const path = request.url.split('?', 1)[0] ?? request.url;
-    const allowed = routeMethods.get(path);
+    const allowed = routeMethods.get(path)?.join(', ');
     const failure = httpFailure(
       allowed === undefined
         ? HTTP_ERRORS.routeNotFound(request.method, path)

@@ -3,9 +3,11 @@
  * sees it. It tracks connections (connections.ts), takes each request's bytes from the byte budget
  * (byte-budget.ts), cuts off clients that leave answers unread, and records what the parser's failure handler
  * (client-errors.ts) needs to know of each connection. What it learns of a request is on the request itself:
- * `request.transport`.
+ * `request.transport`. For the drain it gives the app `closeUnusedConnections`, and closes the listener only
+ * once no answer is being written out.
  */
-import type { FastifyInstance, FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fastifyPlugin from 'fastify-plugin';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
 import type { Socket } from 'node:net';
@@ -13,9 +15,10 @@ import type { Clock } from '../util/clock.js';
 import { ByteBudget, Reservation, countingStream } from './byte-budget.js';
 import type { AnswersInFlight } from './client-errors.js';
 import { Connections } from './connections.js';
+import { answerBusy } from './error-answers.js';
 import type { HttpFailure } from './http-failure.js';
 import type { ServerMetrics } from './metrics.js';
-import { RETRY_AFTER_SECONDS, type TransportLimits } from './transport.js';
+import type { TransportLimits } from './transport.js';
 
 /** What the guard knows of one request. */
 export interface RequestTransport {
@@ -34,6 +37,10 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the transport guard on arrival; null only on a request it cut off at once. */
     transport: RequestTransport | null;
+  }
+  interface FastifyInstance {
+    /** The drain's sweep: closes the connections idle and unused since the drain began (connections.ts). */
+    closeUnusedConnections(): void;
   }
 }
 
@@ -70,6 +77,8 @@ function guard(app: FastifyInstance<Server>, options: TransportGuardOptions, don
   );
 
   app.decorateRequest('transport', null);
+  app.decorate('closeUnusedConnections', () => connections.closeUnusedSinceDrain());
+  app.addHook('preClose', () => connections.answersWrittenOut());
 
   app.addHook('onRequest', (request, reply, hookDone) => {
     const socket = socketOf(request.raw);
@@ -98,12 +107,8 @@ function guard(app: FastifyInstance<Server>, options: TransportGuardOptions, don
     request.transport = transport;
     track(request, reply, transport);
     if (!takeDeclaredBody(request.raw, transport.reservation, limits.maxBodyBytes)) {
-      metrics.refused('busy');
-      const failure = transport.reservation.busy();
-      options.refused(request.url, failure);
-      // The connection stays open and Node reads the unread body away: closing now could reset the
-      // connection before the client has read this answer, and kube-apiserver retries a 503 with Retry-After.
-      void reply.code(failure.status).header('retry-after', String(RETRY_AFTER_SECONDS)).send(failure.body);
+      // A body of declared length, taken up front: none of it has been read yet.
+      void reply.send(answerBusy(reply, request.url, transport.reservation.busy(), 'keep', options));
       return;
     }
     hookDone();
@@ -155,9 +160,10 @@ function guard(app: FastifyInstance<Server>, options: TransportGuardOptions, don
   done();
 }
 
-/** Registered on the root instance: the guard holds for every route (fastify-plugin's `skip-override`). */
-export const transportGuard: FastifyPluginCallback<TransportGuardOptions, Server> = Object.assign(guard, {
-  [Symbol.for('skip-override')]: true,
+/** Not encapsulated: the guard's hooks hold for every route, and its decorations are the app's. */
+export const transportGuard = fastifyPlugin<TransportGuardOptions, Server>(guard, {
+  name: 'transport-guard',
+  fastify: '5.x',
 });
 
 /**

@@ -16,7 +16,7 @@ describe('encodePatch', () => {
     },
   );
 
-  it('encodes patches larger than its buffer, and a small one after a large one, whole and alone', () => {
+  it('encodes large patches, and a small one after a large one, whole and alone', () => {
     const patches = ['日'.repeat(40_000), 'x'.repeat(70_000), 'small', '😀'.repeat(30_000), ''].map((text) => [
       { op: 'add' as const, path: '/metadata/annotations/a', value: text },
     ]);

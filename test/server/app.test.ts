@@ -6,6 +6,7 @@ import type { ReviewDeps } from '../../src/admission/review.js';
 import { BODY_LIMIT_BYTES, buildApp } from '../../src/server/app.js';
 import { createMetrics, type ServerMetrics } from '../../src/server/metrics.js';
 import { httpsServerOptions, loadTlsMaterial, type TlsMaterial } from '../../src/server/tls/material.js';
+import type { TransportLimits } from '../../src/server/transport.js';
 import { InjectionConfigStore } from '../../src/sources/injection-config.js';
 import { runtimesFromAnnotations } from '../../src/sources/pod-annotations.js';
 import { loadConformanceCases, reviewFor } from '../support/conformance.js';
@@ -32,7 +33,7 @@ interface Harness {
 const basic = loadConformanceCases().find((c) => c.name === 'agent-runtime-basic');
 if (basic === undefined) throw new Error('conformance case agent-runtime-basic is missing');
 
-function harness(review?: ReviewDeps): Harness {
+function harness(review?: ReviewDeps, limits?: Partial<TransportLimits>): Harness {
   const store = new InjectionConfigStore();
   store.update(basic?.configMap?.data as Record<string, string>);
   let ready = true;
@@ -42,6 +43,7 @@ function harness(review?: ReviewDeps): Harness {
     https: httpsServerOptions(material),
     review: review ?? { config: () => store.snapshot(), selectRuntimes: (pod) => runtimesFromAnnotations(pod) },
     ready: () => ready,
+    ...(limits === undefined ? {} : { limits }),
     logger,
     metrics,
   });
@@ -275,6 +277,42 @@ describe('POST /mutate', () => {
     expect(res.statusCode).toBe(500);
     expect(res.json<{ message: string }>().message).toContain('owner lookup failed');
   });
+
+  const throwing: ReviewDeps = {
+    config: () => {
+      throw new Error('config store exploded');
+    },
+    selectRuntimes: (pod) => runtimesFromAnnotations(pod),
+  };
+  it.each([
+    ['a body that is not JSON (the error handler)', undefined, undefined, '{"apiVersion": ', 400, 'bad_request'],
+    ['a review without request (the handler)', undefined, undefined, { kind: 'AdmissionReview' }, 400, 'bad_request'],
+    ['a failure of ours (the handler)', throwing, undefined, reviewFor(basic.pod), 500, 'error'],
+    [
+      'a body over the byte budget (the transport guard)',
+      undefined,
+      { maxInflightBytes: 64 },
+      reviewFor(basic.pod),
+      503,
+      'busy',
+    ],
+  ] as const)(
+    '%s: counted once, a busy 503 as a refusal only',
+    async (_name, review, limits, payload, status, counted) => {
+      const { app, metrics } = harness(review, limits);
+      const res = await app.inject({ method: 'POST', url: '/mutate', headers: json, payload });
+      expect(res.statusCode).toBe(status);
+      const admissions = async (outcome: string): Promise<number> =>
+        metricValue(metrics, 'sandbox_injector_admissions_total', { outcome });
+      expect([await admissions('bad_request'), await admissions('error')]).toEqual([
+        counted === 'bad_request' ? 1 : 0,
+        counted === 'error' ? 1 : 0,
+      ]);
+      expect(await metricValue(metrics, 'sandbox_injector_transport_refusals_total', { reason: 'busy' })).toBe(
+        counted === 'busy' ? 1 : 0,
+      );
+    },
+  );
 });
 
 describe('unknown routes and methods', () => {

@@ -217,6 +217,30 @@ describe('answers the client does not read', () => {
       expect(await refusals(server, 'unread_response')).toBe(1);
     });
   });
+
+  it('closes the listener in a drain without cutting an answer still being written out', async () => {
+    await withServer({ ...bigLimits, requestTimeoutMs: 600_000 }, async (server, open) => {
+      server.startDraining();
+      const client = open({ neverRead: true });
+      await client.secure;
+      const review = reviewWithLargeAnswer(commandBytes);
+      const answered = nextEvent<number>(server.transport, 'inflight', (bytes) => bytes > review.length);
+      await client.write(postRequest(review));
+      await answered;
+      // Between two requests, to Node: the review is read and its answer handed to the socket, not yet sent.
+      const closing = server.close();
+      const chunks: Buffer[] = [];
+      client.socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+      client.socket.resume();
+      await client.closed;
+      await closing;
+      const text = Buffer.concat(chunks).toString('latin1');
+      const answer = parseHead(text);
+      expect(answer.status).toBe(200);
+      expect(answer.headers.connection).toBe('close');
+      expect(text.length - text.indexOf('\r\n\r\n') - 4).toBe(Number(answer.headers['content-length']));
+    });
+  });
 });
 
 describe('the connection cap (--max-connections)', () => {
