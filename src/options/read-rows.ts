@@ -49,9 +49,9 @@ export function readOptions<R extends OptionRows>(
   for (const [key, row] of Object.entries(rows)) {
     const given = flags.values[row.flag] ?? nonEmpty(env[row.env]);
     if (row.kind === 'duration') {
-      const ms = durationOf(row as OptionRow<'duration', RulesByKind['duration']>, given);
-      if (typeof ms === 'string') problems.push(ms);
-      else if (ms !== undefined) raw[key] = ms;
+      const read = durationOf(row as OptionRow<'duration', RulesByKind['duration']>, given);
+      if ('problem' in read) problems.push(read.problem);
+      else if (read.ms !== undefined) raw[key] = read.ms;
     } else if (given !== undefined) raw[key] = given;
   }
   const validate = validatorOf(rows);
@@ -118,23 +118,23 @@ function takes(row: OptionRow, given: unknown): string {
   return `, which takes a duration such as ${example}`;
 }
 
-/** Milliseconds, undefined when neither given nor defaulted, or the problem (naming the flag). */
+/** Milliseconds (none when neither given nor defaulted), or the problem, naming the flag. */
 function durationOf(
   row: OptionRow<'duration', RulesByKind['duration']>,
   given: string | boolean | undefined,
-): number | string | undefined {
+): { ms: number | undefined } | { problem: string } {
   const text = typeof given === 'string' ? given : (row.default as string | undefined);
-  if (text === undefined) return undefined;
+  if (text === undefined) return { ms: undefined };
   const read = parseDuration(text);
   const where = rowLabel(row);
-  if (!read.ok) return `${where}: ${read.problem}`;
+  if (!read.ok) return { problem: `${where}: ${read.problem}` };
   const { min, max, step } = row.schema;
-  if (read.ms < durationMs(min)) return `${where}: must be at least ${min}`;
-  if (read.ms > durationMs(max)) return `${where}: must be at most ${max}`;
+  if (read.ms < durationMs(min)) return { problem: `${where}: must be at least ${min}` };
+  if (read.ms > durationMs(max)) return { problem: `${where}: must be at most ${max}` };
   if (step !== undefined && read.ms % durationMs(step) !== 0) {
-    return `${where}: must be a whole number of ${step} (${formatDuration(read.ms)} is not)`;
+    return { problem: `${where}: must be a whole number of ${step} (${formatDuration(read.ms)} is not)` };
   }
-  return read.ms;
+  return { ms: read.ms };
 }
 
 /** A duration the rows themselves give: a bad one is a bug in the rows, found the first time they are read. */
