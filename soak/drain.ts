@@ -16,17 +16,24 @@ import { checkReviewAnswer } from './check.js';
 import { exchange, keepAliveAgent } from './http.js';
 import type { SoakOptions } from './options.js';
 import { exampleReview, reviewText } from './reviews.js';
-import type { ServeSetup } from './server.js';
+import type { HelpFlag, ServeSetup } from './server.js';
 import { Session, type PhaseResult } from './session.js';
 import { Tally } from './tally.js';
 
 const SHUTDOWN_DELAY_SECONDS = 2;
 const WARM_UP_MS = 2_000;
 
+/** The delay as this build of serve takes it: a duration, or whole seconds before durations took one form. */
+export function shutdownDelayArgs(help: Map<string, HelpFlag>): string[] | undefined {
+  if (help.has('shutdown-delay')) return ['--shutdown-delay', `${SHUTDOWN_DELAY_SECONDS}s`];
+  if (help.has('shutdown-delay-seconds')) return ['--shutdown-delay-seconds', String(SHUTDOWN_DELAY_SECONDS)];
+  return undefined;
+}
+
 export async function drainPhase(
   dir: string,
   setup: ServeSetup,
-  hasDelayFlag: boolean,
+  delayArgs: readonly string[] | undefined,
   options: SoakOptions,
   timeoutMs: number,
 ): Promise<PhaseResult> {
@@ -34,8 +41,8 @@ export async function drainPhase(
   const notes: string[] = [];
   const broken: string[] = [];
   const review = exampleReview();
-  if (!hasDelayFlag) notes.push('serve has no --shutdown-delay-seconds: drained with no delay');
-  const delayMs = hasDelayFlag ? SHUTDOWN_DELAY_SECONDS * 1000 : 0;
+  if (delayArgs === undefined) notes.push('serve has no --shutdown-delay: drained with no delay');
+  const delayMs = delayArgs !== undefined ? SHUTDOWN_DELAY_SECONDS * 1000 : 0;
 
   for (let round = 1; round <= options.drainRounds; round += 1) {
     const roundDir = join(dir, `round-${round}`);
@@ -43,12 +50,7 @@ export async function drainPhase(
       dir: roundDir,
       caFile: join(roundDir, 'certs/ca.crt'),
       ...setup,
-      args: [
-        ...setup.args,
-        '--self-signed-dir',
-        join(roundDir, 'certs'),
-        ...(hasDelayFlag ? ['--shutdown-delay-seconds', String(SHUTDOWN_DELAY_SECONDS)] : []),
-      ],
+      args: [...setup.args, '--self-signed-dir', join(roundDir, 'certs'), ...(delayArgs ?? [])],
     });
     let signalledAt: number | undefined = undefined;
     const counts = { before: 0, after: 0, ok: 0 };

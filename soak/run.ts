@@ -9,7 +9,7 @@ import { copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { configFlipPhase } from './config-flips.js';
-import { drainPhase } from './drain.js';
+import { drainPhase, shutdownDelayArgs } from './drain.js';
 import { fuzzPhase } from './fuzz-phase.js';
 import { readOptions, type PhaseName, type SoakOptions } from './options.js';
 import { readDeployment, type Deployment } from './manifests.js';
@@ -241,7 +241,7 @@ async function main(): Promise<number> {
     slowloris: async (dir) => slowClientPhase('slowloris', await plainSession(dir), options, timeoutMs),
     rotation: (dir) => rotationPhase(dir, withConfig, options, timeoutMs),
     'config-flips': (dir) => configFlipPhase(dir, setup, options, timeoutMs),
-    drain: (dir) => drainPhase(dir, withConfig, help.has('shutdown-delay-seconds'), options, timeoutMs),
+    drain: (dir) => drainPhase(dir, withConfig, shutdownDelayArgs(help), options, timeoutMs),
   };
 
   const results: PhaseResult[] = [];

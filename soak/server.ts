@@ -37,7 +37,8 @@ export async function readServeHelp(): Promise<Map<string, HelpFlag>> {
 /**
  * Short time limits, for whichever of them this build has: the slow-client phases then see the server close
  * bad connections within seconds rather than minutes. Names are matched loosely because the flags are being
- * written while this harness is; the unit comes from the suffix, and a limit with neither is left alone.
+ * written while this harness is. A flag whose default is a duration (`30s`) takes one; an older build's flag
+ * counted in the unit of its suffix; a limit with neither is left alone.
  */
 export function shortTimeLimits(help: Map<string, HelpFlag>): { values: Map<string, string>; notes: string[] } {
   const wanted: [RegExp, number][] = [
@@ -48,15 +49,24 @@ export function shortTimeLimits(help: Map<string, HelpFlag>): { values: Map<stri
   ];
   const values = new Map<string, string>();
   const notes: string[] = [];
-  for (const { flag } of help.values()) {
+  for (const { flag, defaultValue } of help.values()) {
     if (!/timeout/.test(flag) || /shutdown/.test(flag)) continue;
     const seconds = wanted.find(([pattern]) => pattern.test(flag))?.[1];
-    const unit = /-seconds$/.test(flag) ? 1 : /-ms$/.test(flag) ? 1000 : undefined;
-    if (seconds === undefined || unit === undefined) {
+    const value =
+      seconds === undefined
+        ? undefined
+        : /^\d+(\.\d+)?(ms|s|m|h)/.test(defaultValue ?? '')
+          ? `${seconds}s`
+          : /-seconds$/.test(flag)
+            ? String(seconds)
+            : /-ms$/.test(flag)
+              ? String(seconds * 1000)
+              : undefined;
+    if (value === undefined) {
       notes.push(`--${flag} left at its default (no rule for it)`);
       continue;
     }
-    values.set(flag, String(seconds * unit));
+    values.set(flag, value);
   }
   return { values, notes };
 }

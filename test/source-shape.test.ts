@@ -38,6 +38,9 @@ const MIN_LINES = 30;
  * unless it stands alone; an entry whose file has grown or gone must go too.
  */
 const SHORT_ON_PURPOSE: Readonly<Record<string, string>> = {
+  'src/cli/deliver-env.ts': "the command's edge: options first, the controller's modules loaded only when it runs",
+  'src/sources/kube/in-cluster.ts':
+    'whether a pod can reach the API, apart from clients.ts so serve decides its mode without loading client-node',
   'src/cli/main.ts': 'the entry point package.json names as bin: it only starts the command',
   'src/injection/types.ts': "the injection's door to the Kubernetes shapes, and its names of runtimes and policies",
   'src/util/backoff.ts':
@@ -49,7 +52,6 @@ const SHORT_ON_PURPOSE: Readonly<Record<string, string>> = {
   'src/cli/serve/cluster.ts': 'left to the integrator of issue 29',
   'src/cli/version.ts': 'the package version, for --version and the listening line (two commands read it)',
   'src/envfile/errors.ts': "the env-file writer's one error, which each of its steps throws and the CLI prints as-is",
-  'src/sources/kube/clients.ts': 'the Kubernetes clients, made once at the edge for every cluster-mode source',
   'src/wrapper/env-dir.ts': "the env folder's names, the one contract between run_with_envs.sh and every writer",
   'src/wrapper/installer.ts':
     "how the injector's own image installs the wrapper (the edge; the injection only runs a command)",

@@ -3,7 +3,8 @@
  * exit-status rule. A command module exports `usage` (its `--help` text) and `run(argv, io)`; the dispatcher
  * answers `--help` before `run` is called, and turns what `run` throws into a message and an exit status.
  */
-import { OptionsError } from '../options/read-rows.js';
+import { STARTUP_ERRORS } from '../errors/index.js';
+import type { ParsedOptions } from '../options/read-rows.js';
 import { CliError, type CliIo } from './io.js';
 
 /** The one rule for every command (docs/cli.md); `run` returns EXIT.ok or throws. */
@@ -58,22 +59,17 @@ export function columns(rows: readonly (readonly [string, string])[], indent = '
 }
 
 /**
- * The options of a long-running command (serve, deliver-env), read by its row parser: bad flags and bad
- * environment variables alike are a usage error (exit 2). `undefined` when the line asked for help, which
- * `usage` has then been written for.
+ * The options of a command read from its rows (serve, deliver-env): bad flags and bad environment variables
+ * alike are a usage error (exit 2), all of them in one message. `undefined` when the line asked for help,
+ * which `usage` has then been written for.
  */
 export function commandOptions<T>(
-  parse: () => { kind: 'help' } | { kind: 'options'; options: T },
+  parsed: ParsedOptions<T>,
   usage: () => string,
   stdout: NodeJS.WritableStream = process.stdout,
-): T | undefined {
-  try {
-    const parsed = parse();
-    if (parsed.kind === 'options') return parsed.options;
-    stdout.write(usage());
-    return undefined;
-  } catch (error) {
-    if (error instanceof OptionsError) throw new UsageError(error.message);
-    throw error;
-  }
+): Readonly<T> | undefined {
+  if (parsed.kind === 'refused') throw new UsageError(STARTUP_ERRORS.optionsInvalid(parsed.problems).message);
+  if (parsed.kind === 'options') return parsed.options;
+  stdout.write(usage());
+  return undefined;
 }

@@ -3,21 +3,16 @@
  * controller's modules (client-node among them) load only when it runs, so `--help` and usage errors are quick.
  */
 import { pino } from 'pino';
-import { deliverOptionProblems, deliverUsage, parseDeliverOptions } from '../deliver/options.js';
 import { errorMessage } from '../util/error-message.js';
-import { commandOptions, UsageError } from './command.js';
+import { commandOptions } from './command.js';
+import { deliverUsage, parseDeliverOptions } from './deliver-env/options.js';
 
-/** `--help`: one line per option, from the rows the parser reads (src/deliver/options.ts). */
+/** `--help`: one line per option, from the rows the parser reads (src/cli/deliver-env/options.ts). */
 export const usage = deliverUsage;
 
 export async function run(argv: string[]): Promise<number> {
-  const options = commandOptions(() => parseDeliverOptions(argv, process.env), deliverUsage);
+  const options = commandOptions(parseDeliverOptions(argv, process.env), deliverUsage);
   if (options === undefined) return 0;
-  const problems = deliverOptionProblems(options);
-  if (options.kubeconfig === undefined && process.env.KUBERNETES_SERVICE_HOST === undefined) {
-    problems.push('needs --kubeconfig (SANDBOX_INJECTOR_KUBECONFIG) outside a pod');
-  }
-  if (problems.length > 0) throw new UsageError(problems.join('; '));
   const logger = pino({ level: options.logLevel, base: { pid: process.pid } });
   try {
     const { runDeliverEnv } = await import('./deliver-env/run.js');

@@ -6,15 +6,6 @@
  */
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
-import {
-  durationsMs,
-  injectionSettings,
-  parseServeOptions,
-  serveUsage,
-  tlsPolicyOf,
-  transportLimits,
-  type ServeOptions,
-} from '../config.js';
 import { buildApp } from '../server/app.js';
 import { createMetrics } from '../server/metrics.js';
 import { startMetricsServer } from '../server/metrics-server.js';
@@ -26,6 +17,14 @@ import { commandOptions } from './command.js';
 import { packageVersion } from './version.js';
 import { serveTarget } from './serve/cluster.js';
 import { startConfigSource } from './serve/config-source.js';
+import {
+  injectionSettings,
+  parseServeOptions,
+  serveUsage,
+  tlsPolicyOf,
+  transportLimits,
+  type ServeOptions,
+} from './serve/options.js';
 import { Lifetime } from './serve/lifetime.js';
 import { listenForStopSignals, shutDownOnSignal } from './serve/shutdown.js';
 import { startupFailureLine } from './serve/startup-failure.js';
@@ -40,11 +39,11 @@ const LOG_BUFFER_BYTES = 8 * 1024;
 /** The longest a log line waits in that buffer. */
 const LOG_FLUSH_MS = 200;
 
-/** `--help`: one line per option, from the rows the parser reads (src/config.ts). */
+/** `--help`: one line per option, from the rows the parser reads (src/cli/serve/option-rows.ts). */
 export const usage = serveUsage;
 
 export async function run(argv: string[]): Promise<number> {
-  const options = commandOptions(() => parseServeOptions(argv, process.env), serveUsage);
+  const options = commandOptions(parseServeOptions(argv, process.env), serveUsage);
   if (options === undefined) return 0;
 
   // Asynchronous writes keep the write syscall off the event loop, and lines are gathered up to
@@ -161,8 +160,8 @@ async function serveUntilStopped(options: Readonly<ServeOptions>, logger: Logger
       startDraining: () => {
         draining = true;
       },
-      delayMs: durationsMs(options).shutdownDelayMs,
-      timeoutMs: durationsMs(options).shutdownTimeoutMs,
+      delayMs: options.shutdownDelayMs,
+      timeoutMs: options.shutdownTimeoutMs,
       logger,
       clock,
     });

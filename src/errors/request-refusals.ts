@@ -71,7 +71,7 @@ export const HTTP_ERRORS = {
     'SI_REQUEST_TIMEOUT',
     408,
     'http',
-    'headers and body not received within --request-timeout-seconds',
+    'headers and body not received within --request-timeout',
     (seconds: number) => `the request was not received within ${seconds}s`,
   ),
   headersTooLarge: define(

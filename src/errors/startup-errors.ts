@@ -6,7 +6,7 @@ export const STARTUP_ERRORS = {
     'SI_OPTIONS_INVALID',
     2,
     'startup',
-    'a flag or environment variable of serve is unknown, malformed or conflicts with another (exit 2)',
+    'a flag or environment variable of serve or deliver-env is unknown, malformed or conflicts with another (exit 2)',
     (problems: readonly string[]) => problems.join('; '),
   ),
   configMapManifestInvalid: define(

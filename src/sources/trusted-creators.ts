@@ -3,8 +3,8 @@
  * against the review's userInfo. Without this list, anyone allowed to create pods could write that
  * ownerReference and get the Sandbox's runtimes, which can be privileged sidecars.
  *
- * The grammar lives here alone: the options (src/config.ts) read the list through `readTrustedCreators` and keep
- * what it gives.
+ * The grammar lives here alone: serve's options (src/cli/serve/options.ts) read the list through
+ * `readTrustedCreators` and keep what it gives.
  */
 export interface TrustedCreators {
   readonly users: ReadonlySet<string>;

@@ -43,7 +43,8 @@ describe('sandbox-injector deliver-env', () => {
     [['--no-such-flag'], /no-such-flag/],
     [['--kubeconfig', '/x', '--runtime-port', '0'], /--runtime-port \(SANDBOX_INJECTOR_RUNTIME_PORT\)/],
     [['--kubeconfig', '/x', '--env-dir', 'relative'], /--env-dir/],
-    [['--kubeconfig', '/x', '--backoff-min-ms', '5000', '--backoff-max-ms', '100'], /must not exceed --backoff-max-ms/],
+    [['--kubeconfig', '/x', '--backoff-min', '5s', '--backoff-max', '100ms'], /must not exceed --backoff-max/],
+    [['--kubeconfig', '/x', '--backoff-min-ms', '500'], /--backoff-min-ms is now --backoff-min/],
     [[], /needs --kubeconfig/],
   ])('%j is a usage error: exit 2', async (args, message) => {
     const { code, stderr } = await exitOf(args);
@@ -52,11 +53,11 @@ describe('sandbox-injector deliver-env', () => {
   });
 
   it('takes an option from its env var, the flag winning over it', async () => {
-    const fromEnv = await exitOf(['--kubeconfig', '/x'], { SANDBOX_INJECTOR_LEASE_DURATION_SECONDS: '1' });
+    const fromEnv = await exitOf(['--kubeconfig', '/x'], { SANDBOX_INJECTOR_LEASE_DURATION: '1s' });
     expect(fromEnv.code).toBe(2);
-    expect(fromEnv.stderr).toMatch(/SANDBOX_INJECTOR_LEASE_DURATION_SECONDS/);
-    const flagWins = await exitOf(['--kubeconfig', '/x', '--lease-duration-seconds', '1'], {
-      SANDBOX_INJECTOR_LEASE_DURATION_SECONDS: '15',
+    expect(fromEnv.stderr).toMatch(/SANDBOX_INJECTOR_LEASE_DURATION/);
+    const flagWins = await exitOf(['--kubeconfig', '/x', '--lease-duration', '1s'], {
+      SANDBOX_INJECTOR_LEASE_DURATION: '15s',
     });
     expect(flagWins.code).toBe(2);
   });

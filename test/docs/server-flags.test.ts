@@ -1,14 +1,16 @@
 /**
  * docs/server.md's flags tables say what `serve` takes: one row per option, with its env var and its default,
- * and no row for an option that does not exist. The rows of src/config.ts are the truth.
+ * and no row for an option that does not exist; docs/deliver-env.md's, what `deliver-env` takes. The rows beside
+ * each command (src/cli/serve/option-rows.ts, src/cli/deliver-env/options.ts) are the truth.
  */
 import { readFileSync } from 'node:fs';
 import { isAbsolute, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { OPTION_ROWS } from '../../src/config.js';
-import { DELIVER_OPTION_ROWS } from '../../src/deliver/options.js';
-import { cells } from './markdown-table.js';
+import { DELIVER_OPTION_ROWS } from '../../src/cli/deliver-env/options.js';
+import { SERVE_OPTION_ROWS } from '../../src/cli/serve/option-rows.js';
+import type { OptionRows } from '../../src/options/option-row.js';
+import { cells, tableRows, unquote } from './markdown-table.js';
 
 const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SECTION = '## Flags and environment';
@@ -79,7 +81,7 @@ function expectedDefault(value: string | number | boolean | undefined): string {
 const byFlag = (a: DocumentedOption, b: DocumentedOption): number => a.flag.localeCompare(b.flag);
 
 for (const [file, rows] of [
-  ['server.md', OPTION_ROWS],
+  ['server.md', SERVE_OPTION_ROWS],
   ['deliver-env.md', DELIVER_OPTION_ROWS],
 ] as const) {
   describe(`docs/${file} flags tables`, () => {
@@ -114,3 +116,18 @@ for (const [file, rows] of [
     });
   });
 }
+
+describe('docs/cli.md durations', () => {
+  it('lists every flag the durations renamed, with its new name and command, and no other', () => {
+    const commands: [string, OptionRows][] = [
+      ['serve', SERVE_OPTION_ROWS],
+      ['deliver-env', DELIVER_OPTION_ROWS],
+    ];
+    const renamed = commands.flatMap(([command, rows]) =>
+      Object.values(rows).flatMap((row) =>
+        row.formerly === undefined ? [] : [[`--${row.formerly.flag}`, `--${row.flag}`, command]],
+      ),
+    );
+    expect(tableRows('cli.md', 'old flag').map((row) => row.map(unquote))).toEqual(renamed);
+  });
+});

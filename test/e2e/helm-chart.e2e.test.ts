@@ -84,7 +84,7 @@ const VALUE_SETS: Record<string, Record<string, unknown>> = {
     trustedCreators: ['group:system:serviceaccounts:sandbox-system', 'user:ci'],
     postStartConflict: 'merge',
     logLevel: 'debug',
-    extraArgs: ['--allow-annotation-runtimes', '--cert-poll-seconds=30'],
+    extraArgs: ['--allow-annotation-runtimes', '--cert-poll=30s'],
     // Maps merge with the defaults: null drops a default runtime; a new one may be a map.
     config: {
       runtimes: {
@@ -623,7 +623,7 @@ describe('helm template with other values', () => {
       '--poststart-conflict=merge',
       '--log-level=debug',
       '--allow-annotation-runtimes',
-      '--cert-poll-seconds=30',
+      '--cert-poll=30s',
     ]);
     const webhook = at(find(objects, 'MutatingWebhookConfiguration'), 'webhooks', 0);
     expect(at(webhook, 'failurePolicy')).toBe('Ignore');

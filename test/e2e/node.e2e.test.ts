@@ -372,8 +372,8 @@ beforeAll(async () => {
     '--trust-runtime-url',
     '--lease-namespace',
     CONFIG_NS,
-    '--request-timeout-ms',
-    '2000',
+    '--request-timeout',
+    '2s',
   ]);
   node = await startNode(prepared, cluster);
   // kube-apiserver calls a new webhook configuration a moment after it is stored.

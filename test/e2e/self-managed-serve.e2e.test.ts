@@ -61,8 +61,8 @@ beforeAll(async () => {
   });
   replicas.push(
     ...(await Promise.all([
-      startWebhookProcess(cluster, { selfManaged: true, port, extraArgs: ['--cert-poll-seconds', '1'] }),
-      startWebhookProcess(cluster, { selfManaged: true, extraArgs: ['--cert-poll-seconds', '1'] }),
+      startWebhookProcess(cluster, { selfManaged: true, port, extraArgs: ['--cert-poll', '1s'] }),
+      startWebhookProcess(cluster, { selfManaged: true, extraArgs: ['--cert-poll', '1s'] }),
     ])),
   );
 });

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { REFUSALS } from '../../src/deliver/claim.js';
 import { EnvdError, type EnvdErrorKind } from '../../src/deliver/envd-files.js';
 import { CATALOGUE, CatalogueError, STARTUP_ERRORS } from '../../src/errors/index.js';
-import { OptionsError } from '../../src/options/read-rows.js';
+import { commandOptions, UsageError } from '../../src/cli/command.js';
 
 describe("a row's error", () => {
   const row = STARTUP_ERRORS.tlsKeyMismatch;
@@ -24,11 +24,11 @@ describe("a row's error", () => {
     expect(new STARTUP_ERRORS.tlsKeyInvalid.Error('key', 'bad')).not.toBeInstanceOf(row.Error);
   });
 
-  it('is what a class built on it is, with the class name', () => {
-    const options = new OptionsError(['--port (SANDBOX_INJECTOR_PORT): must be integer']);
-    expect(options).toBeInstanceOf(STARTUP_ERRORS.optionsInvalid.Error);
-    expect(options).toMatchObject({ name: 'OptionsError', code: STARTUP_ERRORS.optionsInvalid.code, status: 2 });
-    expect(options.message).toBe('--port (SANDBOX_INJECTOR_PORT): must be integer');
+  it('words a refused command line as the options row does, whichever command refused it', () => {
+    const problems = ['--port (SANDBOX_INJECTOR_PORT): must be integer'];
+    const read = () => commandOptions({ kind: 'refused', problems }, () => '');
+    expect(read).toThrow(UsageError);
+    expect(read).toThrow(STARTUP_ERRORS.optionsInvalid(problems).message);
   });
 });
 
@@ -88,6 +88,6 @@ describe('the codes of the catalogue', () => {
 
   it('are looked for in every class (the scan finds the error classes of src/)', () => {
     const names = modules.flatMap(({ text }) => classes(text).map(({ name }) => name));
-    expect(names).toEqual(expect.arrayContaining(['OptionsError', 'BusyError', 'EnvdError', 'PolicyError']));
+    expect(names).toEqual(expect.arrayContaining(['BusyError', 'EnvdError', 'PolicyError']));
   });
 });

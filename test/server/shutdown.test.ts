@@ -154,17 +154,17 @@ describe('SIGTERM', () => {
   });
 });
 
-/** The `--shutdown-delay-seconds` the Deployment in manifests/base runs with. */
-async function manifestShutdownDelay(): Promise<number> {
+/** The `--shutdown-delay` the Deployment in manifests/base runs with, as written there. */
+async function manifestShutdownDelay(): Promise<string> {
   const deployment = parseYaml(
     await readFile(new URL('../../manifests/base/deployment.yaml', import.meta.url), 'utf8'),
   ) as {
     spec: { template: { spec: { containers: { args: string[] }[] } } };
   };
   const args = deployment.spec.template.spec.containers[0]?.args ?? [];
-  const flag = args.find((arg) => arg.startsWith('--shutdown-delay-seconds='));
-  if (flag === undefined) throw new Error('the Deployment sets no --shutdown-delay-seconds');
-  return Number(flag.split('=')[1]);
+  const flag = args.find((arg) => arg.startsWith('--shutdown-delay='));
+  if (flag === undefined) throw new Error('the Deployment sets no --shutdown-delay');
+  return flag.slice('--shutdown-delay='.length);
 }
 
 interface LoopReport {
@@ -260,7 +260,7 @@ describe('SIGTERM under keep-alive load', () => {
 
   it("answers every review sent on 16 kept-alive connections through the drain with the manifests' delay", async () => {
     const delay = await manifestShutdownDelay();
-    const started = await spawnServer([...localServeArgs(), '--shutdown-delay-seconds', String(delay)], dir);
+    const started = await spawnServer([...localServeArgs(), '--shutdown-delay', delay], dir);
     server = started;
     const ca = await readFile(`${dir}/certs/ca.crt`);
 

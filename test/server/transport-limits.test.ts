@@ -81,7 +81,7 @@ function errorBody(text: string): unknown {
   return JSON.parse(parseHead(text).body);
 }
 
-describe('the request timeout (--request-timeout-seconds)', () => {
+describe('the request timeout (--request-timeout)', () => {
   it('answers a body that stalls halfway with 408 in our shape, Connection: close, and closes', async () => {
     await withServer({ requestTimeoutMs: 200 }, async (server, open) => {
       const client = open();
@@ -132,7 +132,7 @@ describe('the request timeout (--request-timeout-seconds)', () => {
   });
 });
 
-describe('the idle timeout (--idle-timeout-seconds)', () => {
+describe('the idle timeout (--idle-timeout)', () => {
   it('closes a kept-alive connection left idle after its answer', async () => {
     await withServer({ idleTimeoutMs: 100 }, async (_server, open) => {
       const client = open();

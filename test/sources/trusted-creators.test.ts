@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { reviewAdmission } from '../../src/admission/review.js';
 import type { AdmissionRequest } from '../../src/shapes/admission-review.js';
-import { OptionsError, parseServeOptions } from '../../src/config.js';
+import { parseServeOptions } from '../../src/cli/serve/options.js';
 import type { Pod } from '../../src/injection/index.js';
 import { runtimesFromOwner, type Sandbox, type SandboxLookup } from '../../src/sources/kube/sandbox-runtimes.js';
 import { isTrustedCreator, readTrustedCreators, type TrustedCreators } from '../../src/sources/trusted-creators.js';
@@ -96,15 +96,8 @@ describe('the --trusted-creators syntax', () => {
     ['user:', false],
     ['user: ,alice', false],
   ])('%j: accepted %s by the options and the parser alike', (value, accepted) => {
-    const problems = (() => {
-      try {
-        parseServeOptions(['--trusted-creators', value], {});
-        return [];
-      } catch (error) {
-        if (error instanceof OptionsError) return error.problems;
-        throw error;
-      }
-    })();
+    const parsed = parseServeOptions(['--trusted-creators', value], {});
+    const problems = parsed.kind === 'refused' ? parsed.problems : [];
     expect(problems.length === 0).toBe(accepted);
     if (!accepted)
       expect(problems).toEqual([expect.stringMatching(/^--trusted-creators \(SANDBOX_INJECTOR_TRUSTED_CREATORS\): /)]);
@@ -118,11 +111,12 @@ describe('a list the options refuse', () => {
     ['alice,', 'entry 2 of "alice," is empty'],
     ['group: ,alice', 'entry 1 of "group: ,alice" has "group:" and no name after it'],
   ])('%j: the message says which entry and what to write, not the grammar', (value, what) => {
-    expect(() => parseServeOptions(['--trusted-creators', value], {})).toThrow(
-      new OptionsError([
+    expect(parseServeOptions(['--trusted-creators', value], {})).toEqual({
+      kind: 'refused',
+      problems: [
         `--trusted-creators (SANDBOX_INJECTOR_TRUSTED_CREATORS): ${what}: give NAME, user:NAME or group:NAME, separated by commas`,
-      ]),
-    );
+      ],
+    });
   });
 
   it('is read once: the options carry the creators they read', () => {

@@ -13,7 +13,6 @@ import { envdFiles } from '../../deliver/envd-files.js';
 import { eventQueue } from '../../deliver/event-queue.js';
 import { LeaderElection, type LeaseApi } from '../../deliver/leader-election.js';
 import { createDeliveryMetrics } from '../../deliver/metrics.js';
-import type { DeliverOptions } from '../../deliver/options.js';
 import { reporter } from '../../deliver/reporter.js';
 import { runtimeTlsSource, secretRefOf } from '../../deliver/runtime-tls-source.js';
 import { deliveryWatches } from '../../deliver/watches.js';
@@ -22,6 +21,7 @@ import { createKubeClients, type KubeClients } from '../../sources/kube/clients.
 import { systemClock, sleepOn } from '../../util/clock.js';
 import { errorMessage } from '../../util/error-message.js';
 import { listenForStopSignals } from '../serve/shutdown.js';
+import type { DeliverOptions } from './options.js';
 
 /** Events sent at once, and waiting at most, behind the deliveries (see deliver/event-queue.ts). */
 const EVENT_CONCURRENCY = 4;
@@ -110,9 +110,10 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
     name: options.leaseName,
     namespace: options.leaseNamespace,
     identity,
-    durationSeconds: options.leaseDurationSeconds,
-    retryMs: options.leaseRetrySeconds * 1000,
-    renewDeadlineMs: options.leaseRenewDeadlineSeconds * 1000,
+    // Whole seconds: the row takes only those, as the Lease records them.
+    durationSeconds: options.leaseDurationMs / 1000,
+    retryMs: options.leaseRetryMs,
+    renewDeadlineMs: options.leaseRenewDeadlineMs,
     clock,
     onTerm: (term) => {
       metrics.leader(term !== undefined);

@@ -1,9 +1,9 @@
 /**
- * The serve mode the options chose (src/config.ts decides it, once), with what cluster mode needs: its clients.
+ * The serve mode the options chose (options.ts decides it, once), with what cluster mode needs: its clients.
  * Everything downstream branches on `target.mode`, never on whether a client happens to be there.
  */
 import type { Logger } from 'pino';
-import type { ServeOptions } from '../../config.js';
+import type { ServeOptions } from './options.js';
 // Type only: @kubernetes/client-node alone costs ~70 MiB of RSS, which a local run (npm start, the benchmark)
 // has no use for, so the module is imported where cluster mode starts.
 import type { KubeClients } from '../../sources/kube/clients.js';

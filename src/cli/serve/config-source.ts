@@ -9,7 +9,7 @@ import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import type { ReviewDeps } from '../../admission/review.js';
-import type { ServeOptions } from '../../config.js';
+import type { ServeOptions } from './options.js';
 import { STARTUP_ERRORS } from '../../errors/index.js';
 import type { ServerMetrics } from '../../server/metrics.js';
 import type { WatchDirectories } from '../../util/directory-watch.js';

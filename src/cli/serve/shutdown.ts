@@ -1,6 +1,6 @@
 /**
  * How `serve` stops. SIGTERM (the kubelet) or SIGINT (a terminal) starts the shutdown: /readyz turns 503
- * at once, then after `--shutdown-delay-seconds` (time for endpoints to drop the pod) the listener closes
+ * at once, then after `--shutdown-delay` (time for endpoints to drop the pod) the listener closes
  * and the admissions in flight are drained. A second signal cuts the delay and the drain short; the same signal
  * again within REPEATED_SIGNAL_MS is not a second one (see there).
  *

@@ -2,7 +2,7 @@
  * The plain line `serve` writes on stderr when it cannot start, beside the fatal JSON log line: what failed and
  * what to do about it, in the words of the flags a person can change.
  */
-import type { ServeOptions } from '../../config.js';
+import type { ServeOptions } from './options.js';
 import { CatalogueError, STARTUP_ERRORS, type Failure } from '../../errors/index.js';
 import { errorCode, errorMessage } from '../../util/error-message.js';
 

@@ -5,7 +5,7 @@
  * and new handshakes get the new pair.
  */
 import type { Logger } from 'pino';
-import { durationsMs, type ServeOptions } from '../../config.js';
+import type { ServeOptions } from './options.js';
 import type { ServerMetrics } from '../../server/metrics.js';
 import type { TlsFiles, TlsMaterial } from '../../server/tls/material.js';
 import type { TlsPolicy } from '../../server/tls/policy.js';
@@ -32,7 +32,7 @@ export async function resolveTlsFiles(
   if (options.tlsCertFile !== undefined && options.tlsKeyFile !== undefined) {
     return { certFile: options.tlsCertFile, keyFile: options.tlsKeyFile, ...clientCa };
   }
-  // In local mode the options refuse self-managed (src/config.ts): auto there means a self-signed pair.
+  // In local mode the options refuse self-managed (options.ts): auto there means a self-signed pair.
   if (target.mode === 'cluster' && options.certMode !== 'files') {
     // Imported here: a local run has no use for the Kubernetes client it loads.
     const { startSelfManagedCertificates } = await import('../../certs/self-managed.js');
@@ -47,7 +47,7 @@ export async function resolveTlsFiles(
         .split(',')
         .map((s) => s.trim())
         .filter((s) => s !== ''),
-      pollIntervalMs: durationsMs(options).certPollMs,
+      pollIntervalMs: options.certPollMs,
       clock,
       logger,
     });

@@ -11,7 +11,10 @@ export interface KubeClients {
   api<T>(Api: new (configuration: Configuration) => T): T;
 }
 
-/** Without a kubeconfig, the pod's service account: config.ts chose cluster mode only when it is mounted. */
+/**
+ * Without a kubeconfig, the pod's service account: the commands' options ask for one unless it is mounted
+ * (in-cluster.ts).
+ */
 export function createKubeClients(kubeconfigPath: string | undefined): KubeClients {
   const kubeConfig = new KubeConfig();
   if (kubeconfigPath === undefined) kubeConfig.loadFromCluster();

@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Server } from 'node:https';
-import { injectionSettings, parseServeOptions, tlsPolicyOf, transportLimits } from '../../../src/config.js';
+import { injectionSettings, parseServeOptions, tlsPolicyOf, transportLimits } from '../../../src/cli/serve/options.js';
 import { buildApp } from '../../../src/server/app.js';
 import type { Logger } from '../../../src/util/logger.js';
 import { createMetrics, type ServerMetrics } from '../../../src/server/metrics.js';
@@ -64,7 +64,7 @@ export async function startTestServer(options: {
   limits?: Partial<TransportLimits>;
 }): Promise<TestServer> {
   const parsed = parseServeOptions(options.flags ?? [], {});
-  if (parsed.kind !== 'options') throw new Error('flags asked for --help');
+  if (parsed.kind !== 'options') throw new Error(`flags not taken: ${JSON.stringify(parsed)}`);
   let store = new InjectionConfigStore();
   const logger = recordingLogger();
   const transport = new EventEmitter();

@@ -1,33 +1,31 @@
 /**
- * Process options: read from flags and environment in this one place, validated once against one schema,
- * frozen, and passed down. Nothing deeper in the code reads `process.env` or `process.argv`.
+ * serve's options: read from flags and environment in this one place by the rows beside it (option-rows.ts),
+ * validated once, frozen, and passed down. Nothing deeper in the code reads `process.env` or `process.argv`.
  *
- * Each option is one row of `OPTION_ROWS` (src/options/rows.ts). What the rows cannot say is decided here, once:
- * the checks across options, the serve mode, the trusted creators read from their list, and durations in
- * milliseconds.
+ * What the rows cannot say is decided here, once: the checks across options, the serve mode, and the trusted
+ * creators read from their list; and what the parts take is derived from the options here.
  */
 import { existsSync } from 'node:fs';
-import type { PostStartConflict, WrapperInstaller } from './injection/index.js';
+import type { PostStartConflict, WrapperInstaller } from '../../injection/index.js';
 import {
+  acceptedUnless,
   commandUsage,
-  compileRows,
-  describeSchemaError,
-  OptionsError,
-  readRows,
+  readOptions,
   rowLabel,
   type OptionValuesOf,
-} from './options/read-rows.js';
-import { OPTION_ROWS } from './options/rows.js';
-import type { TransportLimits } from './server/transport.js';
-import { cipherSuiteProblems, splitCipherSuites, tlsPolicy, type TlsPolicy } from './server/tls/policy.js';
-import { readTrustedCreators, type TrustedCreators } from './sources/trusted-creators.js';
-import { wrapperFromImage } from './wrapper/installer.js';
+  type ParsedOptions,
+} from '../../options/read-rows.js';
+import type { TransportLimits } from '../../server/transport.js';
+import { cipherSuiteProblems, splitCipherSuites, tlsPolicy, type TlsPolicy } from '../../server/tls/policy.js';
+import { hasInClusterCredentials } from '../../sources/kube/in-cluster.js';
+import { readTrustedCreators, type TrustedCreators } from '../../sources/trusted-creators.js';
+import { wrapperFromImage } from '../../wrapper/installer.js';
+import { SERVE_OPTION_ROWS } from './option-rows.js';
 
-export { DEFAULT_CONFIG_FILE, OPTION_ROWS } from './options/rows.js';
-export { OptionsError } from './options/read-rows.js';
+export { DEFAULT_CONFIG_FILE, SERVE_OPTION_ROWS } from './option-rows.js';
 
-type OptionKey = keyof typeof OPTION_ROWS;
-type OptionValues = OptionValuesOf<typeof OPTION_ROWS>;
+type OptionKey = keyof typeof SERVE_OPTION_ROWS;
+type OptionValues = OptionValuesOf<typeof SERVE_OPTION_ROWS>;
 
 /** Local mode takes the injection config from a file and runtimes from pod annotations; cluster mode asks the API. */
 type ServeMode = 'local' | 'cluster';
@@ -39,11 +37,6 @@ export interface ServeOptions extends OptionValues {
   trusted: TrustedCreators | undefined;
 }
 
-// Compiled once at module load.
-const validate = compileRows(OPTION_ROWS);
-
-export type ParsedCommandLine = { kind: 'help' } | { kind: 'options'; options: Readonly<ServeOptions> };
-
 /**
  * Flags win over environment variables, which win over defaults. An empty environment variable counts as
  * unset, because Kubernetes manifests often template `value: ""` for "not configured". `fileExists` is only
@@ -53,10 +46,10 @@ export function parseServeOptions(
   argv: readonly string[],
   env: NodeJS.ProcessEnv,
   fileExists: (path: string) => boolean = existsSync,
-): ParsedCommandLine {
-  const raw = readRows(OPTION_ROWS, argv, env);
-  if (raw === 'help') return { kind: 'help' };
-  if (!validate(raw)) throw new OptionsError((validate.errors ?? []).map((e) => describeSchemaError(OPTION_ROWS, e)));
+): ParsedOptions<ServeOptions> {
+  const read = readOptions(SERVE_OPTION_ROWS, argv, env);
+  if (read.kind !== 'options') return read;
+  const raw = read.options;
   const trusted = raw.trustedCreators === undefined ? undefined : readTrustedCreators(raw.trustedCreators);
   const mode = serveMode(raw.kubeconfig, env, fileExists);
   const problems = crossFieldProblems(raw);
@@ -64,30 +57,20 @@ export function parseServeOptions(
   if (raw.certMode === 'self-managed' && mode === 'local') {
     problems.push(`${label('certMode')} self-managed needs cluster mode: give ${label('kubeconfig')}, or run in a pod`);
   }
-  if (problems.length > 0) throw new OptionsError(problems);
-  return {
-    kind: 'options',
-    options: Object.freeze({ ...raw, mode, trusted: trusted?.ok === true ? trusted.creators : undefined }),
-  };
+  return acceptedUnless({ ...raw, mode, trusted: trusted?.ok === true ? trusted.creators : undefined }, problems);
 }
 
-const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
-
-/**
- * A kubeconfig means cluster mode. Without one, only a pod with a service account can reach the API: kubelet
- * sets KUBERNETES_SERVICE_HOST in every container, but mounts the token only when the pod automounts it. The
- * variable is checked first so a local run never looks at the filesystem.
- */
+/** A kubeconfig means cluster mode; without one, only a pod with a service account can reach the API. */
 function serveMode(
   kubeconfig: string | undefined,
   env: NodeJS.ProcessEnv,
   fileExists: (path: string) => boolean,
 ): ServeMode {
   if (kubeconfig !== undefined) return 'cluster';
-  return env.KUBERNETES_SERVICE_HOST !== undefined && fileExists(SERVICE_ACCOUNT_TOKEN) ? 'cluster' : 'local';
+  return hasInClusterCredentials(env, fileExists) ? 'cluster' : 'local';
 }
 
-function crossFieldProblems(options: OptionValues): string[] {
+function crossFieldProblems(options: Readonly<OptionValues>): string[] {
   const problems: string[] = [];
   if ((options.tlsCertFile === undefined) !== (options.tlsKeyFile === undefined)) {
     problems.push(`${label('tlsCertFile')} and ${label('tlsKeyFile')} must be given together`);
@@ -111,7 +94,7 @@ function crossFieldProblems(options: OptionValues): string[] {
 }
 
 function label(key: OptionKey): string {
-  return rowLabel(OPTION_ROWS[key]);
+  return rowLabel(SERVE_OPTION_ROWS[key]);
 }
 
 /** How reviews inject, as the options say; the CLI's review and inject take the same choices as flags. */
@@ -128,33 +111,13 @@ export function injectionSettings(options: Readonly<ServeOptions>): {
   };
 }
 
-const MS_PER_SECOND = 1000;
-
-/** The options given in seconds, in the milliseconds timers take: the one place the units change. */
-export function durationsMs(options: Readonly<ServeOptions>): {
-  shutdownDelayMs: number;
-  shutdownTimeoutMs: number;
-  requestTimeoutMs: number;
-  idleTimeoutMs: number;
-  certPollMs: number;
-} {
-  return {
-    shutdownDelayMs: options.shutdownDelaySeconds * MS_PER_SECOND,
-    shutdownTimeoutMs: options.shutdownTimeoutSeconds * MS_PER_SECOND,
-    requestTimeoutMs: options.requestTimeoutSeconds * MS_PER_SECOND,
-    idleTimeoutMs: options.idleTimeoutSeconds * MS_PER_SECOND,
-    certPollMs: options.certPollSeconds * MS_PER_SECOND,
-  };
-}
-
-/** The webhook port's limits, as the options say, in the units Node takes. */
+/** The webhook port's limits, as the options say. */
 export function transportLimits(options: Readonly<ServeOptions>): TransportLimits {
-  const { requestTimeoutMs, idleTimeoutMs } = durationsMs(options);
   return {
-    requestTimeoutMs,
-    idleTimeoutMs,
+    requestTimeoutMs: options.requestTimeoutMs,
+    idleTimeoutMs: options.idleTimeoutMs,
     maxConnections: options.maxConnections,
-    slowClientGraceMs: options.slowClientGraceMilliseconds,
+    slowClientGraceMs: options.slowClientGraceMs,
     maxBodyBytes: options.maxBodyBytes,
     maxInflightBytes: options.maxInflightBytes,
     maxUnreadBytes: options.maxUnreadBytes,
@@ -168,5 +131,5 @@ export function tlsPolicyOf(options: Readonly<ServeOptions>): TlsPolicy {
 
 /** `serve --help`: one line per option, generated from the same rows the parser uses. */
 export function serveUsage(): string {
-  return commandUsage('serve', OPTION_ROWS);
+  return commandUsage('serve', SERVE_OPTION_ROWS);
 }

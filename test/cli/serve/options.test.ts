@@ -1,20 +1,19 @@
-/** Process options: flags over env over defaults, validated once, frozen, with errors that name the flag. */
+/** serve's options: flags over env over defaults, validated once, frozen, with problems that name the flag. */
 import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_CONFIG_FILE,
   injectionSettings,
-  OptionsError,
   parseServeOptions,
   serveUsage,
   tlsPolicyOf,
   transportLimits,
   type ServeOptions,
-} from '../src/config.js';
-import { IMAGE_INSTALL_COMMAND } from '../src/wrapper/installer.js';
+} from '../../../src/cli/serve/options.js';
+import { IMAGE_INSTALL_COMMAND } from '../../../src/wrapper/installer.js';
 
 function options(argv: string[], env: NodeJS.ProcessEnv = {}, fileExists = noFileLookups): Readonly<ServeOptions> {
   const parsed = parseServeOptions(argv, env, fileExists);
-  if (parsed.kind !== 'options') throw new Error('expected options');
+  if (parsed.kind !== 'options') throw new Error(`expected options, got ${JSON.stringify(parsed)}`);
   return parsed.options;
 }
 
@@ -23,14 +22,10 @@ function noFileLookups(path: string): boolean {
   throw new Error(`unexpected lookup of ${path}`);
 }
 
-function problemsOf(argv: string[], env: NodeJS.ProcessEnv = {}): readonly string[] {
-  try {
-    parseServeOptions(argv, env);
-  } catch (error) {
-    if (error instanceof OptionsError) return error.problems;
-    throw error;
-  }
-  throw new Error('expected an OptionsError');
+function problemsOf(argv: string[], env: NodeJS.ProcessEnv = {}, fileExists = noFileLookups): readonly string[] {
+  const parsed = parseServeOptions(argv, env, fileExists);
+  if (parsed.kind !== 'refused') throw new Error(`expected the options refused, got ${JSON.stringify(parsed)}`);
+  return parsed.problems;
 }
 
 describe('parseServeOptions', () => {
@@ -42,12 +37,12 @@ describe('parseServeOptions', () => {
       configFile: DEFAULT_CONFIG_FILE,
       selfSignedDir: 'certs',
       logLevel: 'info',
-      shutdownDelaySeconds: 0,
-      shutdownTimeoutSeconds: 25,
-      requestTimeoutSeconds: 30,
-      idleTimeoutSeconds: 120,
+      shutdownDelayMs: 0,
+      shutdownTimeoutMs: 25_000,
+      requestTimeoutMs: 30_000,
+      idleTimeoutMs: 120_000,
       maxConnections: 256,
-      slowClientGraceMilliseconds: 1000,
+      slowClientGraceMs: 1000,
       maxBodyBytes: 4 * 1024 * 1024,
       maxInflightBytes: 16 * 1024 * 1024,
       maxUnreadBytes: 64 * 1024,
@@ -67,7 +62,7 @@ describe('parseServeOptions', () => {
       serviceName: 'sandbox-injector',
       webhookConfigName: 'sandbox-injector',
       certDir: 'certs/self-managed',
-      certPollSeconds: 60,
+      certPollMs: 60_000,
       mode: 'local',
       trusted: undefined,
       warnUnwrapped: false,
@@ -92,16 +87,16 @@ describe('parseServeOptions', () => {
       certMode: 'self-managed',
       certExtraSans: '127.0.0.1',
     });
-    expect(() => options(['--cert-mode', 'files'])).toThrow(
+    expect(problemsOf(['--cert-mode', 'files']).join('\n')).toMatch(
       /--cert-mode \(SANDBOX_INJECTOR_CERT_MODE\) files needs --tls-cert-file/,
     );
-    expect(() => options(['--cert-mode', 'self-managed'])).toThrow(
+    expect(problemsOf(['--cert-mode', 'self-managed']).join('\n')).toMatch(
       /--cert-mode \(SANDBOX_INJECTOR_CERT_MODE\) self-managed needs cluster mode: give --kubeconfig/,
     );
-    expect(() => options(['--cert-mode', 'magic'])).toThrow(
+    expect(problemsOf(['--cert-mode', 'magic']).join('\n')).toMatch(
       /--cert-mode .*must be equal to one of the allowed values \(auto, files, self-managed\)/,
     );
-    expect(() => options(['--config-namespace', 'Bad_NS'])).toThrow(/--config-namespace/);
+    expect(problemsOf(['--config-namespace', 'Bad_NS']).join('\n')).toMatch(/--config-namespace/);
   });
 
   it('chooses cluster mode for a kubeconfig, or in a pod whose service-account token is mounted', () => {
@@ -119,7 +114,7 @@ describe('parseServeOptions', () => {
     expect(asked).toEqual([token]);
     // automountServiceAccountToken: false leaves the variable but no token to authenticate with.
     expect(options([], pod, () => false).mode).toBe('local');
-    expect(() => options(['--port', 'x'], pod)).toThrow(OptionsError);
+    expect(problemsOf(['--port', 'x'], pod)).toEqual(['--port (SANDBOX_INJECTOR_PORT): must be integer']);
   });
 
   it('parses how reviews inject: --poststart-conflict, and --agent-runtime-has-wrapper over --wrapper-image', () => {
@@ -134,7 +129,7 @@ describe('parseServeOptions', () => {
       warnUnwrapped: false,
     });
     expect(injectionSettings(options(['--warn-unwrapped'])).warnUnwrapped).toBe(true);
-    expect(() => options(['--poststart-conflict', 'chain'])).toThrow(
+    expect(problemsOf(['--poststart-conflict', 'chain']).join('\n')).toMatch(
       /--poststart-conflict .*allowed values \(skip, merge\)/,
     );
   });
@@ -142,16 +137,15 @@ describe('parseServeOptions', () => {
   it('turns the limit flags into the transport limits, in milliseconds and bytes', () => {
     const parsed = options(
       [
-        '--request-timeout-seconds',
-        '12',
-        '--idle-timeout-seconds',
-        '95',
+        '--request-timeout',
+        '12s',
+        '--idle-timeout=1m35s',
         '--max-connections',
         '64',
         '--max-unread-bytes',
         '0',
-        '--slow-client-grace-milliseconds',
-        '250',
+        '--slow-client-grace',
+        '250ms',
       ],
       { SANDBOX_INJECTOR_MAX_BODY_BYTES: '2097152', SANDBOX_INJECTOR_MAX_INFLIGHT_BYTES: '8388608' },
     );
@@ -164,10 +158,48 @@ describe('parseServeOptions', () => {
       maxInflightBytes: 8_388_608,
       maxUnreadBytes: 0,
     });
-    expect(() => options(['--max-body-bytes', '8388608', '--max-inflight-bytes', '4194304'])).toThrow(
+    expect(problemsOf(['--max-body-bytes', '8388608', '--max-inflight-bytes', '4194304']).join('\n')).toMatch(
       /--max-inflight-bytes \(SANDBOX_INJECTOR_MAX_INFLIGHT_BYTES\) must be at least --max-body-bytes/,
     );
-    expect(() => options(['--request-timeout-seconds', '0'])).toThrow(/--request-timeout-seconds/);
+    expect(problemsOf(['--request-timeout', '0']).join('\n')).toMatch(/--request-timeout .*must be at least 1s/);
+  });
+
+  it('takes every duration as a Go duration, from a flag or its env var, into milliseconds', () => {
+    expect(
+      options(['--shutdown-delay=5s', '--shutdown-timeout', '1m30s', '--cert-poll', '1h'], {
+        SANDBOX_INJECTOR_REQUEST_TIMEOUT: '10s',
+        SANDBOX_INJECTOR_SLOW_CLIENT_GRACE: '1500ms',
+      }),
+    ).toMatchObject({
+      shutdownDelayMs: 5000,
+      shutdownTimeoutMs: 90_000,
+      certPollMs: 3_600_000,
+      requestTimeoutMs: 10_000,
+      slowClientGraceMs: 1500,
+    });
+    expect(problemsOf(['--request-timeout', '10'])).toEqual([
+      '--request-timeout (SANDBOX_INJECTOR_REQUEST_TIMEOUT): "10" has no unit: add one, such as 10s or 10ms',
+    ]);
+    expect(problemsOf([], { SANDBOX_INJECTOR_CERT_POLL: '2d' })).toEqual([
+      expect.stringMatching(/^--cert-poll \(SANDBOX_INJECTOR_CERT_POLL\): "2d" has an unknown unit "d"/),
+    ]);
+    expect(problemsOf(['--shutdown-delay', '11m'])).toEqual([
+      '--shutdown-delay (SANDBOX_INJECTOR_SHUTDOWN_DELAY): must be at most 10m',
+    ]);
+  });
+
+  it.each([
+    ['--shutdown-delay-seconds', '5', '--shutdown-delay, which takes a duration such as 5s'],
+    ['--shutdown-timeout-seconds', '25', '--shutdown-timeout, which takes a duration such as 25s'],
+    ['--request-timeout-seconds', '10', '--request-timeout, which takes a duration such as 10s'],
+    ['--idle-timeout-seconds', '120', '--idle-timeout, which takes a duration such as 120s'],
+    ['--slow-client-grace-milliseconds', '250', '--slow-client-grace, which takes a duration such as 250ms'],
+    ['--cert-poll-seconds', '60', '--cert-poll, which takes a duration such as 60s'],
+  ])('refuses the old %s, naming its new form', (flag, value, now) => {
+    expect(problemsOf([flag, value])).toEqual([`${flag} is now ${now}`]);
+    const oldEnv = `SANDBOX_INJECTOR_${flag.slice(2).toUpperCase().replaceAll('-', '_')}`;
+    const newEnv = `SANDBOX_INJECTOR_${now.split(',')[0]?.slice(2).toUpperCase().replaceAll('-', '_')}`;
+    expect(problemsOf([], { [oldEnv]: value })).toEqual([`${oldEnv} is now ${newEnv}${now.slice(now.indexOf(','))}`]);
   });
 
   it('maps --tls-min-version and --tls-cipher-suites from kube-apiserver names to OpenSSL ones', () => {
@@ -253,7 +285,7 @@ describe('parseServeOptions', () => {
     [['--tls-cert-file', 'a.crt'], 'must be given together'],
     [['--port', '9000', '--metrics-port', '9000'], '--metrics-port (SANDBOX_INJECTOR_METRICS_PORT) must differ'],
     [['--config-file', ''], '--config-file (SANDBOX_INJECTOR_CONFIG_FILE): must NOT have fewer than 1 characters'],
-    [['--shutdown-timeout-seconds', '0'], '--shutdown-timeout-seconds'],
+    [['--shutdown-timeout', '0s'], '--shutdown-timeout (SANDBOX_INJECTOR_SHUTDOWN_TIMEOUT): must be at least 1s'],
   ])('refuses %j, naming the flag and its env var', (argv, expected) => {
     expect(problemsOf(argv).join('\n')).toContain(expected);
   });

@@ -2,34 +2,39 @@
  * Every option of `serve`, one row each (src/options/option-row.ts): `option(flag, kind, help, schema, default)`.
  * Adding an option (cluster mode added `--kubeconfig`, `--config-namespace`, ...) is adding its row: the compiler
  * checks its default against its kind and allowed values, and whether the parsed options always hold it follows
- * from whether it has a default.
+ * from whether it has a default. Durations are read into milliseconds, hence the keys' `Ms`.
  */
 import { fileURLToPath } from 'node:url';
-import { POSTSTART_CONFLICT_MODES } from '../injection/index.js';
-import { DEFAULT_TLS_CIPHER_SUITES, TLS_MIN_VERSIONS } from '../server/tls/policy.js';
-import { DEFAULT_TRANSPORT_LIMITS } from '../server/transport.js';
-import { DEFAULT_CONFIG_NAME, DEFAULT_CONFIG_NAMESPACE } from '../sources/injection-config.js';
-import { option } from './option-row.js';
-
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+import { POSTSTART_CONFLICT_MODES } from '../../injection/index.js';
+import { formatDuration } from '../../options/duration.js';
+import {
+  DNS_LABEL,
+  DNS_SUBDOMAIN,
+  LOG_LEVELS,
+  NON_EMPTY,
+  option,
+  PORT,
+  withFormerFlags,
+} from '../../options/option-row.js';
+import { DEFAULT_TLS_CIPHER_SUITES, TLS_MIN_VERSIONS } from '../../server/tls/policy.js';
+import { DEFAULT_TRANSPORT_LIMITS } from '../../server/transport.js';
+import { DEFAULT_CONFIG_NAME, DEFAULT_CONFIG_NAMESPACE } from '../../sources/injection-config.js';
 
 export const CERT_MODES = ['auto', 'files', 'self-managed'] as const;
 
 /** `manifests/` ships with the package; resolve it from this file so `npm start` works from any directory. */
-const PACKAGE_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const PACKAGE_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 export const DEFAULT_CONFIG_FILE = `${PACKAGE_ROOT}manifests/injection-config.yaml`;
 
-export const NON_EMPTY = { minLength: 1 } as const;
-export const PORT = { minimum: 0, maximum: 65535 } as const;
-export const DNS_LABEL = { pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$' } as const;
-export const DNS_SUBDOMAIN = { pattern: '^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$' } as const;
 const MIB = 1024 * 1024;
+const WITHIN_10M = { min: '0s', max: '10m' } as const;
+const WITHIN_1H = { min: '1s', max: '1h' } as const;
 
 /**
- * One row per option, ordered as `--help` prints them and ajv reports problems: `option(flag, kind, help,
- * schema, default)`. The env var is the flag's name under SANDBOX_INJECTOR_.
+ * One row per option, ordered as `--help` prints them and the parser reports problems. The env var is the
+ * flag's name under SANDBOX_INJECTOR_. Last, the flags that durations replaced (docs/cli.md, "Durations").
  */
-export const OPTION_ROWS = {
+const ROWS = {
   host: option('host', 'string', 'address to bind both listeners to', NON_EMPTY, '0.0.0.0'),
   port: option('port', 'integer', 'HTTPS webhook port (0 = pick a free port)', PORT, 8443),
   metricsPort: option(
@@ -57,33 +62,27 @@ export const OPTION_ROWS = {
     'certs',
   ),
   logLevel: option('log-level', 'string', LOG_LEVELS.join('|'), { enum: LOG_LEVELS }, 'info'),
-  shutdownDelaySeconds: option(
-    'shutdown-delay-seconds',
-    'integer',
+  shutdownDelayMs: option(
+    'shutdown-delay',
+    'duration',
     'keep serving this long after SIGTERM, not ready',
-    { minimum: 0, maximum: 600 },
-    0,
+    WITHIN_10M,
+    '0s',
   ),
-  shutdownTimeoutSeconds: option(
-    'shutdown-timeout-seconds',
-    'integer',
-    'wait this long for in-flight reviews',
-    { minimum: 1, maximum: 3600 },
-    25,
-  ),
-  requestTimeoutSeconds: option(
-    'request-timeout-seconds',
-    'integer',
+  shutdownTimeoutMs: option('shutdown-timeout', 'duration', 'wait this long for in-flight reviews', WITHIN_1H, '25s'),
+  requestTimeoutMs: option(
+    'request-timeout',
+    'duration',
     'headers and body must arrive within this (408), and a stalled connection is closed after it',
-    { minimum: 1, maximum: 3600 },
-    DEFAULT_TRANSPORT_LIMITS.requestTimeoutMs / 1000,
+    WITHIN_1H,
+    formatDuration(DEFAULT_TRANSPORT_LIMITS.requestTimeoutMs),
   ),
-  idleTimeoutSeconds: option(
-    'idle-timeout-seconds',
-    'integer',
+  idleTimeoutMs: option(
+    'idle-timeout',
+    'duration',
     'close kept-alive connections idle this long',
-    { minimum: 1, maximum: 3600 },
-    DEFAULT_TRANSPORT_LIMITS.idleTimeoutMs / 1000,
+    WITHIN_1H,
+    formatDuration(DEFAULT_TRANSPORT_LIMITS.idleTimeoutMs),
   ),
   maxConnections: option(
     'max-connections',
@@ -92,12 +91,12 @@ export const OPTION_ROWS = {
     { minimum: 1, maximum: 1_000_000 },
     DEFAULT_TRANSPORT_LIMITS.maxConnections,
   ),
-  slowClientGraceMilliseconds: option(
-    'slow-client-grace-milliseconds',
-    'integer',
+  slowClientGraceMs: option(
+    'slow-client-grace',
+    'duration',
     'a connection still arriving (handshake, headers, body) after this long may be closed for others at the connection cap or byte budget',
-    { minimum: 0, maximum: 3_600_000 },
-    DEFAULT_TRANSPORT_LIMITS.slowClientGraceMs,
+    { min: '0s', max: '1h' },
+    formatDuration(DEFAULT_TRANSPORT_LIMITS.slowClientGraceMs),
   ),
   maxBodyBytes: option(
     'max-body-bytes',
@@ -238,11 +237,20 @@ export const OPTION_ROWS = {
     'extra DNS names/IPs for the self-managed certificate, comma-separated',
     NON_EMPTY,
   ),
-  certPollSeconds: option(
-    'cert-poll-seconds',
-    'integer',
+  certPollMs: option(
+    'cert-poll',
+    'duration',
     "re-read the certificate Secret this often (another replica's renewal)",
-    { minimum: 1, maximum: 86_400 },
-    60,
+    { min: '1s', max: '24h' },
+    '1m',
   ),
 };
+
+export const SERVE_OPTION_ROWS = withFormerFlags(ROWS, {
+  shutdownDelayMs: ['shutdown-delay-seconds', 's'],
+  shutdownTimeoutMs: ['shutdown-timeout-seconds', 's'],
+  requestTimeoutMs: ['request-timeout-seconds', 's'],
+  idleTimeoutMs: ['idle-timeout-seconds', 's'],
+  slowClientGraceMs: ['slow-client-grace-milliseconds', 'ms'],
+  certPollMs: ['cert-poll-seconds', 's'],
+});

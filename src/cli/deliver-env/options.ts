@@ -1,19 +1,36 @@
 /**
  * `deliver-env`'s options: one row each (flag, env var under SANDBOX_INJECTOR_, help, schema, default), read
- * by config.ts's parser exactly as serve's are. docs/deliver-env.md has a row for each (a test checks).
+ * by the one row reader (src/options/read-rows.ts) as serve's are, and the checks across them. Durations are
+ * read into milliseconds, hence the keys' `Ms`. docs/deliver-env.md has a row for each (a test checks).
  */
-import { option } from '../options/option-row.js';
-import { commandUsage, parseCommandOptions, type OptionValuesOf } from '../options/read-rows.js';
-import { DNS_LABEL, DNS_SUBDOMAIN, LOG_LEVELS, NON_EMPTY, PORT } from '../options/rows.js';
-import { ENV_DIR } from '../wrapper/env-dir.js';
+import { existsSync } from 'node:fs';
+import {
+  DNS_LABEL,
+  DNS_SUBDOMAIN,
+  LOG_LEVELS,
+  NON_EMPTY,
+  option,
+  PORT,
+  withFormerFlags,
+} from '../../options/option-row.js';
+import {
+  acceptedUnless,
+  commandUsage,
+  readOptions,
+  rowLabel,
+  type OptionValuesOf,
+  type ParsedOptions,
+} from '../../options/read-rows.js';
+import { hasInClusterCredentials } from '../../sources/kube/in-cluster.js';
+import { ENV_DIR } from '../../wrapper/env-dir.js';
 
 const ABSOLUTE_PATH = { pattern: '^/' } as const;
 // NAMESPACE/NAME of a Secret: a DNS label, then a DNS subdomain.
-const SECRET_REF = { pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$' } as const;
+const SECRET_REF = { pattern: `${DNS_LABEL.pattern.slice(0, -1)}/${DNS_SUBDOMAIN.pattern.slice(1)}` } as const;
 // A POSIX user name as envd looks it up: it owns the files written.
 const USER_NAME = { pattern: '^[a-z_][a-z0-9_.-]{0,31}$' } as const;
 
-export const DELIVER_OPTION_ROWS = {
+const ROWS = {
   kubeconfig: option('kubeconfig', 'string', 'kubeconfig to use (in a pod: the service account)', NON_EMPTY),
   envDir: option(
     'env-dir',
@@ -59,26 +76,27 @@ export const DELIVER_OPTION_ROWS = {
     'sandbox-injector-deliver-env',
   ),
   leaseNamespace: option('lease-namespace', 'string', 'namespace of that Lease', DNS_LABEL, 'sandbox-system'),
-  leaseDurationSeconds: option(
-    'lease-duration-seconds',
-    'integer',
+  // The Lease records its duration in whole seconds.
+  leaseDurationMs: option(
+    'lease-duration',
+    'duration',
     'how long a Lease not renewed stays held',
-    { minimum: 2, maximum: 300 },
-    15,
+    { min: '2s', max: '5m', step: '1s' },
+    '15s',
   ),
-  leaseRenewDeadlineSeconds: option(
-    'lease-renew-deadline-seconds',
-    'integer',
+  leaseRenewDeadlineMs: option(
+    'lease-renew-deadline',
+    'duration',
     'the leader stops delivering when it could not renew for this long',
-    { minimum: 1, maximum: 300 },
-    10,
+    { min: '1s', max: '5m' },
+    '10s',
   ),
-  leaseRetrySeconds: option(
-    'lease-retry-seconds',
-    'integer',
+  leaseRetryMs: option(
+    'lease-retry',
+    'duration',
     'how often the Lease is read and renewed',
-    { minimum: 1, maximum: 60 },
-    2,
+    { min: '1s', max: '1m' },
+    '2s',
   ),
   identity: option(
     'identity',
@@ -87,11 +105,11 @@ export const DELIVER_OPTION_ROWS = {
     NON_EMPTY,
   ),
   requestTimeoutMs: option(
-    'request-timeout-ms',
-    'integer',
+    'request-timeout',
+    'duration',
     'one envd request, answer included, must end within this',
-    { minimum: 100, maximum: 600_000 },
-    5000,
+    { min: '100ms', max: '10m' },
+    '5s',
   ),
   maxAnswerBytes: option(
     'max-answer-bytes',
@@ -108,26 +126,44 @@ export const DELIVER_OPTION_ROWS = {
     32,
   ),
   backoffMinMs: option(
-    'backoff-min-ms',
-    'integer',
+    'backoff-min',
+    'duration',
     'first retry after a transport error or 5xx (doubling, jittered)',
-    { minimum: 10, maximum: 600_000 },
-    500,
+    { min: '10ms', max: '10m' },
+    '500ms',
   ),
-  backoffMaxMs: option(
-    'backoff-max-ms',
-    'integer',
-    'longest wait between retries',
-    { minimum: 10, maximum: 3_600_000 },
-    60_000,
-  ),
+  backoffMaxMs: option('backoff-max', 'duration', 'longest wait between retries', { min: '10ms', max: '1h' }, '1m'),
   logLevel: option('log-level', 'string', LOG_LEVELS.join('|'), { enum: LOG_LEVELS }, 'info'),
 };
 
+/** Last, the flags that durations replaced (docs/cli.md, "Durations"). */
+export const DELIVER_OPTION_ROWS = withFormerFlags(ROWS, {
+  leaseDurationMs: ['lease-duration-seconds', 's'],
+  leaseRenewDeadlineMs: ['lease-renew-deadline-seconds', 's'],
+  leaseRetryMs: ['lease-retry-seconds', 's'],
+  requestTimeoutMs: ['request-timeout-ms', 'ms'],
+  backoffMinMs: ['backoff-min-ms', 'ms'],
+  backoffMaxMs: ['backoff-max-ms', 'ms'],
+});
+
 export type DeliverOptions = OptionValuesOf<typeof DELIVER_OPTION_ROWS>;
 
-export function parseDeliverOptions(argv: readonly string[], env: NodeJS.ProcessEnv) {
-  return parseCommandOptions(DELIVER_OPTION_ROWS, argv, env);
+/**
+ * The options, or every problem with them: the rows' own, then those across them. `fileExists` is only asked
+ * about the service-account token, and only inside a pod; tests pass their own.
+ */
+export function parseDeliverOptions(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  fileExists: (path: string) => boolean = existsSync,
+): ParsedOptions<DeliverOptions> {
+  const read = readOptions(DELIVER_OPTION_ROWS, argv, env);
+  if (read.kind !== 'options') return read;
+  const problems = crossFieldProblems(read.options);
+  if (read.options.kubeconfig === undefined && !hasInClusterCredentials(env, fileExists)) {
+    problems.push(`needs ${label('kubeconfig')} outside a pod (or in one without a service-account token)`);
+  }
+  return acceptedUnless(read.options, problems);
 }
 
 export function deliverUsage(): string {
@@ -141,23 +177,20 @@ EnvVarsInjectionPolicy Auto; clears them when the claim ends. One replica writes
 }
 
 /** What one row alone cannot check. */
-export function deliverOptionProblems(options: Readonly<DeliverOptions>): string[] {
+function crossFieldProblems(options: Readonly<DeliverOptions>): string[] {
   const problems: string[] = [];
-  const label = (row: { flag: string; env: string }) => `--${row.flag} (${row.env})`;
   if (options.backoffMinMs > options.backoffMaxMs) {
-    problems.push(
-      `${label(DELIVER_OPTION_ROWS.backoffMinMs)} must not exceed ${label(DELIVER_OPTION_ROWS.backoffMaxMs)}`,
-    );
+    problems.push(`${label('backoffMinMs')} must not exceed ${label('backoffMaxMs')}`);
   }
-  if (options.leaseRenewDeadlineSeconds >= options.leaseDurationSeconds) {
-    problems.push(
-      `${label(DELIVER_OPTION_ROWS.leaseRenewDeadlineSeconds)} must be below ${label(DELIVER_OPTION_ROWS.leaseDurationSeconds)}`,
-    );
+  if (options.leaseRenewDeadlineMs >= options.leaseDurationMs) {
+    problems.push(`${label('leaseRenewDeadlineMs')} must be below ${label('leaseDurationMs')}`);
   }
-  if (options.leaseRetrySeconds >= options.leaseRenewDeadlineSeconds) {
-    problems.push(
-      `${label(DELIVER_OPTION_ROWS.leaseRetrySeconds)} must be below ${label(DELIVER_OPTION_ROWS.leaseRenewDeadlineSeconds)}`,
-    );
+  if (options.leaseRetryMs >= options.leaseRenewDeadlineMs) {
+    problems.push(`${label('leaseRetryMs')} must be below ${label('leaseRenewDeadlineMs')}`);
   }
   return problems;
+}
+
+function label(key: keyof typeof DELIVER_OPTION_ROWS): string {
+  return rowLabel(DELIVER_OPTION_ROWS[key]);
 }
