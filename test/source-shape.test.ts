@@ -48,8 +48,9 @@ const SHORT_ON_PURPOSE: Readonly<Record<string, string>> = {
   'src/util/error-message.ts': 'how a caught value is read, for every edge that catches one',
   'src/util/json-pointer.ts': 'RFC 6901 escaping, once for the shapes and the injection (shapes/ cannot import it)',
   'src/util/one-yaml-document.ts': 'reading one YAML manifest, for the CLI and the ConfigMap source alike',
-  'src/admission/patch.ts': 'left to the integrator of issue 29',
-  'src/cli/serve/cluster.ts': 'left to the integrator of issue 29',
+  'src/admission/patch.ts':
+    "the patch's wire form, which the bench loads from each build by this path to time it alone",
+  'src/cli/serve/cluster.ts': "serve's mode and its clients, which load client-node only in cluster mode",
   'src/cli/version.ts': 'the package version, for --version and the listening line (two commands read it)',
   'src/envfile/errors.ts': "the env-file writer's one error, which each of its steps throws and the CLI prints as-is",
   'src/wrapper/env-dir.ts': "the env folder's names, the one contract between run_with_envs.sh and every writer",

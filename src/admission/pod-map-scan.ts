@@ -2,8 +2,8 @@
  * The pod's labels and annotations measured in the review's JSON text, for bodies large enough to carry huge maps.
  *
  * Once a body is parsed, the only way to read a map is to enumerate it, and V8 collects every key of a large
- * object before the first one is handed out: for a pod of 232,581 annotations that is 45 to 100 ms, whatever
- * the walk does with them, where its JSON.parse took 127 ms. The text has the same facts in order, so one pass
+ * object before the first one is handed out, which for a pod of a few hundred thousand annotations costs about
+ * as much as parsing it did (docs/benchmark.md has the figures). The text has the same facts in order, so one pass
  * over it finds the size past kube-apiserver's limit and the first value that is not a string without building
  * anything. The pass follows JSON's structure (strings, escapes, nesting) without recursion, since it runs only
  * on text JSON.parse has accepted, which may nest 100,000 deep.

@@ -14,7 +14,7 @@ import type Forge from 'node-forge';
 const generateKeyPairAsync = promisify(generateKeyPair);
 
 /**
- * node-forge (~11 MiB of RSS) is loaded when a certificate has to be made, not when one is only read, so a
+ * node-forge (megabytes of RSS) is loaded when a certificate has to be made, not when one is only read, so a
  * `serve` that reuses its certificate never loads it.
  */
 async function loadForge(): Promise<typeof Forge> {

@@ -20,7 +20,6 @@
  */
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
-import { DELIVERY_FAILURES } from '../errors/index.js';
 import { EnvFileError } from '../envfile/errors.js';
 import { parseEnvJson } from '../envfile/parse-env-json.js';
 import { renderEnvFile } from '../envfile/render-env-file.js';
@@ -36,6 +35,7 @@ import {
   RUNTIME_URL,
   SANDBOX_CLAIMED,
 } from '../shapes/sandbox-api.js';
+import type { RefusalReason } from './outcome.js';
 import { accessToken, runtimeBase, type EndpointSettings, type RuntimeEndpoint } from './runtime-endpoint.js';
 
 /**
@@ -87,15 +87,6 @@ export interface DeliveryTarget {
   /** The claim's time from `claim-timestamp`, ms since the epoch (upstream writes whole seconds). */
   claimedAtMs: number | undefined;
 }
-
-/** The catalogue's failure of each refusal, by the name the decision gives it. */
-export const REFUSALS = {
-  EnvRequestRefused: DELIVERY_FAILURES.envRequestRefused,
-  RuntimeUrlRefused: DELIVERY_FAILURES.runtimeUrlRefused,
-  RuntimeTlsUnconfigured: DELIVERY_FAILURES.runtimeTlsUnconfigured,
-} as const;
-
-export type RefusalReason = keyof typeof REFUSALS;
 
 export type ClaimDecision = { inputs: string } & (
   | { kind: 'wait'; why: 'no-pod' | 'not-wrapped' | 'no-address' }

@@ -15,18 +15,11 @@
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../util/clock.js';
 import type { BackoffSettings } from '../util/backoff.js';
-import {
-  claimDecision,
-  isClaimed,
-  REFUSALS,
-  type ClaimDecision,
-  type DeliveryPod,
-  type DeliverySandbox,
-} from './claim.js';
+import { claimDecision, isClaimed, type ClaimDecision, type DeliveryPod, type DeliverySandbox } from './claim.js';
 import { clearClaim } from './clear-claim.js';
 import { deliverClaim, type StepDeps } from './deliver-claim.js';
 import type { EnvdFiles, SendGuard } from './envd-files.js';
-import type { DeliveryOutcome } from './outcome.js';
+import { REFUSALS, type DeliveryOutcome } from './outcome.js';
 import { envPaths, type EnvPaths } from './plan.js';
 import type { RuntimeTls } from './runtime-endpoint.js';
 import { refuse, TermMemory, type Attempt } from './term-memory.js';

@@ -16,25 +16,12 @@
  * body (envd may echo what it was sent) or a token.
  */
 import { posix } from 'node:path';
-import { CatalogueError, DELIVERY_FAILURES } from '../errors/index.js';
+import { CatalogueError } from '../errors/index.js';
 import type { Clock } from '../util/clock.js';
 import type { RuntimeEndpoint } from './runtime-endpoint.js';
 import { httpCall, HttpCallError, multipartFile, runtimeAgent, type HttpAnswer } from './http-call.js';
+import { ENVD_FAILURES, type EnvdErrorKind } from './outcome.js';
 import type { DeliveryStep, ReadyState } from './plan.js';
-
-/**
- * The catalogue's failure of each kind. `unauthorized` and `rejected` wait for the Sandbox to change;
- * `unavailable` is retried with backoff; `aborted`: the lease term ended (or was not provably fresh), so nothing
- * more is sent in it.
- */
-const ENVD_FAILURES = {
-  unauthorized: DELIVERY_FAILURES.envdUnauthorized,
-  rejected: DELIVERY_FAILURES.envdRejected,
-  unavailable: DELIVERY_FAILURES.envdUnavailable,
-  aborted: DELIVERY_FAILURES.leaseTermEnded,
-} as const;
-
-export type EnvdErrorKind = keyof typeof ENVD_FAILURES;
 
 /** A request to envd that failed: `what` names the operation and the path, `problem` what went wrong. */
 export class EnvdError extends CatalogueError<undefined> {

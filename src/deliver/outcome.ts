@@ -1,6 +1,28 @@
 /** What one reconcile of a Sandbox came to: what the metrics, the log and the Events are made from. */
-import type { RefusalReason } from './claim.js';
-import type { EnvdErrorKind } from './envd-files.js';
+import { DELIVERY_FAILURES } from '../errors/index.js';
+
+/**
+ * The catalogue's failure of each kind. `unauthorized` and `rejected` wait for the Sandbox to change;
+ * `unavailable` is retried with backoff; `aborted`: the lease term ended (or was not provably fresh), so nothing
+ * more is sent in it.
+ */
+export const ENVD_FAILURES = {
+  unauthorized: DELIVERY_FAILURES.envdUnauthorized,
+  rejected: DELIVERY_FAILURES.envdRejected,
+  unavailable: DELIVERY_FAILURES.envdUnavailable,
+  aborted: DELIVERY_FAILURES.leaseTermEnded,
+} as const;
+
+export type EnvdErrorKind = keyof typeof ENVD_FAILURES;
+
+/** The catalogue's failure of each refusal, by the name the decision gives it. */
+export const REFUSALS = {
+  EnvRequestRefused: DELIVERY_FAILURES.envRequestRefused,
+  RuntimeUrlRefused: DELIVERY_FAILURES.runtimeUrlRefused,
+  RuntimeTlsUnconfigured: DELIVERY_FAILURES.runtimeTlsUnconfigured,
+} as const;
+
+export type RefusalReason = keyof typeof REFUSALS;
 
 export type FailureReason = Exclude<EnvdErrorKind, 'aborted'> | 'refused';
 

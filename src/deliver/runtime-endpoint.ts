@@ -14,7 +14,7 @@ import {
   RUNTIME_TLS_PORT,
   RUNTIME_URL,
 } from '../shapes/sandbox-api.js';
-import type { RefusalReason } from './claim.js';
+import type { RefusalReason } from './outcome.js';
 import { runtimeTlsPort } from './runtime-tls.js';
 import type { RuntimeTlsState } from './runtime-tls-source.js';
 

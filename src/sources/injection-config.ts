@@ -132,8 +132,8 @@ export function describeSchemaError(errors: readonly ErrorObject[] | null | unde
  *
  * Objects are frozen, arrays are not (their elements are, all the way down). Config values go into patches by
  * reference, and V8's fast path for JSON.stringify (on Node 26, not on Node 20) takes only arrays of the ordinary
- * element kinds: one frozen array sends a whole patch down the slow path, 2.2 times the time on the bench's
- * review (docs/benchmark.md). The tests freeze arrays too (test/support/freeze-all.ts), so an edit that writes
+ * element kinds: one frozen array sends a whole patch down the slow path, which costs the
+ * bench's review several times the time (docs/benchmark.md). The tests freeze arrays too (test/support/freeze-all.ts), so an edit that writes
  * into one fails there.
  */
 export function deepFreeze<T>(value: T): T {

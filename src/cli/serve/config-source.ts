@@ -70,7 +70,7 @@ async function startClusterSources(
   { options, store, metrics, logger, lifetime, clock }: ConfigSourceDeps,
   kube: KubeClients,
 ): Promise<ReviewDeps> {
-  // Imported here: @kubernetes/client-node alone costs ~70 MiB of RSS, which a local run has no use for.
+  // Imported here: @kubernetes/client-node alone is a large share of the RSS, which a local run has no use for.
   const { watchInjectionConfigMap } = await import('../../sources/kube/configmap-watch.js');
   const { runtimesFromOwner, watchSandboxes } = await import('../../sources/kube/sandbox-runtimes.js');
   // Unset keeps the behaviour from before the flag existed, so a run outside the manifests (a laptop with a
