@@ -288,7 +288,9 @@ async function main(): Promise<void> {
     const deadline = Date.now() + 120_000;
     while (atOnce.some((d) => readyAt(d) === undefined)) {
       if (Date.now() > deadline)
-        throw new Error(`only ${atOnce.filter((d) => readyAt(d) !== undefined).length} of ${COUNT} delivered in 120 s`);
+        throw new Error(
+          `only ${atOnce.filter((d) => readyAt(d) !== undefined).length} of ${COUNT} delivered in 120 s; deliver-env said: ${out.slice(-6000)}`,
+        );
       await sleep(20);
     }
     const appStarts = await Promise.race([

@@ -29,7 +29,8 @@
  * A connection that does not complete the handshake (no or a stranger's client certificate, plain HTTP) never
  * becomes a request: it is counted in `handshakeFailures` and nothing else.
  */
-import { lstat, mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { lstat, mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -188,7 +189,12 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
       }
       const content = await multipartFile(request.headers['content-type'], body);
       if (content === undefined) return jsonError(response, 400, 'no multipart part named "file"', record);
-      await writeInPlace(local, content, options.halfWriteMs ?? 5);
+      const fifo = await stat(local).then(
+        (found) => found.isFIFO(),
+        () => false,
+      );
+      if (fifo) await writeFifo(local, content, () => response.destroyed || request.socket.destroyed);
+      else await writeInPlace(local, content, options.halfWriteMs ?? 5);
       sendJson(response, 200, [{ path: podPath, name: posix.basename(podPath ?? ''), type: 'file' }]);
       return record(200);
     }
@@ -368,6 +374,29 @@ async function multipartFile(contentType: string | undefined, body: Buffer): Pro
     return typeof file === 'string' ? Buffer.from(file) : Buffer.from(await file.arrayBuffer());
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * As envd's open of a FIFO: it waits until a reader has the FIFO open, then writes. A blocking open here would
+ * hold one of the process's few libuv threads for as long as no reader comes (a wrapper that already started its
+ * app), and every double in the process shares them; so the open is tried without blocking until a reader is
+ * there, or the client has gone (envd's own open would go on waiting, which the client cannot tell apart).
+ */
+async function writeFifo(path: string, content: Buffer, gone: () => boolean): Promise<void> {
+  for (;;) {
+    try {
+      const handle = await open(path, constants.O_WRONLY | constants.O_NONBLOCK);
+      try {
+        await handle.write(content);
+      } finally {
+        await handle.close();
+      }
+      return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENXIO' || gone()) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
   }
 }
 
