@@ -49,6 +49,16 @@ async function settle(): Promise<void> {
   for (let i = 0; i < 20; i += 1) await Promise.resolve();
 }
 
+/** A replica that has taken a fresh Lease: its store, its clock and its first term. */
+async function leading() {
+  const store = new LeaseStore();
+  const clock = new ManualClock();
+  const { e, terms } = election(store, clock);
+  e.start();
+  await settle();
+  return { store, clock, e, terms, term: terms[0] };
+}
+
 function election(store: LeaseStore, clock: ManualClock, identity = 'me') {
   const terms: (Term | undefined)[] = [];
   const errors: unknown[] = [];
@@ -87,12 +97,7 @@ describe('LeaderElection', () => {
   });
 
   it('a replica frozen past the renew deadline is not fresh the moment it wakes, before any timer runs', async () => {
-    const store = new LeaseStore();
-    const clock = new ManualClock();
-    const { e, terms } = election(store, clock);
-    e.start();
-    await settle();
-    const term = terms[0];
+    const { clock, e, terms, term } = await leading();
     clock.jump(10_001);
     expect(term?.fresh()).toBe(false);
     clock.advance(0);
@@ -147,12 +152,7 @@ describe('LeaderElection', () => {
   });
 
   it('stops acting once the renew deadline passes on the monotonic clock, though the wall clock stands still', async () => {
-    const store = new LeaseStore();
-    const clock = new ManualClock();
-    const { e, terms } = election(store, clock);
-    e.start();
-    await settle();
-    const term = terms[0];
+    const { store, clock, e, terms, term } = await leading();
     store.refuse = true;
     for (let waited = 0; waited < 8000; waited += 2000) {
       clock.advanceMonotonic(2000);
@@ -169,12 +169,7 @@ describe('LeaderElection', () => {
   });
 
   it('keeps a fresh term through a wall clock stepped forward or back, and stamps renewals with the wall time', async () => {
-    const store = new LeaseStore();
-    const clock = new ManualClock();
-    const { e, terms } = election(store, clock);
-    e.start();
-    await settle();
-    const term = terms[0];
+    const { store, clock, e, terms, term } = await leading();
     clock.stepWall(3_600_000);
     expect(term?.fresh()).toBe(true);
     clock.advance(2000);

@@ -9,7 +9,6 @@ import { Agent as HttpsAgent } from 'node:https';
 import {
   CoreV1Api,
   CustomObjectsApi,
-  KubeConfig,
   type KubernetesListObject,
   type V1Pod,
   type V1PodList,
@@ -20,7 +19,7 @@ import { deliveryWatches, stripPod, stripSandbox, type SandboxObject } from '../
 import type { Pod } from '../../src/injection/index.js';
 import type { KubeClients } from '../../src/sources/kube/clients.js';
 import { ManualClock } from '../support/manual-clock.js';
-import { ScriptedWatch, type ScriptedRequest } from '../support/scripted-watch.js';
+import { ScriptedWatch, unreachableKubeConfig, type ScriptedRequest } from '../support/scripted-watch.js';
 import { wrappedSandboxPod } from '../support/wrapped-sandbox-pod.js';
 
 const managedFields = [{ manager: 'kubectl', operation: 'Apply', fieldsV1: { 'f:spec': { 'f:x': {} } } }];
@@ -184,13 +183,7 @@ function aPod(sandbox: string, name: string, extra: { uid?: string; sandboxUid?:
 
 /** The caches over lists the test sets and a watch it scripts; `enqueued` is every key enqueued, in order. */
 function caches(lists: { sandboxes: SandboxObject[]; pods: V1Pod[] }) {
-  const config = new KubeConfig();
-  config.loadFromOptions({
-    clusters: [{ name: 'c', server: 'http://127.0.0.1:1' }],
-    users: [{ name: 'u' }],
-    contexts: [{ name: 'c', cluster: 'c', user: 'u' }],
-    currentContext: 'c',
-  });
+  const config = unreachableKubeConfig();
   const core = config.makeApiClient(CoreV1Api);
   core.listPodForAllNamespaces = (): Promise<V1PodList> =>
     Promise.resolve({ metadata: { resourceVersion: '10' }, items: structuredClone(lists.pods) });

@@ -12,19 +12,24 @@ export interface ScriptedRequest {
   controller: AbortController;
 }
 
+/** A kubeconfig whose server is a loopback port nothing listens on: clients made from it are scripted, never sent. */
+export function unreachableKubeConfig(): KubeConfig {
+  const config = new KubeConfig();
+  config.loadFromOptions({
+    clusters: [{ name: 'c', server: 'http://127.0.0.1:1' }],
+    users: [{ name: 'u' }],
+    contexts: [{ name: 'c', cluster: 'c', user: 'u' }],
+    currentContext: 'c',
+  });
+  return config;
+}
+
 export class ScriptedWatch extends Watch {
   readonly requests: ScriptedRequest[] = [];
   private readonly waiters: { path: string | undefined; resolve: (request: ScriptedRequest) => void }[] = [];
 
   constructor() {
-    const config = new KubeConfig();
-    config.loadFromOptions({
-      clusters: [{ name: 'c', server: 'http://127.0.0.1:1' }],
-      users: [{ name: 'u' }],
-      contexts: [{ name: 'c', cluster: 'c', user: 'u' }],
-      currentContext: 'c',
-    });
-    super(config);
+    super(unreachableKubeConfig());
   }
 
   override watch(
