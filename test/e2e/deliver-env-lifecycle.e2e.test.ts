@@ -6,10 +6,11 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runtimeTlsPki, runtimeTlsSecretData } from '../support/runtime-tls-pki.js';
-import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
+import { repoRoot, type TestCluster } from './support/cluster.js';
 import { metricsText, startDeliverProcess, type DeliverProcess } from './support/deliver-process.js';
 import {
   controllerArgs,
+  deliverCluster,
   deliverWorld,
   FIRST_DELIVERY,
   readyWritten,
@@ -17,13 +18,11 @@ import {
   claimShapes,
   until,
 } from './support/deliver-world.js';
-import { serviceAccountIdentity } from './support/identities.js';
 
 const NS = 'e2e-deliver-life';
 const LEASE_NS = 'sandbox-system';
 const TOKEN = 'tok-life-1';
 const TLS_SECRET = 'sandbox-runtime-tls';
-const COMPONENT = path.join(repoRoot, 'manifests', 'components', 'deliver-env');
 const TLS_COMPONENT = path.join(repoRoot, 'manifests', 'components', 'deliver-env-runtime-tls');
 
 let cluster: TestCluster;
@@ -48,20 +47,9 @@ describe('deliver-env through the lifecycle, on a real kube-apiserver', () => {
   ];
 
   beforeAll(async () => {
-    cluster = await startCluster();
-    await cluster.installSandboxCrd();
-    await cluster.ensureNamespace(NS);
-    await cluster.ensureNamespace(LEASE_NS);
-    await cluster.kubectlOk([
-      'apply',
-      '-f',
-      path.join(COMPONENT, 'serviceaccount.yaml'),
-      '-f',
-      path.join(COMPONENT, 'rbac.yaml'),
-      '-f',
+    ({ cluster, kubeconfigPath: kubeconfig } = await deliverCluster(NS, LEASE_NS, [
       path.join(TLS_COMPONENT, 'rbac.yaml'),
-    ]);
-    kubeconfig = (await serviceAccountIdentity(cluster, LEASE_NS, 'sandbox-injector-deliver-env')).kubeconfigPath;
+    ]));
     plain = await world.envd({ token: TOKEN });
     // The TLS Secret does not exist yet: ready all the same (a missing Secret is a state, not a failure).
     leader = await startDeliverProcess(cluster, 'life-a', args(), kubeconfig);

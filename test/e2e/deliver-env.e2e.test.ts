@@ -9,10 +9,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderEnvFile } from '../../src/envfile/render-env-file.js';
 import type { EnvdDouble } from '../support/envd-double.js';
-import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
+import { repoRoot, type TestCluster } from './support/cluster.js';
 import { metricsText, startDeliverProcess, type DeliverProcess } from './support/deliver-process.js';
 import {
   controllerArgs,
+  deliverCluster,
   deliverWorld,
   FIRST_DELIVERY,
   readyWritten,
@@ -21,13 +22,11 @@ import {
   until,
   writes,
 } from './support/deliver-world.js';
-import { serviceAccountIdentity } from './support/identities.js';
 
 const NS = 'e2e-deliver';
 const LEASE_NS = 'sandbox-system';
 const WRAPPER = path.join(repoRoot, 'src', 'wrapper', 'run_with_envs.sh');
 const TOKEN = 'tok-e2e-1';
-const COMPONENT = path.join(repoRoot, 'manifests', 'components', 'deliver-env');
 let serviceAccountKubeconfig: string;
 
 /** Values that a careless writer would break: quotes, $, backslashes, newlines, unicode, empty. */
@@ -99,19 +98,7 @@ describe('deliver-env on a real kube-apiserver', () => {
   let main: { double: EnvdDouble; dir: string };
 
   beforeAll(async () => {
-    cluster = await startCluster();
-    await cluster.installSandboxCrd();
-    await cluster.ensureNamespace(NS);
-    await cluster.ensureNamespace(LEASE_NS);
-    await cluster.kubectlOk([
-      'apply',
-      '-f',
-      path.join(COMPONENT, 'serviceaccount.yaml'),
-      '-f',
-      path.join(COMPONENT, 'rbac.yaml'),
-    ]);
-    serviceAccountKubeconfig = (await serviceAccountIdentity(cluster, LEASE_NS, 'sandbox-injector-deliver-env'))
-      .kubeconfigPath;
+    ({ cluster, kubeconfigPath: serviceAccountKubeconfig } = await deliverCluster(NS, LEASE_NS));
     main = await envd();
     controller = await startDeliverProcess(
       cluster,

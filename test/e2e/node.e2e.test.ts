@@ -10,11 +10,11 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
 import { startDeliverProcess, type DeliverProcess } from './support/deliver-process.js';
+import { until as pollUntil } from './support/deliver-world.js';
 import { prepareNode, startNode, type E2eNode } from './support/e2e-node.js';
 import type { Leftovers } from './support/node-host.js';
 import { APP_ENTRYPOINT_LINE, IMAGES } from './support/node-images.js';
@@ -112,19 +112,9 @@ let leftAfterStop: Leftovers | undefined;
 /** Claim-to-app-start times measured here, printed at the end for docs/benchmark.md. */
 const claimToStartMs: number[] = [];
 
-async function until<T>(
-  what: string,
-  probe: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 90_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await sleep(100);
-  }
-}
+/** deliver-world's poll with the node's own default deadline: images start and pods run on a real kubelet. */
+const until = <T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 90_000) =>
+  pollUntil(what, probe, timeoutMs);
 
 async function getPod(name: string): Promise<Pod | undefined> {
   const r = await cluster.kubectl(['-n', NS, 'get', 'pod', name, '-o', 'json']);

@@ -7,7 +7,8 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startEnvdDouble, type EnvdDouble, type EnvdDoubleOptions } from '../../support/envd-double.js';
 import { wrappedSandboxPod } from '../../support/wrapped-sandbox-pod.js';
-import type { TestCluster } from './cluster.js';
+import { repoRoot, startCluster, type TestCluster } from './cluster.js';
+import { serviceAccountIdentity } from './identities.js';
 
 export const REQUEST = 'agents.kruise.io/init-runtime-request';
 export const RUNTIME_URL = 'agents.kruise.io/runtime-url';
@@ -25,6 +26,32 @@ export async function until<T>(
     if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
     await sleep(50);
   }
+}
+
+const DELIVER_COMPONENT = path.join(repoRoot, 'manifests', 'components', 'deliver-env');
+
+/**
+ * A kube-apiserver as the deliver-env suites start from: the Sandbox CRD, the test's namespace and the Lease's,
+ * the component's service account and RBAC (and `moreManifests`, such as another component's RBAC), and the
+ * kubeconfig of that service account, which deliver-env runs as.
+ */
+export async function deliverCluster(
+  namespace: string,
+  leaseNamespace: string,
+  moreManifests: readonly string[] = [],
+): Promise<{ cluster: TestCluster; kubeconfigPath: string }> {
+  const cluster = await startCluster();
+  await cluster.installSandboxCrd();
+  await cluster.ensureNamespace(namespace);
+  await cluster.ensureNamespace(leaseNamespace);
+  const manifests = [
+    path.join(DELIVER_COMPONENT, 'serviceaccount.yaml'),
+    path.join(DELIVER_COMPONENT, 'rbac.yaml'),
+    ...moreManifests,
+  ];
+  await cluster.kubectlOk(['apply', ...manifests.flatMap((file) => ['-f', file])]);
+  const { kubeconfigPath } = await serviceAccountIdentity(cluster, leaseNamespace, 'sandbox-injector-deliver-env');
+  return { cluster, kubeconfigPath };
 }
 
 /** The double has answered the Move onto .env_ready: the file is whole, and the request is on record. */
