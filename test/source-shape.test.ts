@@ -53,7 +53,6 @@ const SHORT_ON_PURPOSE: Readonly<Record<string, string>> = {
   'src/cli/serve/cluster.ts': "serve's mode and its clients, which load client-node only in cluster mode",
   'src/cli/version.ts': 'the package version, for --version and the listening line (two commands read it)',
   'src/envfile/errors.ts': "the env-file writer's one error, which each of its steps throws and the CLI prints as-is",
-  'src/wrapper/env-dir.ts': "the env folder's names, the one contract between run_with_envs.sh and every writer",
   'src/wrapper/installer.ts':
     "how the injector's own image installs the wrapper (the edge; the injection only runs a command)",
 };
