@@ -13,7 +13,7 @@ import {
   deliverCluster,
   deliverWorld,
   FIRST_DELIVERY,
-  readyWritten,
+  firstDeliveryIn,
   RUNTIME_URL,
   claimShapes,
   until,
@@ -99,7 +99,7 @@ describe('deliver-env through the lifecycle, on a real kube-apiserver', () => {
       metadata: { name: TLS_SECRET, namespace: LEASE_NS },
       data: runtimeTlsSecretData(pki.ca.certPem, pki.client),
     });
-    await until('delivered over mTLS', () => readyWritten(tls.double));
+    await until('delivered over mTLS', () => firstDeliveryIn(tls.double));
     expect(claimShapes(tls.double)).toEqual(FIRST_DELIVERY);
     expect(tls.double.requests.every((r) => r.clientCommonName === 'sandbox-injector-deliver-env')).toBe(true);
     expect(tls.double.handshakeFailures).toBe(0);
@@ -119,9 +119,7 @@ describe('deliver-env through the lifecycle, on a real kube-apiserver', () => {
       await world.claim('sbx-frozen', { A: 'frozen-leader' }, TOKEN);
       await second.logged((l) => l.msg === 'holding the Lease: delivering', 'life-b leads', 1, 60_000);
       // The count is taken once the whole first delivery is in, its listing for the wake after .env_ready too.
-      await until('delivered by life-b', () =>
-        claimShapes(frozen.double).length >= FIRST_DELIVERY.length ? true : undefined,
-      );
+      await until('delivered by life-b', () => firstDeliveryIn(frozen.double));
       const delivered = frozen.double.requests.length;
 
       leader.signal('SIGCONT');
@@ -133,7 +131,7 @@ describe('deliver-env through the lifecycle, on a real kube-apiserver', () => {
       const later = await world.envd({ token: TOKEN });
       await world.createSandbox({ name: 'sbx-thawed', annotations: { [RUNTIME_URL]: later.double.url } });
       await world.claim('sbx-thawed', { A: 'after-thaw' }, TOKEN);
-      await until('delivered by life-b again', () => readyWritten(later.double));
+      await until('delivered by life-b again', () => firstDeliveryIn(later.double));
       expect(claimShapes(later.double)).toEqual(FIRST_DELIVERY);
       expect(frozen.double.requests).toHaveLength(delivered);
       expect(claimShapes(frozen.double)).toEqual(FIRST_DELIVERY);

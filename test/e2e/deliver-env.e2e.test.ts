@@ -16,6 +16,7 @@ import {
   deliverCluster,
   deliverWorld,
   FIRST_DELIVERY,
+  firstDeliveryIn,
   readyWritten,
   claimShapes,
   shapes,
@@ -256,7 +257,7 @@ describe('deliver-env on a real kube-apiserver', () => {
     await until('sentinel delivered', () => readyWritten(sentinel.double));
     expect(resumed.double.requests).toEqual([]);
     await setPodIp('sbx-resume-pod', '127.0.0.3');
-    await until('delivered to the new pod', () => readyWritten(resumed.double));
+    await until('delivered to the new pod', () => firstDeliveryIn(resumed.double));
     expect(claimShapes(resumed.double)).toEqual(FIRST_DELIVERY);
     expect(stranger.double.requests).toEqual([]);
     expect(readdirSync(stranger.dir)).toEqual([]);
@@ -356,7 +357,7 @@ describe('deliver-env on a real kube-apiserver', () => {
       const first = await envd();
       await createSandbox({ name: 'sbx-two', annotations: { 'agents.kruise.io/runtime-url': first.double.url } });
       await claim('sbx-two', { A: 'two-replicas' });
-      await until('delivered once', () => readyWritten(first.double));
+      await until('delivered once', () => firstDeliveryIn(first.double));
       // A second writer would have looked (GET) and written too.
       expect(claimShapes(first.double)).toEqual(FIRST_DELIVERY);
       const follower = await metricsText(second.metricsPort());
@@ -379,7 +380,7 @@ describe('deliver-env on a real kube-apiserver', () => {
       const after = await envd();
       await createSandbox({ name: 'sbx-after', annotations: { 'agents.kruise.io/runtime-url': after.double.url } });
       await claim('sbx-after', { A: 'after-failover' });
-      await until('delivered by replica-b', () => readyWritten(after.double));
+      await until('delivered by replica-b', () => firstDeliveryIn(after.double));
       expect(claimShapes(after.double)).toEqual(FIRST_DELIVERY);
     } finally {
       await second.stop();

@@ -86,6 +86,13 @@ export const FIRST_DELIVERY = [
   'list /var/sandbox',
 ];
 
+/**
+ * A first delivery is all in: as many requests as FIRST_DELIVERY has. The Move onto .env_ready is not the end of
+ * it (readyWritten): the listing for the wake comes after, so a test that compares the requests waits for this.
+ */
+export const firstDeliveryIn = (double: EnvdDouble): true | undefined =>
+  claimShapes(double).length >= FIRST_DELIVERY.length ? true : undefined;
+
 /** deliver-env's flags for a suite: short Lease times and backoffs, envd on `port` when only the IP is known. */
 export const controllerArgs = (port: number, leaseNamespace: string): string[] => [
   '--runtime-port',
