@@ -67,8 +67,8 @@ function startApp(dir: string): WaitingApp {
   return { child, started };
 }
 
-/** GET, two uploads and two Moves, the listing, and the wake when a wrapper waits (docs/deliver-env.md). */
-const REQUESTS_PER_CLAIM = 7;
+/** The listing, two uploads and two Moves, and the wake when a wrapper waits (docs/deliver-env.md). */
+const REQUESTS_PER_CLAIM = 6;
 
 /**
  * How many requests each double had answered when its claim went out: a new term first looks into every

@@ -1,14 +1,18 @@
 /**
- * One delivery of a claim into its pod: GET .env_ready, and unless it already names this content, env.sh and
- * .env_ready each through a temporary name and a Move (plan.ts). When .env_ready was not there before, the
- * folder is listed and, if it holds the wrappers' FIFO, one byte wakes them; the wake is best effort (the
- * wrappers look again within a second without it) and is never counted as a failure.
+ * One delivery of a claim into its pod. The folder is listed first: that one request says whether .env_ready
+ * is there and whether the wrappers' wake FIFO is. .env_ready is read (GET) only when it is there, and unless
+ * it already names this content, env.sh and .env_ready each go through a temporary name and a Move (plan.ts).
+ * When .env_ready was not there before, one byte then wakes the wrappers, if the listing showed their FIFO. So
+ * a first delivery is six requests, and a pod checked again (a new term, a restart) two. The wake is best
+ * effort, and never counted as a failure: a wrapper that made its FIFO after the listing, or missed the byte,
+ * looks again within a second without it.
  */
 import type { Clock } from '../util/clock.js';
+import { READY_FILE_NAME } from '../wrapper/env-dir.js';
 import type { ClaimDecision } from './claim.js';
-import { EnvdError, type EnvdFiles, type SendGuard } from './envd-files.js';
+import { EnvdError, type EnvdFiles, type FolderEntry, type SendGuard } from './envd-files.js';
 import type { DeliveryKind } from './outcome.js';
-import { deliverySteps, wakeStep, type DeliveryStep, type EnvPaths } from './plan.js';
+import { deliverySteps, wakeStep, type DeliveryStep, type EnvPaths, type ReadyState } from './plan.js';
 import type { RuntimeEndpoint } from './runtime-endpoint.js';
 import { failed, type Attempt } from './term-memory.js';
 import type { ReconcileResult } from './work-queue.js';
@@ -38,8 +42,12 @@ export async function deliverClaim(
   let requests = 0;
   const temps: string[] = [];
   try {
-    const ready = await envd.readReady(target.endpoint, paths.readyFile, term);
+    const entries = await envd.list(target.endpoint, paths.dir, term);
     requests += 1;
+    const listed = entries.some((entry) => entry.name === READY_FILE_NAME);
+    // Read only when listed: a first delivery, the common case, needs no GET.
+    const ready: ReadyState = listed ? await envd.readReady(target.endpoint, paths.readyFile, term) : { found: false };
+    if (listed) requests += 1;
     const steps = deliverySteps(paths, ready, target.content, target.marker, deps.nonce);
     for (const step of steps) {
       await envd.run(target.endpoint, step, term);
@@ -48,7 +56,7 @@ export async function deliverClaim(
       if (step.op === 'move') temps.splice(temps.indexOf(step.source), 1);
     }
     if (term.signal.aborted) return { kind: 'done' };
-    if (!ready.found && steps.length > 0) requests += await wake(deps, target.endpoint);
+    if (!ready.found && steps.length > 0) requests += await wake(deps, target.endpoint, entries);
     if (term.signal.aborted) return { kind: 'done' };
     const previousPod = memory.lastPod.get(key);
     memory.delivered.set(key, want);
@@ -92,20 +100,16 @@ export async function deliverClaim(
   }
 }
 
-/** The list and the wake: how many requests were sent. Nothing of it fails the delivery. */
-async function wake(deps: StepDeps, endpoint: RuntimeEndpoint): Promise<number> {
-  let requests = 0;
+/** The wake, when the listing showed the FIFO: how many requests were sent. Nothing of it fails the delivery. */
+async function wake(deps: StepDeps, endpoint: RuntimeEndpoint, entries: readonly FolderEntry[]): Promise<number> {
+  const step = wakeStep(deps.paths, entries);
+  if (step === undefined) return 0;
   try {
-    const entries = await deps.envd.list(endpoint, deps.paths.dir, deps.term);
-    requests += 1;
-    const step = wakeStep(deps.paths, entries);
-    if (step === undefined) return requests;
-    requests += 1;
     await deps.envd.run(endpoint, step, deps.term);
   } catch (error) {
     if (!(error instanceof EnvdError)) throw error;
   }
-  return requests;
+  return 1;
 }
 
 /** A temporary file an attempt uploaded and could not move holds the claim's values: it goes, if it can. */

@@ -133,19 +133,19 @@ const ops = (double: EnvdDouble) => double.requests.map((r) => `${r.operation} $
 const writes = (double: EnvdDouble) => double.requests.filter((r) => r.operation !== 'get' && r.operation !== 'list');
 
 describe('Controller: a claim', () => {
-  it('delivers each file by temp and Move, then sends nothing; a new term looks once and writes nothing', async () => {
+  it('lists the folder, delivers each file by temp and Move, then sends nothing; a new term reads .env_ready and writes nothing', async () => {
     const { dir, double } = await envd();
     const state = { current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'one', B: "it's" })), pod: pod() } };
     const { controller, outcomes } = harness(state);
     controller.setTerm(term());
     await settled(controller);
+    // .env_ready not listed: no GET, and no wake without a FIFO.
     expect(ops(double)).toEqual([
-      'get /var/sandbox/.env_ready 404',
+      'list /var/sandbox 200',
       'upload /var/sandbox/.env.sh.0000000000000001.tmp 200',
       'move /var/sandbox/env.sh 200',
       'upload /var/sandbox/.env_ready.0000000000000001.tmp 200',
       'move /var/sandbox/.env_ready 200',
-      'list /var/sandbox 200',
     ]);
     expect(readFileSync(path.join(dir, 'env.sh'), 'utf8')).toBe(renderEnvFile({ A: 'one', B: "it's" }));
     expect(readdirSync(dir).sort()).toEqual(['.env_ready', 'env.sh']);
@@ -156,19 +156,19 @@ describe('Controller: a claim', () => {
         podUid: 'pod-1',
         delivery: 'claim',
         variables: 2,
-        requests: 6,
+        requests: 5,
         claimToReadyMs: 1000,
       }),
     ]);
 
     controller.enqueue(KEY);
     await settled(controller);
-    expect(double.requests).toHaveLength(6);
+    expect(double.requests).toHaveLength(5);
 
     controller.setTerm(term());
     await settled(controller);
-    expect(ops(double).slice(6)).toEqual(['get /var/sandbox/.env_ready 200']);
-    expect(outcomes.at(-1)).toMatchObject({ kind: 'unchanged', requests: 1 });
+    expect(ops(double).slice(5)).toEqual(['list /var/sandbox 200', 'get /var/sandbox/.env_ready 200']);
+    expect(outcomes.at(-1)).toMatchObject({ kind: 'unchanged', requests: 2 });
   });
 
   it('forgets a deleted Sandbox: one made again under its name is delivered again, token included', async () => {
@@ -189,7 +189,10 @@ describe('Controller: a claim', () => {
     state.current = { sandbox: claimed, pod: pod() };
     controller.enqueue(KEY);
     await settled(controller);
-    expect(ops(double).slice(sent, sent + 1)).toEqual(['get /var/sandbox/.env_ready 404']);
+    expect(ops(double).slice(sent, sent + 2)).toEqual([
+      'list /var/sandbox 200',
+      'upload /var/sandbox/.env.sh.0000000000000002.tmp 200',
+    ]);
     expect(readFileSync(path.join(dir, 'env.sh'), 'utf8')).toBe(renderEnvFile({ A: 'one' }));
   });
 
@@ -204,8 +207,9 @@ describe('Controller: a claim', () => {
       const { controller, outcomes } = harness(state);
       controller.setTerm(term());
       await settled(controller);
-      expect(ops(double).slice(-2)).toEqual(['list /var/sandbox 200', 'upload /var/sandbox/.env_wake 200']);
-      expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered', delivery: 'claim', requests: 7 });
+      expect(ops(double)[0]).toBe('list /var/sandbox 200');
+      expect(ops(double).slice(-2)).toEqual(['move /var/sandbox/.env_ready 200', 'upload /var/sandbox/.env_wake 200']);
+      expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered', delivery: 'claim', requests: 6 });
       const byte = Buffer.alloc(4);
       expect(readSync(reader, byte, 0, 4, null)).toBe(1);
       expect(byte.subarray(0, 1).toString()).toBe('\n');
@@ -226,8 +230,8 @@ describe('Controller: a claim', () => {
     const { controller, outcomes } = harness(state);
     controller.setTerm(term());
     await settled(controller);
-    expect(ops(double).at(-1)).toBe('list /var/sandbox 200');
-    expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered', requests: 6 });
+    expect(ops(double).at(-1)).toBe('move /var/sandbox/.env_ready 200');
+    expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered', requests: 5 });
     expect(readFileSync(victim, 'utf8')).toBe('untouched');
   });
 
@@ -483,7 +487,7 @@ describe('Controller: failures', () => {
     controller.enqueue(KEY);
     await settled(controller);
     expect(clock.pending()).toEqual([]);
-    expect(ops(double)).toEqual(['get /var/sandbox/.env_ready 401']);
+    expect(ops(double)).toEqual(['list /var/sandbox 401']);
     expect(outcomes).toEqual([expect.objectContaining({ kind: 'failed', reason: 'unauthorized', retrying: false })]);
     expect(readdirSync(dir)).toEqual([]);
     state.current = { ...state.current, sandbox: sandbox(claimAnnotations(double.port, { A: 'x' }, 'right')) };
@@ -555,7 +559,7 @@ describe('Controller: leadership', () => {
   it("cuts the term's requests in flight when it ends, and records nothing of them", async () => {
     const { dir, double } = await envd();
     let holding = true;
-    double.setBehaviour((request) => (holding && request.method === 'POST' ? 'slow' : 'normal'));
+    double.setBehaviour((request) => (holding && request.url?.startsWith('/files') === true ? 'slow' : 'normal'));
     const { controller, outcomes } = harness(
       { current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'x' })), pod: pod() } },
       { timeoutMs: 60_000 },
@@ -563,8 +567,8 @@ describe('Controller: leadership', () => {
     const first = term();
     controller.setTerm(first);
     const deadline = Date.now() + 10_000;
-    while (!double.requests.some((r) => r.operation === 'get')) {
-      if (Date.now() > deadline) throw new Error('no GET within 10 s');
+    while (!double.requests.some((r) => r.operation === 'list')) {
+      if (Date.now() > deadline) throw new Error('no listing within 10 s');
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
     first.end();

@@ -28,9 +28,26 @@
  * `requestClientCert` it requires a client certificate signed by `tls.ca` (a runtime started with a client CA).
  * A connection that does not complete the handshake (no or a stranger's client certificate, plain HTTP) never
  * becomes a request: it is counted in `handshakeFailures` and nothing else.
+ *
+ * Its file operations are synchronous, but for the paused in-place write: each takes microseconds on a local
+ * folder, and the delivery benchmark runs hundreds of doubles in its own process, on the cores the controller
+ * uses, where each fs/promises call's round trip through libuv's threads cost more CPU than the call itself
+ * (docs/benchmark.md).
  */
-import { constants } from 'node:fs';
-import { lstat, mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import {
+  closeSync,
+  constants,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
+import { open } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -179,7 +196,7 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
       }
       if (request.method === 'GET') {
         try {
-          const content = await readFile(local);
+          const content = readFileSync(local);
           response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': content.length });
           response.end(content);
           return record(200);
@@ -189,10 +206,7 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
       }
       const content = await multipartFile(request.headers['content-type'], body);
       if (content === undefined) return jsonError(response, 400, 'no multipart part named "file"', record);
-      const fifo = await stat(local).then(
-        (found) => found.isFIFO(),
-        () => false,
-      );
+      const fifo = isFifo(local);
       if (fifo) await writeFifo(local, content, () => response.destroyed || request.socket.destroyed);
       else await writeInPlace(local, content, options.halfWriteMs ?? 5);
       sendJson(response, 200, [{ path: podPath, name: posix.basename(podPath ?? ''), type: 'file' }]);
@@ -226,30 +240,28 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
           );
         }
         if (isRemove) {
-          await rm(local, { recursive: true, force: true });
+          rmSync(local, { recursive: true, force: true });
           sendJson(response, 200, {});
           return record(200, podPath ?? undefined);
         }
         let names: string[];
         try {
-          names = await readdir(local);
+          names = readdirSync(local);
         } catch {
           return connectError(response, 404, 'not_found', 'directory not found', record, podPath ?? undefined);
         }
-        const entries = await Promise.all(
-          names.map(async (name) => {
-            const info = await lstat(join(local, name));
-            // As envd's JSON: a FIFO (or socket, device) is FILE_TYPE_UNSPECIFIED, the default, left out.
-            const type = info.isSymbolicLink()
-              ? 'FILE_TYPE_SYMLINK'
-              : info.isDirectory()
-                ? 'FILE_TYPE_DIRECTORY'
-                : info.isFile()
-                  ? 'FILE_TYPE_FILE'
-                  : undefined;
-            return { name, ...(type === undefined ? {} : { type }), path: posix.join(podPath ?? '', name) };
-          }),
-        );
+        const entries = names.map((name) => {
+          const info = lstatSync(join(local, name));
+          // As envd's JSON: a FIFO (or socket, device) is FILE_TYPE_UNSPECIFIED, the default, left out.
+          const type = info.isSymbolicLink()
+            ? 'FILE_TYPE_SYMLINK'
+            : info.isDirectory()
+              ? 'FILE_TYPE_DIRECTORY'
+              : info.isFile()
+                ? 'FILE_TYPE_FILE'
+                : undefined;
+          return { name, ...(type === undefined ? {} : { type }), path: posix.join(podPath ?? '', name) };
+        });
         sendJson(response, 200, { entries });
         return record(200, podPath ?? undefined);
       }
@@ -268,8 +280,8 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
           destination ?? undefined,
         );
       try {
-        await mkdir(dirname(to), { recursive: true });
-        await rename(from, to);
+        mkdirSync(dirname(to), { recursive: true });
+        renameSync(from, to);
       } catch {
         return connectError(response, 404, 'not_found', 'source not found', record, destination ?? undefined);
       }
@@ -386,11 +398,11 @@ async function multipartFile(contentType: string | undefined, body: Buffer): Pro
 async function writeFifo(path: string, content: Buffer, gone: () => boolean): Promise<void> {
   for (;;) {
     try {
-      const handle = await open(path, constants.O_WRONLY | constants.O_NONBLOCK);
+      const fd = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
       try {
-        await handle.write(content);
+        writeSync(fd, content);
       } finally {
-        await handle.close();
+        closeSync(fd);
       }
       return;
     } catch (error) {
@@ -402,15 +414,32 @@ async function writeFifo(path: string, content: Buffer, gone: () => boolean): Pr
 
 /** As envd: open with O_TRUNC and write into the same inode; here in two halves, visible to a racing reader. */
 async function writeInPlace(path: string, content: Buffer, pauseMs: number): Promise<void> {
-  await mkdir(dirname(path), { recursive: true });
+  mkdirSync(dirname(path), { recursive: true });
+  if (pauseMs <= 0) {
+    const fd = openSync(path, 'w', 0o644);
+    try {
+      writeSync(fd, content);
+    } finally {
+      closeSync(fd);
+    }
+    return;
+  }
   const handle = await open(path, 'w', 0o644);
   try {
     const half = Math.floor(content.length / 2);
     await handle.write(content.subarray(0, half));
-    if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    await new Promise((resolve) => setTimeout(resolve, pauseMs));
     await handle.write(content.subarray(half));
   } finally {
     await handle.close();
+  }
+}
+
+function isFifo(path: string): boolean {
+  try {
+    return statSync(path, { throwIfNoEntry: false })?.isFIFO() ?? false;
+  } catch {
+    return false;
   }
 }
 

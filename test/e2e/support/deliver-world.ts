@@ -69,26 +69,29 @@ export const shapes = (double: EnvdDouble, from = 0): string[] =>
 
 /**
  * The requests of a claim's delivery, without the one listing a Sandbox may get if deliver-env sees it before
- * its claim: an unclaimed pod's folder is looked at once for an earlier claim's files (docs/deliver-env.md).
+ * its claim: an unclaimed pod's folder is looked at once for an earlier claim's files (docs/deliver-env.md). The
+ * delivery itself starts with a listing, so two in a row at the start are that look and the delivery's.
  */
 export const claimShapes = (double: EnvdDouble): string[] => {
   const all = shapes(double);
-  return all[0] === 'list /var/sandbox' && all[1] === 'get /var/sandbox/.env_ready' ? all.slice(1) : all;
+  return all[0] === 'list /var/sandbox' && all[1] === 'list /var/sandbox' ? all.slice(1) : all;
 };
 
-/** One first delivery: each file by a temporary name and a Move, then the folder listed for the wake FIFO. */
+/**
+ * One first delivery into a folder without a waiting wrapper: the listing (no .env_ready, so no GET; no FIFO,
+ * so no wake), then each file by a temporary name and a Move.
+ */
 export const FIRST_DELIVERY = [
-  'get /var/sandbox/.env_ready',
+  'list /var/sandbox',
   'upload /var/sandbox/.env.sh.<tmp>',
   'move /var/sandbox/env.sh',
   'upload /var/sandbox/.env_ready.<tmp>',
   'move /var/sandbox/.env_ready',
-  'list /var/sandbox',
 ];
 
 /**
- * A first delivery is all in: as many requests as FIRST_DELIVERY has. The Move onto .env_ready is not the end of
- * it (readyWritten): the listing for the wake comes after, so a test that compares the requests waits for this.
+ * A first delivery is all in: as many requests as FIRST_DELIVERY has. A test that compares the requests waits
+ * for this rather than for the Move onto .env_ready (readyWritten), so that it holds whatever comes last.
  */
 export const firstDeliveryIn = (double: EnvdDouble): true | undefined =>
   claimShapes(double).length >= FIRST_DELIVERY.length ? true : undefined;
