@@ -235,6 +235,52 @@ describe('Controller: a claim', () => {
     expect(readFileSync(victim, 'utf8')).toBe('untouched');
   });
 
+  it('reads .env_ready only when listed: one gone by the read is delivered afresh, and a stale one is rewritten without a wake', async () => {
+    const { dir, double } = await envd();
+    // The listing names .env_ready and a FIFO that are not there: the GET finds nothing, so it is a first delivery.
+    double.setBehaviour((request) =>
+      request.url === '/filesystem.Filesystem/ListDir'
+        ? {
+            listing: [
+              { name: '.env_ready', type: 'FILE_TYPE_FILE' },
+              { name: 'app.log', type: 'FILE_TYPE_FILE' },
+            ],
+          }
+        : 'normal',
+    );
+    const state = { current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'one' })), pod: pod() } };
+    const { controller, outcomes } = harness(state);
+    controller.setTerm(term());
+    await settled(controller);
+    expect(ops(double)).toEqual([
+      'list /var/sandbox 200',
+      'get /var/sandbox/.env_ready 404',
+      'upload /var/sandbox/.env.sh.0000000000000001.tmp 200',
+      'move /var/sandbox/env.sh 200',
+      'upload /var/sandbox/.env_ready.0000000000000001.tmp 200',
+      'move /var/sandbox/.env_ready 200',
+    ]);
+    expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered', delivery: 'claim', requests: 6 });
+
+    // A .env_ready of another content, with a wrapper's FIFO beside it: rewritten, and no wake, since no
+    // wrapper waits while .env_ready is there.
+    double.setBehaviour(undefined);
+    writeFileSync(path.join(dir, '.env_ready'), 'another content');
+    execFileSync('mkfifo', [path.join(dir, '.env_wake')]);
+    const sent = double.requests.length;
+    controller.setTerm(term());
+    await settled(controller);
+    expect(ops(double).slice(sent)).toEqual([
+      'list /var/sandbox 200',
+      'get /var/sandbox/.env_ready 200',
+      'upload /var/sandbox/.env.sh.0000000000000002.tmp 200',
+      'move /var/sandbox/env.sh 200',
+      'upload /var/sandbox/.env_ready.0000000000000002.tmp 200',
+      'move /var/sandbox/.env_ready 200',
+    ]);
+    expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered', delivery: 'change', requests: 6 });
+  });
+
   it('replaces a symlink the app put at .env_ready or env.sh, never writing through it', async () => {
     const { dir, double } = await envd();
     const victim = path.join(dir, 'victim');
@@ -559,7 +605,8 @@ describe('Controller: leadership', () => {
   it("cuts the term's requests in flight when it ends, and records nothing of them", async () => {
     const { dir, double } = await envd();
     let holding = true;
-    double.setBehaviour((request) => (holding && request.url?.startsWith('/files') === true ? 'slow' : 'normal'));
+    // Uploads hang; the listing (a Connect call, /filesystem.Filesystem/ListDir) goes through.
+    double.setBehaviour((request) => (holding && request.url?.startsWith('/files?') === true ? 'slow' : 'normal'));
     const { controller, outcomes } = harness(
       { current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'x' })), pod: pod() } },
       { timeoutMs: 60_000 },
