@@ -3,9 +3,10 @@
  * is there and whether the wrappers' wake FIFO is. .env_ready is read (GET) only when it is there, and unless
  * it already names this content, env.sh and .env_ready each go through a temporary name and a Move (plan.ts).
  * When .env_ready was not there before, one byte then wakes the wrappers, if the listing showed their FIFO. So
- * a first delivery is six requests, and a pod checked again (a new term, a restart) two. The wake is best
- * effort, and never counted as a failure: a wrapper that made its FIFO after the listing, or missed the byte,
- * looks again within a second without it.
+ * a first delivery is five requests, six with the wake, and a pod checked again (a new term, a restart) two.
+ * The listing is a step like the others, and its failure fails the delivery; the wake is best effort, and never
+ * counted as a failure: a wrapper that made its FIFO after the listing, or missed the byte, looks again within
+ * a second without it.
  */
 import type { Clock } from '../util/clock.js';
 import { READY_FILE_NAME } from '../wrapper/env-dir.js';

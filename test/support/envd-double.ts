@@ -32,7 +32,7 @@
  * Its file operations are synchronous, but for the paused in-place write: each takes microseconds on a local
  * folder, and the delivery benchmark runs hundreds of doubles in its own process, on the cores the controller
  * uses, where each fs/promises call's round trip through libuv's threads cost more CPU than the call itself
- * (docs/benchmark.md).
+ * (docs/deliver-env.md, "At scale").
  */
 import {
   closeSync,
@@ -391,9 +391,9 @@ async function multipartFile(contentType: string | undefined, body: Buffer): Pro
 
 /**
  * As envd's open of a FIFO: it waits until a reader has the FIFO open, then writes. A blocking open here would
- * hold one of the process's few libuv threads for as long as no reader comes (a wrapper that already started its
- * app), and every double in the process shares them; so the open is tried without blocking until a reader is
- * there, or the client has gone (envd's own open would go on waiting, which the client cannot tell apart).
+ * stop the whole process for as long as no reader comes (a wrapper that already started its app), and every
+ * double in the process shares it; so the open is tried without blocking until a reader is there, or the client
+ * has gone (envd's own open would go on waiting, which the client cannot tell apart).
  */
 async function writeFifo(path: string, content: Buffer, gone: () => boolean): Promise<void> {
   for (;;) {
