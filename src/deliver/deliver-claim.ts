@@ -45,10 +45,12 @@ export async function deliverClaim(
   try {
     const entries = await envd.list(target.endpoint, paths.dir, term);
     requests += 1;
-    const listed = entries.some((entry) => entry.name === READY_FILE_NAME);
     // Read only when listed: a first delivery, the common case, needs no GET.
-    const ready: ReadyState = listed ? await envd.readReady(target.endpoint, paths.readyFile, term) : { found: false };
-    if (listed) requests += 1;
+    let ready: ReadyState = { found: false };
+    if (entries.some((entry) => entry.name === READY_FILE_NAME)) {
+      ready = await envd.readReady(target.endpoint, paths.readyFile, term);
+      requests += 1;
+    }
     const steps = deliverySteps(paths, ready, target.content, target.marker, deps.nonce);
     for (const step of steps) {
       await envd.run(target.endpoint, step, term);

@@ -24,7 +24,7 @@ export type DeliveryStep =
   | { op: 'move'; source: string; destination: string }
   | { op: 'remove'; path: string };
 
-/** What GET .env_ready found: no file, or its content (bounded by the client). */
+/** .env_ready as a delivery found it: not listed (or gone by its GET), or its content (bounded by the client). */
 export type ReadyState = { found: false } | { found: true; body: string };
 
 export interface EnvPaths {

@@ -118,7 +118,7 @@ describe('deliver-env through the lifecycle, on a real kube-apiserver', () => {
       await world.createSandbox({ name: 'sbx-frozen', annotations: { [RUNTIME_URL]: frozen.double.url } });
       await world.claim('sbx-frozen', { A: 'frozen-leader' }, TOKEN);
       await second.logged((l) => l.msg === 'holding the Lease: delivering', 'life-b leads', 1, 60_000);
-      // The count is taken once the whole first delivery is in, its listing for the wake after .env_ready too.
+      // The count is taken once the whole first delivery is in, the Move onto .env_ready the last of it.
       await until('delivered by life-b', () => firstDeliveryIn(frozen.double));
       const delivered = frozen.double.requests.length;
 

@@ -360,7 +360,7 @@ describe('deliver-env on a real kube-apiserver', () => {
       await createSandbox({ name: 'sbx-two', annotations: { 'agents.kruise.io/runtime-url': first.double.url } });
       await claim('sbx-two', { A: 'two-replicas' });
       await until('delivered once', () => firstDeliveryIn(first.double));
-      // A second writer would have looked (GET) and written too.
+      // A second writer would have listed the folder and written too.
       expect(claimShapes(first.double)).toEqual(FIRST_DELIVERY);
       const follower = await metricsText(second.metricsPort());
       expect(follower).toMatch(/sandbox_injector_deliver_leader 0/);
