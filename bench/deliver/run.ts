@@ -10,8 +10,8 @@
  *
  * Each Sandbox's folder also has the real run_with_envs.sh waiting in it under bash, its command printing the
  * wall-clock time it starts (`date +%s%N`), so the bench also takes the claim recorded to the wrapped app's first
- * instruction, split into watch and queue (to the first envd request), envd requests (to .env_ready written)
- * and wake (to the app's start); first for DELIVER_BENCH_SERIAL (100) other Sandboxes claimed one at a time,
+ * instruction, split into watch (to the controller queueing it, from its log), queue (to the first envd request
+ * answered), envd requests (to .env_ready written) and wake (to the app's start); first for DELIVER_BENCH_SERIAL (100) other Sandboxes claimed one at a time,
  * each once the one before has started its app, then for the ones claimed at once. Targets (issue 30): one at a
  * time p50 <= 50 ms and p99 <= 150 ms; at once p99 <= 500 ms. Method and figures: docs/benchmark.md.
  */
@@ -67,8 +67,8 @@ function startApp(dir: string): WaitingApp {
   return { child, started };
 }
 
-/** The listing, two uploads and two Moves, and the wake when a wrapper waits (docs/deliver-env.md). */
-const REQUESTS_PER_CLAIM = 6;
+/** The listing, one upload of both files and two Moves, and the wake when a wrapper waits (docs/deliver-env.md). */
+const REQUESTS_PER_CLAIM = 5;
 
 /**
  * How many requests each double had answered when its claim went out: a new term first looks into every
@@ -91,7 +91,10 @@ function readyAt(double: EnvdDouble): number | undefined {
 
 interface Split {
   total: number[];
+  /** Claim recorded -> the controller saw it (its watch event queued the Sandbox). */
   watch: number[];
+  /** Seen -> the double answered the delivery's first request: the work queue, then that request. */
+  queue: number[];
   envd: number[];
   wake: number[];
 }
@@ -103,8 +106,23 @@ function splitLine(label: string, split: Split): string {
   };
   return (
     `  ${label}: claim recorded -> app started ${fmt(split.total)} ms\n` +
-    `    split: watch + queue ${fmt(split.watch)}, envd requests ${fmt(split.envd)}, wake ${fmt(split.wake)} ms\n`
+    `    split: watch ${fmt(split.watch)}, queue ${fmt(split.queue)}, envd requests ${fmt(split.envd)}, wake ${fmt(split.wake)} ms\n`
   );
+}
+
+/**
+ * When the controller first queued each Sandbox for the delivery it logged, by key: its 'env delivered' line's
+ * time less the line's seenToReadyMs, both taken as it reports.
+ */
+function seenTimes(log: string): Map<string, number> {
+  const seen = new Map<string, number>();
+  for (const line of log.split('\n')) {
+    if (!line.includes('"env delivered"')) continue;
+    const entry = JSON.parse(line) as { sandbox?: string; time?: number; seenToReadyMs?: number };
+    if (entry.sandbox !== undefined && entry.time !== undefined && entry.seenToReadyMs !== undefined)
+      seen.set(entry.sandbox, entry.time - entry.seenToReadyMs);
+  }
+  return seen;
 }
 
 function summary(split: Split): { p50Ms: number; p99Ms: number } {
@@ -188,8 +206,9 @@ async function main(): Promise<void> {
         '127.0.0.1',
         '--metrics-port',
         String(scale.metricsPort),
+        // info, the Deployment's level: each delivery's line gives when the controller saw the claim.
         '--log-level',
-        'warn',
+        'info',
         '--identity',
         'bench',
         // Every double listens on 127.0.0.1 at a port of its own, named by the runtime URL; the pods here have
@@ -313,9 +332,18 @@ async function main(): Promise<void> {
     const fromRecorded = names
       .map((name, i) => (readyAt(atOnce[i] as EnvdDouble) ?? 0) - (recordedAt.get(name) ?? 0))
       .sort((a, b) => a - b);
-    // Claim recorded -> the app's first instruction, and its split, from the bench's own observations.
+    // Each delivery's log line is written as it ends, and read from the pipe some time after.
+    let seenBy = seenTimes(out);
+    for (const logDeadline = Date.now() + 30_000; allNames.some((name) => !seenBy.has(`${NS}/${name}`));) {
+      if (Date.now() > logDeadline)
+        throw new Error(`deliver-env logged ${seenBy.size} of ${allNames.length} deliveries`);
+      await sleep(20);
+      seenBy = seenTimes(out);
+    }
+    // Claim recorded -> the app's first instruction, and its split, from the bench's own observations and the
+    // controller's log.
     const splitOf = (indices: number[]): Split => {
-      const split: Split = { total: [], watch: [], envd: [], wake: [] };
+      const split: Split = { total: [], watch: [], queue: [], envd: [], wake: [] };
       for (const i of indices) {
         const double = doubles[i] as EnvdDouble;
         const recorded = recordedAt.get(allNames[i] ?? '') ?? Number.NaN;
@@ -323,7 +351,9 @@ async function main(): Promise<void> {
         const ready = readyAt(double) ?? Number.NaN;
         const app = appStarts[i] ?? Number.NaN;
         split.total.push(app - recorded);
-        split.watch.push(first - recorded);
+        const seen = seenBy.get(`${NS}/${allNames[i] ?? ''}`) ?? Number.NaN;
+        split.watch.push(seen - recorded);
+        split.queue.push(first - seen);
         split.envd.push(ready - first);
         split.wake.push(app - ready);
       }

@@ -1,9 +1,10 @@
 /**
  * One delivery of a claim into its pod. The folder is listed first: that one request says whether .env_ready
  * is there and whether the wrappers' wake FIFO is. .env_ready is read (GET) only when it is there, and unless
- * it already names this content, env.sh and .env_ready each go through a temporary name and a Move (plan.ts).
- * When .env_ready was not there before, one byte then wakes the wrappers, if the listing showed their FIFO. So
- * a first delivery is five requests, six with the wake, and a pod checked again (a new term, a restart) two.
+ * it already names this content, env.sh and .env_ready go up under temporary names in one upload and are
+ * moved into place, env.sh first (plan.ts). When .env_ready was not there before, one byte then wakes the
+ * wrappers, if the listing showed their FIFO. So a first delivery is four requests, five with the wake, and a
+ * pod checked again (a new term, a restart) two.
  * The listing is a step like the others, and its failure fails the delivery; the wake is best effort, and never
  * counted as a failure: a wrapper that made its FIFO after the listing, or missed the byte, looks again within
  * a second without it.
@@ -55,7 +56,7 @@ export async function deliverClaim(
     for (const step of steps) {
       await envd.run(target.endpoint, step, term);
       requests += 1;
-      if (step.op === 'upload') temps.push(step.path);
+      if (step.op === 'upload') temps.push(...step.files.map((file) => file.path));
       if (step.op === 'move') temps.splice(temps.indexOf(step.source), 1);
     }
     if (term.signal.aborted) return { kind: 'done' };

@@ -3,8 +3,9 @@
  * packages/envd/spec/envd.yaml and spec/filesystem/filesystem.proto):
  *
  * - `GET /files?path=&username=`: the file's bytes, 404 when it does not exist;
- * - `POST /files?path=&username=`: multipart upload, the part named `file`; creates or truncates the target in
- *   place, owned by `username`, mode 0666 less envd's umask;
+ * - `POST /files?username=`: multipart upload; without `path`, each part named `file` is written to the path
+ *   its file name gives (since envd 0.1.2, as the E2B SDKs write several files at once), in order, each
+ *   created or truncated in place, owned by `username`, mode 0666 less envd's umask;
  * - `POST /filesystem.Filesystem/Move` `{"source","destination"}`, `.../ListDir` `{"path","depth"}` and
  *   `.../Remove` `{"path"}`: Connect protocol, unary, JSON, the user in `Authorization: Basic`. Remove is a
  *   remove-all: a path that is not there is no error.
@@ -19,7 +20,7 @@ import { posix } from 'node:path';
 import { CatalogueError } from '../errors/index.js';
 import type { Clock } from '../util/clock.js';
 import type { RuntimeEndpoint } from './runtime-endpoint.js';
-import { httpCall, HttpCallError, multipartFile, runtimeAgent, type HttpAnswer } from './http-call.js';
+import { httpCall, HttpCallError, multipartForm, runtimeAgent, type HttpAnswer } from './http-call.js';
 import { ENVD_FAILURES, type EnvdErrorKind } from './outcome.js';
 import type { DeliveryStep, ReadyState } from './plan.js';
 
@@ -144,13 +145,15 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
     },
     async run(endpoint, step, guard) {
       if (step.op === 'upload') {
-        const what = `upload ${step.path}`;
-        const form = multipartFile('file', posix.basename(step.path), step.body);
+        const what = `upload ${step.files.map((file) => file.path).join(', ')}`;
+        const form = multipartForm(
+          step.files.map((file) => ({ name: 'file', filename: file.path, content: file.body })),
+        );
         const { status } = await call(
           'upload',
           what,
           endpoint,
-          filesUrl(endpoint, step.path, deps.user),
+          `${endpoint.url}/files?${new URLSearchParams({ username: deps.user }).toString()}`,
           { method: 'POST', headers: { 'content-type': form.type }, body: form.body },
           guard,
         );

@@ -108,20 +108,32 @@ export function httpCall(
   });
 }
 
-/** A multipart/form-data body with one file part, `name`, as envd's upload reads it. */
-export function multipartFile(name: string, filename: string, content: string): { type: string; body: Buffer } {
-  const data = Buffer.from(content, 'utf8');
+/** One part of a multipart/form-data body: a file, under the form field `name`. */
+export interface FormFile {
+  name: string;
+  filename: string;
+  content: string;
+}
+
+/**
+ * A multipart/form-data body of file parts, as envd's upload reads it. Its boundary is random, and drawn again
+ * in the rare case that some content holds it.
+ */
+export function multipartForm(files: readonly FormFile[]): { type: string; body: Buffer } {
+  const data = files.map((file) => Buffer.from(file.content, 'utf8'));
   let boundary: string;
   do boundary = `si-${randomBytes(16).toString('hex')}`;
-  while (data.includes(boundary));
-  const head =
-    `--${boundary}\r\n` +
-    `Content-Disposition: form-data; name="${quoted(name)}"; filename="${quoted(filename)}"\r\n` +
-    `Content-Type: application/octet-stream\r\n\r\n`;
-  return {
-    type: `multipart/form-data; boundary=${boundary}`,
-    body: Buffer.concat([Buffer.from(head, 'utf8'), data, Buffer.from(`\r\n--${boundary}--\r\n`, 'utf8')]),
-  };
+  while (data.some((bytes) => bytes.includes(boundary)));
+  const chunks: Buffer[] = [];
+  for (const [i, file] of files.entries()) {
+    const head =
+      `--${boundary}\r\n` +
+      `Content-Disposition: form-data; name="${quoted(file.name)}"; filename="${quoted(file.filename)}"\r\n` +
+      `Content-Type: application/octet-stream\r\n\r\n`;
+    chunks.push(Buffer.from(head, 'utf8'), data[i] as Buffer, Buffer.from('\r\n', 'utf8'));
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`, 'utf8'));
+  return { type: `multipart/form-data; boundary=${boundary}`, body: Buffer.concat(chunks) };
 }
 
 /** A name inside a quoted header parameter, escaped as browsers escape a form's file names. */

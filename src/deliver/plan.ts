@@ -9,7 +9,8 @@
  * half done. env.sh first, .env_ready last: the wrapper reads env.sh only once .env_ready exists.
  *
  * - .env_ready holding this content's marker: delivered already (by this process or an earlier one);
- * - anything else: env.sh, then .env_ready, each by temp and Move.
+ * - anything else: both temporary files in one upload (envd writes each part of a multipart upload to the
+ *   path its file name gives), then env.sh's Move, then .env_ready's.
  *
  * After a first delivery (no .env_ready before), one byte goes to the wrappers' wake FIFO if the folder holds one.
  *
@@ -19,8 +20,15 @@
 import { posix } from 'node:path';
 import { ENV_FILE_NAME, READY_FILE_NAME, WAKE_FILE_NAME } from '../wrapper/env-dir.js';
 
+/** A file an upload writes: its path in the pod and its content. */
+export interface UploadFile {
+  path: string;
+  body: string;
+}
+
 export type DeliveryStep =
-  | { op: 'upload'; path: string; body: string }
+  /** One request, whatever the number of files; envd writes them in order. */
+  | { op: 'upload'; files: readonly UploadFile[] }
   | { op: 'move'; source: string; destination: string }
   | { op: 'remove'; path: string };
 
@@ -65,9 +73,14 @@ export function deliverySteps(
   const envTemp = tempPath(paths.envFile, nonce);
   const readyTemp = tempPath(paths.readyFile, nonce);
   return [
-    { op: 'upload', path: envTemp, body: content },
+    {
+      op: 'upload',
+      files: [
+        { path: envTemp, body: content },
+        { path: readyTemp, body: marker },
+      ],
+    },
     { op: 'move', source: envTemp, destination: paths.envFile },
-    { op: 'upload', path: readyTemp, body: marker },
     { op: 'move', source: readyTemp, destination: paths.readyFile },
   ];
 }
@@ -101,5 +114,5 @@ export function wakeStep(
 ): DeliveryStep | undefined {
   const wake = entries.find((entry) => entry.name === WAKE_FILE_NAME);
   if (wake === undefined || !FIFO_TYPES.has(wake.type)) return undefined;
-  return { op: 'upload', path: paths.wakeFile, body: '\n' };
+  return { op: 'upload', files: [{ path: paths.wakeFile, body: '\n' }] };
 }

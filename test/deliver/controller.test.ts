@@ -133,7 +133,7 @@ const ops = (double: EnvdDouble) => double.requests.map((r) => `${r.operation} $
 const writes = (double: EnvdDouble) => double.requests.filter((r) => r.operation !== 'get' && r.operation !== 'list');
 
 describe('Controller: a claim', () => {
-  it('lists the folder, delivers each file by temp and Move, then sends nothing; a new term reads .env_ready and writes nothing', async () => {
+  it('lists the folder, uploads both files by temporary names in one request and moves each, then sends nothing; a new term reads .env_ready and writes nothing', async () => {
     const { dir, double } = await envd();
     const state = { current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'one', B: "it's" })), pod: pod() } };
     const { controller, outcomes } = harness(state);
@@ -142,9 +142,8 @@ describe('Controller: a claim', () => {
     // .env_ready not listed: no GET, and no wake without a FIFO.
     expect(ops(double)).toEqual([
       'list /var/sandbox 200',
-      'upload /var/sandbox/.env.sh.0000000000000001.tmp 200',
+      'upload /var/sandbox/.env.sh.0000000000000001.tmp /var/sandbox/.env_ready.0000000000000001.tmp 200',
       'move /var/sandbox/env.sh 200',
-      'upload /var/sandbox/.env_ready.0000000000000001.tmp 200',
       'move /var/sandbox/.env_ready 200',
     ]);
     expect(readFileSync(path.join(dir, 'env.sh'), 'utf8')).toBe(renderEnvFile({ A: 'one', B: "it's" }));
@@ -156,18 +155,18 @@ describe('Controller: a claim', () => {
         podUid: 'pod-1',
         delivery: 'claim',
         variables: 2,
-        requests: 5,
+        requests: 4,
         claimToReadyMs: 1000,
       }),
     ]);
 
     controller.enqueue(KEY);
     await settled(controller);
-    expect(double.requests).toHaveLength(5);
+    expect(double.requests).toHaveLength(4);
 
     controller.setTerm(term());
     await settled(controller);
-    expect(ops(double).slice(5)).toEqual(['list /var/sandbox 200', 'get /var/sandbox/.env_ready 200']);
+    expect(ops(double).slice(4)).toEqual(['list /var/sandbox 200', 'get /var/sandbox/.env_ready 200']);
     expect(outcomes.at(-1)).toMatchObject({ kind: 'unchanged', requests: 2 });
   });
 
@@ -191,7 +190,7 @@ describe('Controller: a claim', () => {
     await settled(controller);
     expect(ops(double).slice(sent, sent + 2)).toEqual([
       'list /var/sandbox 200',
-      'upload /var/sandbox/.env.sh.0000000000000002.tmp 200',
+      'upload /var/sandbox/.env.sh.0000000000000002.tmp /var/sandbox/.env_ready.0000000000000002.tmp 200',
     ]);
     expect(readFileSync(path.join(dir, 'env.sh'), 'utf8')).toBe(renderEnvFile({ A: 'one' }));
   });
@@ -209,7 +208,7 @@ describe('Controller: a claim', () => {
       await settled(controller);
       expect(ops(double)[0]).toBe('list /var/sandbox 200');
       expect(ops(double).slice(-2)).toEqual(['move /var/sandbox/.env_ready 200', 'upload /var/sandbox/.env_wake 200']);
-      expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered', delivery: 'claim', requests: 6 });
+      expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered', delivery: 'claim', requests: 5 });
       const byte = Buffer.alloc(4);
       expect(readSync(reader, byte, 0, 4, null)).toBe(1);
       expect(byte.subarray(0, 1).toString()).toBe('\n');
@@ -231,7 +230,7 @@ describe('Controller: a claim', () => {
     controller.setTerm(term());
     await settled(controller);
     expect(ops(double).at(-1)).toBe('move /var/sandbox/.env_ready 200');
-    expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered', requests: 5 });
+    expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered', requests: 4 });
     expect(readFileSync(victim, 'utf8')).toBe('untouched');
   });
 
@@ -255,12 +254,11 @@ describe('Controller: a claim', () => {
     expect(ops(double)).toEqual([
       'list /var/sandbox 200',
       'get /var/sandbox/.env_ready 404',
-      'upload /var/sandbox/.env.sh.0000000000000001.tmp 200',
+      'upload /var/sandbox/.env.sh.0000000000000001.tmp /var/sandbox/.env_ready.0000000000000001.tmp 200',
       'move /var/sandbox/env.sh 200',
-      'upload /var/sandbox/.env_ready.0000000000000001.tmp 200',
       'move /var/sandbox/.env_ready 200',
     ]);
-    expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered', delivery: 'claim', requests: 6 });
+    expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered', delivery: 'claim', requests: 5 });
 
     // A .env_ready of another content, with a wrapper's FIFO beside it: rewritten, and no wake, since no
     // wrapper waits while .env_ready is there.
@@ -273,12 +271,11 @@ describe('Controller: a claim', () => {
     expect(ops(double).slice(sent)).toEqual([
       'list /var/sandbox 200',
       'get /var/sandbox/.env_ready 200',
-      'upload /var/sandbox/.env.sh.0000000000000002.tmp 200',
+      'upload /var/sandbox/.env.sh.0000000000000002.tmp /var/sandbox/.env_ready.0000000000000002.tmp 200',
       'move /var/sandbox/env.sh 200',
-      'upload /var/sandbox/.env_ready.0000000000000002.tmp 200',
       'move /var/sandbox/.env_ready 200',
     ]);
-    expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered', delivery: 'change', requests: 6 });
+    expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered', delivery: 'change', requests: 5 });
   });
 
   it('replaces a symlink the app put at .env_ready or env.sh, never writing through it', async () => {
@@ -632,6 +629,6 @@ describe('Controller: leadership', () => {
       writes(double)
         .filter((r) => r.status === 200)
         .map((r) => r.operation),
-    ).toEqual(['upload', 'move', 'upload', 'move']);
+    ).toEqual(['upload', 'move', 'move']);
   });
 });

@@ -4,7 +4,8 @@ import { createServer as createNetServer, type AddressInfo, type Socket } from '
 import type { TLSSocket } from 'node:tls';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { httpCall, HttpCallError, multipartFile, runtimeAgent } from '../../src/deliver/http-call.js';
+import { httpCall, HttpCallError, multipartForm, runtimeAgent } from '../../src/deliver/http-call.js';
+import { readMultipart } from '../support/multipart-reader.js';
 import { runtimeTlsAgent, tlsBundleFromSecretData } from '../../src/deliver/runtime-tls.js';
 import { RUNTIME_TLS_SERVER_NAME } from '../../src/shapes/sandbox-api.js';
 import { createCa } from '../server/support/pki.js';
@@ -47,17 +48,41 @@ async function failure(promise: Promise<unknown>): Promise<HttpCallError> {
   return error as HttpCallError;
 }
 
-describe('multipartFile', () => {
-  it('is read back whole by an independent multipart parser, for any content', async () => {
+describe('multipartForm', () => {
+  const files = fc.array(
+    fc.record({
+      filename: fc.oneof(fc.constantFrom('env.sh', '/var/sandbox/.env.sh.0123456789abcdef.tmp'), fc.string()),
+      content: fc.oneof(fc.string({ unit: 'grapheme' }), fc.constantFrom('--', '\r\n--x--\r\n', 'a\r\n\r\nb', '')),
+    }),
+    { minLength: 1, maxLength: 3 },
+  );
+
+  it('is read back whole, every part in order, by an independent multipart parser, for any content', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.oneof(fc.string({ unit: 'grapheme' }), fc.constantFrom('--', '\r\n--x--\r\n', 'a\r\n\r\nb', '')),
-        async (content) => {
-          const form = multipartFile('file', 'env.sh', content);
+        files.filter((all) => all.every((file) => !/["\r\n]/.test(file.filename))),
+        async (all) => {
+          const form = multipartForm(all.map((file) => ({ name: 'file', ...file })));
           const parsed = await new Response(form.body, { headers: { 'content-type': form.type } }).formData();
-          const file = parsed.get('file') as File;
-          expect(file.name).toBe('env.sh');
-          expect(await file.text()).toBe(content);
+          const got = parsed.getAll('file') as File[];
+          expect(got.map((file) => file.name)).toEqual(all.map((file) => file.filename));
+          expect(await Promise.all(got.map((file) => file.text()))).toEqual(all.map((file) => file.content));
+        },
+      ),
+      { numRuns: propertyRuns(300) },
+    );
+  });
+
+  it("is read back the same by the envd double's reader, file names whole, slashes and all", () => {
+    fc.assert(
+      fc.property(
+        files.filter((all) => all.every((file) => !/["\\\r\n]/.test(file.filename))),
+        (all) => {
+          const form = multipartForm(all.map((file) => ({ name: 'file', ...file })));
+          const parts = readMultipart(form.type, form.body);
+          expect(parts?.map((part) => [part.name, part.filename, part.content.toString('utf8')])).toEqual(
+            all.map((file) => ['file', file.filename, file.content]),
+          );
         },
       ),
       { numRuns: propertyRuns(300) },
@@ -65,10 +90,11 @@ describe('multipartFile', () => {
   });
 
   it('escapes a quote or a line break in a file name instead of ending the header', async () => {
-    const form = multipartFile('file', 'a"b\r\nc', 'x');
+    const form = multipartForm([{ name: 'file', filename: 'a"b\r\nc', content: 'x' }]);
     const parsed = await new Response(form.body, { headers: { 'content-type': form.type } }).formData();
     expect([...parsed.keys()]).toEqual(['file']);
     expect(form.body.toString('latin1')).toContain('filename="a%22b%0D%0Ac"');
+    expect(readMultipart(form.type, form.body)?.map((part) => part.filename)).toEqual(['a%22b%0D%0Ac']);
   });
 });
 

@@ -35,28 +35,40 @@ function podWith(...entries: [string, Entry][]): Pod {
   return new Map([...OWN, ...entries]);
 }
 
-function apply(pod: Pod, step: DeliveryStep): void {
-  if (step.op === 'upload') {
-    const entry = pod.get(step.path);
-    if (entry !== undefined && 'file' in entry) throw new Error(`${step.path} written in place while it may be read`);
-    pod.set(entry === undefined ? step.path : entry.link, { file: step.body });
-  } else if (step.op === 'move') {
-    const entry = pod.get(step.source);
-    if (entry === undefined) throw new Error(`Move of ${step.source}, which is not there`);
-    pod.delete(step.source);
-    pod.set(step.destination, entry);
+/** What envd does, one thing at a time: an upload writes its files one after another. */
+type Action = { op: 'write'; path: string; body: string } | Exclude<DeliveryStep, { op: 'upload' }>;
+
+function actions(steps: readonly DeliveryStep[]): Action[] {
+  return steps.flatMap((step): Action[] =>
+    step.op === 'upload' ? step.files.map((file) => ({ op: 'write', path: file.path, body: file.body })) : [step],
+  );
+}
+
+function apply(pod: Pod, action: Action): void {
+  if (action.op === 'write') {
+    const entry = pod.get(action.path);
+    if (entry !== undefined && 'file' in entry) throw new Error(`${action.path} written in place while it may be read`);
+    pod.set(entry === undefined ? action.path : entry.link, { file: action.body });
+  } else if (action.op === 'move') {
+    const entry = pod.get(action.source);
+    if (entry === undefined) throw new Error(`Move of ${action.source}, which is not there`);
+    pod.delete(action.source);
+    pod.set(action.destination, entry);
   } else {
-    pod.delete(step.path);
+    pod.delete(action.path);
   }
 }
 
-/** Carries out `steps` in order: the pod as a wrapper would find it after each one. */
-function carryOut(pod: Pod, steps: readonly DeliveryStep[]): Pod[] {
-  return steps.map((step) => {
-    apply(pod, step);
+/** Carries out `done` in order: the pod as a wrapper would find it after each one. */
+function perform(pod: Pod, done: readonly Action[]): Pod[] {
+  return done.map((action) => {
+    apply(pod, action);
     return new Map(pod);
   });
 }
+
+/** Carries out `steps` in order, each file of an upload on its own. */
+const carryOut = (pod: Pod, steps: readonly DeliveryStep[]): Pod[] => perform(pod, actions(steps));
 
 /** What a reader of `path` gets: the file's content, or nothing (no file there, or a symlink). */
 function fileAt(pod: Pod, path: string): string | undefined {
@@ -125,8 +137,8 @@ describe('deliverySteps, carried out', () => {
         fc.array(fc.boolean(), { minLength: 8, maxLength: 8 }),
         (text, a, b, order) => {
           fc.pre(a !== b);
-          const one = deliverySteps(paths, { found: false }, text, markerOf(text), a);
-          const two = deliverySteps(paths, { found: false }, text, markerOf(text), b);
+          const one = actions(deliverySteps(paths, { found: false }, text, markerOf(text), a));
+          const two = actions(deliverySteps(paths, { found: false }, text, markerOf(text), b));
           const pod = podWith();
           for (const first of order) {
             const step = (first && one.length > 0) || two.length === 0 ? one.shift() : two.shift();
@@ -136,6 +148,23 @@ describe('deliverySteps, carried out', () => {
         },
       ),
     );
+  });
+
+  it('are one upload of both temporary files, env.sh then .env_ready, then their Moves in that order', () => {
+    const steps = deliverySteps(paths, { found: false }, 'X=1\n', markerOf('X=1\n'), '0123456789abcdef');
+    const envTemp = posix.join(DIR, '.env.sh.0123456789abcdef.tmp');
+    const readyTemp = posix.join(DIR, '.env_ready.0123456789abcdef.tmp');
+    expect(steps).toEqual([
+      {
+        op: 'upload',
+        files: [
+          { path: envTemp, body: 'X=1\n' },
+          { path: readyTemp, body: markerOf('X=1\n') },
+        ],
+      },
+      { op: 'move', source: envTemp, destination: ENV },
+      { op: 'move', source: readyTemp, destination: READY },
+    ]);
   });
 
   it('are none when .env_ready already names this content', () => {
@@ -151,7 +180,7 @@ describe('clearingSteps, carried out on what a ListDir shows', () => {
       fc.property(content, content, nonce, fc.integer({ min: 0, max: 4 }), (before, text, n, done) => {
         const pod = podWith([ENV, { file: before }], [READY, { file: markerOf(before) }]);
         const delivery = deliverySteps(paths, { found: true, body: markerOf(before) }, text, markerOf(text), n);
-        carryOut(pod, delivery.slice(0, done));
+        perform(pod, actions(delivery).slice(0, done));
         const seen = carryOut(pod, clearingSteps(paths, listing(pod)));
         expect(pod).toEqual(podWith());
         // .env_ready goes first: no wrapper starts with what is being taken away.
@@ -178,7 +207,7 @@ describe('wakeStep', () => {
       { name: WAKE_FILE_NAME, type },
     ];
     expect(wakeStep(paths, entries)).toEqual(
-      wakes ? { op: 'upload', path: posix.join(DIR, WAKE_FILE_NAME), body: '\n' } : undefined,
+      wakes ? { op: 'upload', files: [{ path: posix.join(DIR, WAKE_FILE_NAME), body: '\n' }] } : undefined,
     );
   });
 

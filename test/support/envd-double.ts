@@ -5,12 +5,15 @@
  *
  * - `GET /files?path=&username=`: 200 with the file's bytes (application/octet-stream), 404 with a JSON Error
  *   for a file that does not exist;
- * - `POST /files?path=&username=`: multipart/form-data whose part named `file` is written to `path`; parent
- *   folders are made; an existing file is truncated and written in place (as envd opens it O_TRUNC), which this
- *   double does in two halves with a pause between them so that a reader racing it can see half a file; 200
- *   with `[{"path","name","type":"file"}]`. Opened in place like envd's (os.OpenFile O_WRONLY|O_CREATE|O_TRUNC in
- *   packages/envd/internal/api/upload.go), a FIFO at `path` is written into, not replaced, and the open waits
- *   for a reader as envd's does: the wrapper's wake (docs/env-file.md);
+ * - `POST /files?path=&username=`: multipart/form-data whose parts named `file` are written in order, each to
+ *   `path`, or without `path` to the path its file name gives (envd's FileNameWithPath, since envd 0.1.2); a
+ *   second part for a path already written in the request is a 400, as envd's, after the first was written;
+ *   parts of other names are skipped, and a body with no `file` part writes nothing and answers 200 `[]`.
+ *   Parent folders are made; an existing file is truncated and written in place (as envd opens it O_TRUNC),
+ *   which this double does in two halves with a pause between them so that a reader racing it can see half a
+ *   file; 200 with `[{"path","name","type":"file"}]` for each file. Opened in place like envd's (os.OpenFile
+ *   O_WRONLY|O_CREATE|O_TRUNC in packages/envd/internal/api/upload.go), a FIFO at `path` is written into, not
+ *   replaced, and the open waits for a reader as envd's does: the wrapper's wake (docs/env-file.md);
  * - `POST /filesystem.Filesystem/Move`: Connect protocol, unary, JSON: `{"source","destination"}`; a rename;
  *   200 with `{"entry":{...}}`, or a Connect error `{"code","message"}` with the HTTP status Connect maps it to
  *   (not_found 404, unauthenticated 401, invalid_argument 400);
@@ -53,6 +56,7 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { dirname, join, posix } from 'node:path';
+import { readMultipart } from './multipart-reader.js';
 
 /**
  * How the double answers one request. `{ listing }` answers a ListDir with these entries, whatever the folder
@@ -161,10 +165,24 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
               : 'upload'
             : 'other';
     const clientCommonName = peerCommonName(request);
-    const named = isConnect ? connectPaths(body) : [url.searchParams.get('path')].filter((p) => p !== null);
+    const pathParam = url.searchParams.get('path');
+    // An upload's parts, and the path each is written to.
+    const parts = operation === 'upload' ? readMultipart(request.headers['content-type'], body) : undefined;
+    const targets = (parts ?? [])
+      .filter((part) => part.name === 'file')
+      .map((part) => ({ path: pathParam ?? part.filename, content: part.content }));
+    const named = isConnect
+      ? connectPaths(body)
+      : operation === 'upload'
+        ? [...new Set([pathParam, ...targets.map((target) => target.path)])].filter((p) => p != null)
+        : [pathParam].filter((p) => p !== null);
     const record = (status: number, path?: string): EnvdRequestRecord => ({
       operation,
-      path: path ?? url.searchParams.get('path') ?? (isConnect ? connectPath(body) : undefined),
+      path:
+        path ??
+        (operation === 'upload' && named.length > 0 ? named.join(' ') : undefined) ??
+        pathParam ??
+        (isConnect ? connectPath(body) : undefined),
       paths: named,
       status,
       at: Date.now(),
@@ -188,13 +206,10 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
     if (isFiles && (request.method === 'GET' || request.method === 'POST')) {
       const user = url.searchParams.get('username') ?? 'root';
       if (!users.has(user)) return jsonError(response, 401, `error looking up user '${user}'`, record);
-      const podPath = url.searchParams.get('path');
-      const local = localPath(podPath);
-      if (local === undefined) {
-        if (request.method === 'POST' && podPath !== null) outside.push(podPath);
-        return jsonError(response, 400, 'path outside the volume this double stands for', record);
-      }
       if (request.method === 'GET') {
+        const local = localPath(pathParam);
+        if (local === undefined)
+          return jsonError(response, 400, 'path outside the volume this double stands for', record);
         try {
           const content = readFileSync(local);
           response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': content.length });
@@ -204,12 +219,27 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
           return jsonError(response, 404, 'file not found', record);
         }
       }
-      const content = await multipartFile(request.headers['content-type'], body);
-      if (content === undefined) return jsonError(response, 400, 'no multipart part named "file"', record);
-      const fifo = isFifo(local);
-      if (fifo) await writeFifo(local, content, () => response.destroyed || request.socket.destroyed);
-      else await writeInPlace(local, content, options.halfWriteMs ?? 5);
-      sendJson(response, 200, [{ path: podPath, name: posix.basename(podPath ?? ''), type: 'file' }]);
+      // As envd: a body that is neither multipart nor raw is refused; a multipart one it cannot read is a 500.
+      if (!String(request.headers['content-type'] ?? '').startsWith('multipart/'))
+        return jsonError(response, 400, 'unsupported content type', record);
+      if (parts === undefined) return jsonError(response, 500, 'error parsing multipart form', record);
+      const written: { path: string; name: string; type: 'file' }[] = [];
+      for (const target of targets) {
+        if (target.path === undefined)
+          return jsonError(response, 400, 'filename not found in Content-Disposition header', record);
+        const podPath = target.path;
+        if (written.some((entry) => entry.path === podPath))
+          return jsonError(response, 400, `you cannot upload multiple files to the same path '${podPath}'`, record);
+        const local = localPath(podPath);
+        if (local === undefined) {
+          outside.push(podPath);
+          return jsonError(response, 400, 'path outside the volume this double stands for', record);
+        }
+        if (isFifo(local)) await writeFifo(local, target.content, () => response.destroyed || request.socket.destroyed);
+        else await writeInPlace(local, target.content, options.halfWriteMs ?? 5);
+        written.push({ path: podPath, name: posix.basename(podPath), type: 'file' });
+      }
+      sendJson(response, 200, written);
       return record(200);
     }
     if (isConnect && request.method === 'POST') {
@@ -374,19 +404,6 @@ async function readBody(request: IncomingMessage): Promise<Buffer> {
     chunks.push(chunk);
   }
   return Buffer.concat(chunks);
-}
-
-/** The part named `file`, parsed by the platform's own multipart reader. */
-async function multipartFile(contentType: string | undefined, body: Buffer): Promise<Buffer | undefined> {
-  if (contentType === undefined || !contentType.startsWith('multipart/form-data')) return undefined;
-  try {
-    const form = await new Response(body, { headers: { 'content-type': contentType } }).formData();
-    const file = form.get('file');
-    if (file === null) return undefined;
-    return typeof file === 'string' ? Buffer.from(file) : Buffer.from(await file.arrayBuffer());
-  } catch {
-    return undefined;
-  }
 }
 
 /**

@@ -9,7 +9,7 @@ import { stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
-import { multipartFile } from '../../src/deliver/http-call.js';
+import { multipartForm } from '../../src/deliver/http-call.js';
 import { startEnvdDouble, type EnvdDouble } from '../support/envd-double.js';
 import { makeTempDir, removeDir, startWrapper, waitUntilWaiting, within } from './run-wrapper.js';
 
@@ -27,7 +27,7 @@ afterEach(async () => {
 });
 
 async function upload(podPath: string, content: string): Promise<number> {
-  const form = multipartFile('file', path.posix.basename(podPath), content);
+  const form = multipartForm([{ name: 'file', filename: path.posix.basename(podPath), content }]);
   const query = new URLSearchParams({ path: podPath, username: 'root' });
   const answer = await fetch(`${envd.url}/files?${query.toString()}`, {
     method: 'POST',

@@ -24,7 +24,9 @@ import {
 import { hasInClusterCredentials } from '../../sources/kube/in-cluster.js';
 import { ENV_DIR } from '../../wrapper/env-dir.js';
 
-const ABSOLUTE_PATH = { pattern: '^/' } as const;
+// An absolute path of printable ASCII but for `"` and `\`: every upload names its files' paths in multipart
+// file names (envd-files.ts), which carry those two only escaped, differently by each reader.
+const ENV_FOLDER = { pattern: '^/[ !#-\\[\\]-~]*$' } as const;
 // NAMESPACE/NAME of a Secret: a DNS label, then a DNS subdomain.
 const SECRET_REF = { pattern: `${DNS_LABEL.pattern.slice(0, -1)}/${DNS_SUBDOMAIN.pattern.slice(1)}` } as const;
 // A POSIX user name as envd looks it up: it owns the files written.
@@ -36,7 +38,7 @@ const ROWS = {
     'env-dir',
     'string',
     'the env folder inside the pod, where run_with_envs.sh waits',
-    ABSOLUTE_PATH,
+    ENV_FOLDER,
     ENV_DIR,
   ),
   fileUser: option('file-user', 'string', 'user envd writes env.sh and .env_ready as (their owner)', USER_NAME, 'root'),

@@ -65,7 +65,9 @@ export const writes = (double: EnvdDouble) =>
 
 /** Requests as `operation path`, with each attempt's random temporary name written as <tmp>. */
 export const shapes = (double: EnvdDouble, from = 0): string[] =>
-  double.requests.slice(from).map((r) => `${r.operation} ${(r.path ?? '').replace(/\.[0-9a-f]{16}\.tmp$/, '.<tmp>')}`);
+  double.requests
+    .slice(from)
+    .map((r) => `${r.operation} ${(r.path ?? '').replace(/\.[0-9a-f]{16}\.tmp\b/g, '.<tmp>')}`);
 
 /**
  * The requests of a claim's delivery, without the one listing a Sandbox may get if deliver-env sees it before
@@ -79,13 +81,12 @@ export const claimShapes = (double: EnvdDouble): string[] => {
 
 /**
  * One first delivery into a folder without a waiting wrapper: the listing (no .env_ready, so no GET; no FIFO,
- * so no wake), then each file by a temporary name and a Move.
+ * so no wake), then both files by temporary names in one upload, and a Move of each.
  */
 export const FIRST_DELIVERY = [
   'list /var/sandbox',
-  'upload /var/sandbox/.env.sh.<tmp>',
+  'upload /var/sandbox/.env.sh.<tmp> /var/sandbox/.env_ready.<tmp>',
   'move /var/sandbox/env.sh',
-  'upload /var/sandbox/.env_ready.<tmp>',
   'move /var/sandbox/.env_ready',
 ];
 
