@@ -27,7 +27,8 @@ export const APP_ENTRYPOINT_LINE = 'app image entrypoint';
 
 const STAND_IN_BASE = 'docker.io/library/node:26-trixie-slim';
 const AGENT_RUNTIME_DIR = path.join(repoRoot, 'test', 'e2e', 'node', 'agent-runtime');
-const ENVD_DOUBLE = path.join(repoRoot, 'test', 'support', 'envd-double.ts');
+/** The double's modules: itself and the local modules it imports, each imported as `./<name>.js`. */
+const ENVD_MODULES = ['envd-double', 'multipart-reader'];
 
 // The double's own module, run by the stand-in's envd in the main container; /var/sandbox is the pod's volume.
 const ENVD_MAIN = `import { startEnvdDouble } from './envd-double.mjs';
@@ -65,9 +66,14 @@ async function buildAgentRuntime(buildah: Buildah, scratch: string): Promise<voi
   for (const name of ['entrypoint.sh', 'envd-run.sh', 'envd']) {
     copyFileSync(path.join(AGENT_RUNTIME_DIR, name), path.join(files, name));
   }
-  // The double is TypeScript with type annotations only: stripped, it runs on the image's node as it is.
-  const stripped = stripTypeScriptTypes(readFileSync(ENVD_DOUBLE, 'utf8'), { mode: 'strip' });
-  writeFileSync(path.join(files, 'envd-js', 'envd-double.mjs'), stripped);
+  // The double is TypeScript with type annotations only: stripped, it runs on the image's node as it is, its
+  // modules as .mjs (the folder has no package.json to make .js a module) and its imports of them to match.
+  for (const name of ENVD_MODULES) {
+    const source = readFileSync(path.join(repoRoot, 'test', 'support', `${name}.ts`), 'utf8');
+    let stripped = stripTypeScriptTypes(source, { mode: 'strip' });
+    for (const local of ENVD_MODULES) stripped = stripped.replaceAll(`'./${local}.js'`, `'./${local}.mjs'`);
+    writeFileSync(path.join(files, 'envd-js', `${name}.mjs`), stripped);
+  }
   writeFileSync(path.join(files, 'envd-js', 'main.mjs'), ENVD_MAIN);
   const ctr = await fromBase(buildah, STAND_IN_BASE);
   await buildah(['copy', '--quiet', ctr, files, '/workspace']);
