@@ -8,10 +8,17 @@ if [ -z "${ENVD_DIR:-}" ]; then
   exit 1
 fi
 mkdir -p "$ENVD_DIR"
-cp /workspace/envd-run.sh /workspace/envd "$ENVD_DIR/"
+# The main container can start while this copies (nothing waits for it), so what its postStart runs appears
+# last and whole: node and the double first, then envd-run.sh and envd each made executable under a temporary
+# name and renamed into place. Copied plainly, envd could be there but not yet executable ("Permission denied").
 cp /usr/local/bin/node "$ENVD_DIR/node"
+chmod +x "$ENVD_DIR/node"
 cp -R /workspace/envd-js "$ENVD_DIR/"
-chmod +x "$ENVD_DIR/envd-run.sh" "$ENVD_DIR/envd" "$ENVD_DIR/node"
+for name in envd-run.sh envd; do
+  cp "/workspace/$name" "$ENVD_DIR/.$name.tmp"
+  chmod +x "$ENVD_DIR/.$name.tmp"
+  mv "$ENVD_DIR/.$name.tmp" "$ENVD_DIR/$name"
+done
 echo "entrypoint.sh: envd stand-in copied to $ENVD_DIR"
 # As PID 1 without a handler, sh would ignore SIGTERM and the pod would wait out its grace period.
 trap 'exit 0' TERM INT
