@@ -128,7 +128,7 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
         'get',
         what,
         endpoint,
-        filesUrl(endpoint, path, deps.user),
+        filesUrl(endpoint, deps.user, path),
         { method: 'GET', headers: {} },
         guard,
       );
@@ -153,7 +153,7 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
           'upload',
           what,
           endpoint,
-          `${endpoint.url}/files?${new URLSearchParams({ username: deps.user }).toString()}`,
+          filesUrl(endpoint, deps.user),
           { method: 'POST', headers: { 'content-type': form.type }, body: form.body },
           guard,
         );
@@ -182,8 +182,9 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
   };
 }
 
-function filesUrl(endpoint: RuntimeEndpoint, path: string, user: string): string {
-  const query = new URLSearchParams({ path, username: user });
+/** `/files` as `user`; an upload names its files' paths in the body instead of `path`. */
+function filesUrl(endpoint: RuntimeEndpoint, user: string, path?: string): string {
+  const query = new URLSearchParams({ ...(path === undefined ? {} : { path }), username: user });
   return `${endpoint.url}/files?${query.toString()}`;
 }
 

@@ -178,11 +178,7 @@ export async function startEnvdDouble(options: EnvdDoubleOptions): Promise<EnvdD
         : [pathParam].filter((p) => p !== null);
     const record = (status: number, path?: string): EnvdRequestRecord => ({
       operation,
-      path:
-        path ??
-        (operation === 'upload' && named.length > 0 ? named.join(' ') : undefined) ??
-        pathParam ??
-        (isConnect ? connectPath(body) : undefined),
+      path: path ?? (isConnect ? (pathParam ?? connectPath(body)) : named.join(' ') || undefined),
       paths: named,
       status,
       at: Date.now(),
