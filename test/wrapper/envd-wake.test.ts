@@ -11,7 +11,14 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { multipartForm } from '../../src/deliver/http-call.js';
 import { startEnvdDouble, type EnvdDouble } from '../support/envd-double.js';
-import { makeTempDir, removeDir, startWrapper, waitUntilWaiting, within } from './run-wrapper.js';
+import {
+  makeTempDir,
+  removeDir,
+  startWrapper,
+  waitUntilBlockedOpening,
+  waitUntilWaiting,
+  within,
+} from './run-wrapper.js';
 
 let dir: string;
 let envd: EnvdDouble;
@@ -78,6 +85,9 @@ describe('a writer blocked on a FIFO that nobody holds', () => {
     const writer = spawn('bash', ['-c', 'printf x > "$1"', 'bash', path.join(dir, '.env_wake')], { stdio: 'ignore' });
     const writerDone = new Promise<number | null>((resolve) => writer.on('close', resolve));
     try {
+      // Only a writer already inside its open can be let go: one that opens after the second wrapper's own
+      // open and close would block for a reader that never comes, a test that fails under load for no fault.
+      await waitUntilBlockedOpening(writer.pid ?? -1);
       await writeFile(path.join(dir, '.env_ready'), '');
       const second = await within(startWrapper(['--', 'true'], { envDir: dir }).done, 10_000, 'the second wrapper');
       expect(second.code).toBe(0);

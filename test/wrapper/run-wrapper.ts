@@ -174,6 +174,25 @@ export async function waitUntilWaiting(pid: number, envDir: string, timeoutMs = 
   }
 }
 
+/**
+ * Resolves once process `pid` is blocked opening a FIFO for writing, with no reader yet: the kernel names that
+ * sleep `wait_for_partner` (fs/pipe.c) in /proc/PID/wchan. Where wchan is hidden, a sleeping open or openat
+ * (/proc/PID/syscall, x86-64 numbers 2 and 257) stands for it. Its own deadline.
+ */
+export async function waitUntilBlockedOpening(pid: number, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const wchan = await readFile(`/proc/${pid}/wchan`, 'utf8').catch(() => '');
+    if (wchan === 'wait_for_partner') return;
+    if (wchan === '' || wchan === '0') {
+      const syscall = (await readFile(`/proc/${pid}/syscall`, 'utf8').catch(() => '')).split(' ')[0];
+      if ((syscall === '2' || syscall === '257') && (await statFields(pid))?.[0] === 'S') return;
+    }
+    if (Date.now() > deadline) throw new Error(`process ${pid} was not blocked opening a FIFO within ${timeoutMs} ms`);
+    await sleep(10);
+  }
+}
+
 export interface ProcessesStarted {
   /** Children seen alive at any sample. */
   seen: number[];
