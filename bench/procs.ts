@@ -6,7 +6,7 @@ import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TLSSocket } from 'node:tls';
 
-const CLOCK_TICKS = 100; // USER_HZ on Linux
+export const CLOCK_TICKS = 100; // USER_HZ on Linux
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -1,0 +1,130 @@
+/**
+ * Where the CPU of the 200 claims at once goes: how busy the whole machine was over the burst (/proc/stat), and
+ * the time on a CPU of each process that shares its cores (all threads' schedstat): the controller,
+ * kube-apiserver, etcd and this process (the envd doubles, the claims). The wrappers and their apps are in the
+ * rest: a process's own time is readable only while it lives, and what a reaped child spent reaches its parent
+ * with the whole of its life, its start long before the burst included. When the machine is busy through the
+ * burst, it is bound by the cores, and no one process is the next bottleneck by itself.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { CLOCK_TICKS } from '../procs.js';
+
+/** CPU seconds by what spent them. */
+export type CpuByPart = Record<string, number>;
+
+/**
+ * CPU seconds a live process has run, all its threads: the first field of each thread's schedstat, in
+ * nanoseconds. Its stat's utime and stime are whole clock ticks, and a waiting wrapper that ran 4 ms reads 0.
+ */
+function ranSeconds(pid: number | string): number {
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return 0;
+  }
+  let ns = 0;
+  for (const task of tasks) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return ns / 1e9;
+}
+
+/** The machine's CPU seconds so far, all cores, from /proc/stat's first line. */
+function machineSeconds(): { busy: number; idle: number; stolen: number } {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '';
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = line
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  return {
+    busy: (user + nice + system + irq + softirq) / CLOCK_TICKS,
+    idle: (idle + iowait) / CLOCK_TICKS,
+    stolen: steal / CLOCK_TICKS,
+  };
+}
+
+/** This process's children named `comm` (kube-apiserver and etcd are started by the cluster helper). */
+function childrenNamed(comm: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (parent === process.pid && readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === comm)
+        found.push(Number(entry));
+    } catch {
+      // gone between the listing and the read
+    }
+  }
+  return found;
+}
+
+export interface BurstCpuResult {
+  wallSeconds: number;
+  cores: number;
+  /** What the whole machine did meanwhile, in CPU seconds: busy (any process, the kernel), idle, stolen. */
+  machine: { busy: number; idle: number; stolen: number };
+  /** The named processes' share of the busy time; the rest is the wrappers and apps, and everything else. */
+  parts: CpuByPart;
+}
+
+export interface BurstCpu {
+  stop(): BurstCpuResult;
+}
+
+/** Starts counting: `controllerPid` is deliver-env's. */
+export function startBurstCpu(controllerPid: number): BurstCpu {
+  const pids: Record<string, number[]> = {
+    'deliver-env': [controllerPid],
+    'bench (envd doubles, claims)': [process.pid],
+    'kube-apiserver': childrenNamed('kube-apiserver'),
+    etcd: childrenNamed('etcd'),
+  };
+  const read = (): CpuByPart =>
+    Object.fromEntries(
+      Object.entries(pids).map(([part, list]) => [part, list.reduce((sum, pid) => sum + ranSeconds(pid), 0)]),
+    );
+  const before = read();
+  const machineBefore = machineSeconds();
+  const startedAt = performance.now();
+  return {
+    stop() {
+      const after = read();
+      const machineAfter = machineSeconds();
+      const parts: CpuByPart = {};
+      for (const [part, seconds] of Object.entries(after)) parts[part] = seconds - (before[part] ?? 0);
+      return {
+        wallSeconds: (performance.now() - startedAt) / 1000,
+        cores: availableParallelism(),
+        machine: {
+          busy: machineAfter.busy - machineBefore.busy,
+          idle: machineAfter.idle - machineBefore.idle,
+          stolen: machineAfter.stolen - machineBefore.stolen,
+        },
+        parts,
+      };
+    },
+  };
+}
+
+export function burstCpuLine(result: BurstCpuResult): string {
+  const { machine } = result;
+  const total = machine.busy + machine.idle + machine.stolen;
+  const named = Object.values(result.parts).reduce((sum, seconds) => sum + seconds, 0);
+  const parts = Object.entries(result.parts)
+    .map(([part, seconds]) => `${part} ${seconds.toFixed(2)}`)
+    .join(', ');
+  return (
+    `  CPU from the claims sent to the last app started (${result.wallSeconds.toFixed(2)} s on ${result.cores} cores): ` +
+    `machine busy ${((100 * machine.busy) / total).toFixed(0)}% (${machine.busy.toFixed(2)} CPU-s busy, ` +
+    `${machine.idle.toFixed(2)} idle, ${machine.stolen.toFixed(2)} stolen); of it ${parts}, ` +
+    `the rest (the wrappers and apps, the kernel) ${Math.max(0, machine.busy - named).toFixed(2)} CPU-s\n`
+  );
+}
