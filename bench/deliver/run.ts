@@ -12,8 +12,10 @@
  * wall-clock time it starts (`date +%s%N`), so the bench also takes the claim recorded to the wrapped app's first
  * instruction, split into watch (to the controller queueing it, from its log), queue (to the first envd request
  * answered), envd requests (to .env_ready written) and wake (to the app's start); first for
- * DELIVER_BENCH_SERIAL (100) other Sandboxes claimed one at a time, each once the one before has started its app, then for the ones claimed at once. Targets (issue 30): one at a
- * time p50 <= 50 ms and p99 <= 150 ms; at once p99 <= 500 ms. Method and figures: docs/benchmark.md.
+ * DELIVER_BENCH_SERIAL (100) other Sandboxes claimed one at a time, each once the one before has started its
+ * app, then for the ones claimed at once, with the CPU of that burst by process (burst-cpu.ts). Targets
+ * (issue 30): one at a time p50 <= 50 ms and p99 <= 150 ms; at once p99 <= 500 ms. Method and figures:
+ * docs/benchmark.md.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
