@@ -8,6 +8,14 @@ import type { TLSSocket } from 'node:tls';
 
 export const CLOCK_TICKS = 100; // USER_HZ on Linux
 
+/**
+ * The fields of a /proc/PID/stat line after "pid (comm) ": [0] the state, [1] the parent's PID, [8] cminflt,
+ * [11] to [14] utime, stime, cutime and cstime. The comm may hold spaces and parentheses, hence the last ')'.
+ */
+export function statFields(stat: string): string[] {
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
@@ -121,7 +129,6 @@ export async function procSample(pid: number): Promise<ProcSample> {
     readFile(`/proc/${pid}/stat`, 'utf8'),
   ]);
   const rss = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
-  // After "pid (comm) ", utime and stime are the 12th and 13th fields; the comm may hold spaces, hence ')'.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = statFields(stat);
   return { rssKiB: Number(rss), cpuMs: ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS };
 }

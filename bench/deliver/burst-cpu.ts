@@ -8,7 +8,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { CLOCK_TICKS } from '../procs.js';
+import { CLOCK_TICKS, statFields } from '../procs.js';
 
 /** CPU seconds by what spent them. */
 export type CpuByPart = Record<string, number>;
@@ -55,8 +55,7 @@ function childrenNamed(comm: string): number[] {
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const parent = Number(statFields(readFileSync(`/proc/${entry}/stat`, 'utf8'))[1]);
       if (parent === process.pid && readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === comm)
         found.push(Number(entry));
     } catch {

@@ -17,6 +17,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { childrenOf, waitUntilWaiting, writeWake } from '../../test/wrapper/run-wrapper.js';
+import { CLOCK_TICKS, statFields } from '../procs.js';
 
 // Compiled to dist/bench-wrapper/bench/wrapper/run.js: the package root is four levels up.
 const ROOT = new URL('../../../../', import.meta.url).pathname;
@@ -35,7 +36,6 @@ const COUNT = knob('WRAPPER_BENCH_COUNT', 50);
 const SECONDS = knob('WRAPPER_BENCH_SECONDS', 30);
 const WAKES = knob('WRAPPER_BENCH_WAKES', 100);
 const PROBES = knob('WRAPPER_BENCH_PROBES', 200);
-const CLOCK_TICKS = 100; // USER_HZ on Linux
 
 interface Way {
   name: string;
@@ -86,8 +86,7 @@ function quantile(sorted: readonly number[], q: number): number {
 
 /** utime + stime + cutime + cstime, in seconds. */
 function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = statFields(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   return [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i]), 0) / CLOCK_TICKS;
 }
 
@@ -97,10 +96,7 @@ async function inWait(way: Way, pid: number, dir: string): Promise<void> {
     return;
   }
   // A sleep reaped: the faults of reaped children (cminflt) grow. Cheaper to watch than the whole of /proc.
-  const reapedFaults = () => {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[8]);
-  };
+  const reapedFaults = () => Number(statFields(readFileSync(`/proc/${pid}/stat`, 'utf8'))[8]);
   const start = reapedFaults();
   const deadline = Date.now() + 60_000;
   while (reapedFaults() === start) {
