@@ -12,8 +12,8 @@
  * was delivered with, which clearing needs once the claim (and its annotations) are gone. It is never written
  * anywhere; a replica that does not know it says so in an Event instead of clearing.
  */
-import { randomBytes } from 'node:crypto';
 import type { Clock } from '../util/clock.js';
+import { randomHex } from '../util/random-hex.js';
 import type { BackoffSettings } from '../util/backoff.js';
 import { claimDecision, isClaimed, type ClaimDecision, type DeliveryPod, type DeliverySandbox } from './claim.js';
 import { clearClaim } from './clear-claim.js';
@@ -66,7 +66,7 @@ export class Controller {
 
   constructor(private readonly deps: ControllerDeps) {
     this.paths = envPaths(deps.settings.envDir);
-    this.nonce = deps.nonce ?? (() => randomBytes(8).toString('hex'));
+    this.nonce = deps.nonce ?? (() => randomHex(8));
     this.queue = new WorkQueue({
       concurrency: deps.settings.concurrency,
       backgroundSlots: Math.max(1, Math.floor(deps.settings.concurrency / 2)),

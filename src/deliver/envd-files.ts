@@ -20,7 +20,15 @@ import { posix } from 'node:path';
 import { CatalogueError } from '../errors/index.js';
 import type { Clock } from '../util/clock.js';
 import type { RuntimeEndpoint } from './runtime-endpoint.js';
-import { httpCall, HttpCallError, multipartForm, runtimeAgent, type HttpAnswer } from './http-call.js';
+import {
+  httpCall,
+  HttpCallError,
+  multipartForm,
+  requestTarget,
+  runtimeAgent,
+  type HttpAnswer,
+  type RequestTarget,
+} from './http-call.js';
 import { ENVD_FAILURES, type EnvdErrorKind } from './outcome.js';
 import type { DeliveryStep, ReadyState } from './plan.js';
 
@@ -69,7 +77,7 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
     operation: EnvdOperation,
     what: string,
     endpoint: RuntimeEndpoint,
-    url: string,
+    path: string,
     init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: Buffer },
     guard: SendGuard,
   ): Promise<HttpAnswer> => {
@@ -78,7 +86,7 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
     try {
       const answer = await httpCall(
         endpoint.tlsAgent ?? plainAgent,
-        url,
+        targetOf(endpoint, path),
         { ...init, headers: { ...tokenHeader(endpoint), ...init.headers }, signal: guard.signal },
         deps,
         deps.clock,
@@ -108,7 +116,7 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
       operation,
       what,
       endpoint,
-      `${endpoint.url}/filesystem.Filesystem/${method}`,
+      `/filesystem.Filesystem/${method}`,
       {
         method: 'POST',
         headers: {
@@ -128,7 +136,7 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
         'get',
         what,
         endpoint,
-        filesUrl(endpoint, deps.user, path),
+        filesPath(deps.user, path),
         { method: 'GET', headers: {} },
         guard,
       );
@@ -153,7 +161,7 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
           'upload',
           what,
           endpoint,
-          filesUrl(endpoint, deps.user),
+          filesPath(deps.user),
           { method: 'POST', headers: { 'content-type': form.type }, body: form.body },
           guard,
         );
@@ -183,9 +191,22 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
 }
 
 /** `/files` as `user`; an upload names its files' paths in the body instead of `path`. */
-function filesUrl(endpoint: RuntimeEndpoint, user: string, path?: string): string {
+function filesPath(user: string, path?: string): string {
   const query = new URLSearchParams({ ...(path === undefined ? {} : { path }), username: user });
-  return `${endpoint.url}/files?${query.toString()}`;
+  return `/files?${query.toString()}`;
+}
+
+/** Each endpoint's URL parsed once: a delivery's requests all go to it. */
+const bases = new WeakMap<RuntimeEndpoint, RequestTarget>();
+
+/** `path` (from the root of envd's API) at the endpoint, under the URL's own path when it has one. */
+function targetOf(endpoint: RuntimeEndpoint, path: string): RequestTarget {
+  let base = bases.get(endpoint);
+  if (base === undefined) {
+    base = requestTarget(endpoint.url);
+    bases.set(endpoint, base);
+  }
+  return { ...base, path: base.path === '/' ? path : `${base.path}${path}` };
 }
 
 function tokenHeader(endpoint: RuntimeEndpoint): Record<string, string> {

@@ -132,15 +132,19 @@ function parsedKey(pem: string): ReturnType<typeof createPrivateKey> | undefined
  * The agent for runtimes of this bundle: kept-alive as the plain runtime agent, and verifying the runtime as
  * RUNTIME_TLS_SERVER_NAME whatever host the URL names (the pod IP). A new bundle gets a new agent, so a
  * connection made with old material is never reused for new; the old agent's idle sockets close on their own.
+ * The bundle's TLS context is made here once: given the PEM instead, node parses the CA and the client pair
+ * again for every connection, and a delivery is a connection of its own to each pod.
  */
 export function runtimeTlsAgent(bundle: RuntimeTlsBundle): Agent {
   return new Agent({
     ...RUNTIME_KEEP_ALIVE,
-    ca: bundle.ca,
-    ...(bundle.client === undefined ? {} : { cert: bundle.client.cert, key: bundle.client.key }),
+    secureContext: createSecureContext({
+      ca: bundle.ca,
+      ...(bundle.client === undefined ? {} : { cert: bundle.client.cert, key: bundle.client.key }),
+      minVersion: 'TLSv1.2',
+    }),
     servername: RUNTIME_TLS_SERVER_NAME,
     checkServerIdentity: (_host, cert) => checkServerIdentity(RUNTIME_TLS_SERVER_NAME, cert),
-    minVersion: 'TLSv1.2',
     rejectUnauthorized: true,
   });
 }

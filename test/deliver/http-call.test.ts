@@ -4,7 +4,7 @@ import { createServer as createNetServer, type AddressInfo, type Socket } from '
 import type { TLSSocket } from 'node:tls';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { httpCall, HttpCallError, multipartForm, runtimeAgent } from '../../src/deliver/http-call.js';
+import { httpCall, HttpCallError, multipartForm, requestTarget, runtimeAgent } from '../../src/deliver/http-call.js';
 import { readMultipart } from '../support/multipart-reader.js';
 import { runtimeTlsAgent, tlsBundleFromSecretData } from '../../src/deliver/runtime-tls.js';
 import { RUNTIME_TLS_SERVER_NAME } from '../../src/shapes/sandbox-api.js';
@@ -98,6 +98,27 @@ describe('multipartForm', () => {
   });
 });
 
+describe('requestTarget', () => {
+  it('is what node would have read from the URL: the address to connect to, the Host header, the path', () => {
+    expect(requestTarget('http://10.0.0.5:49983/files?path=%2Fx&username=root')).toEqual({
+      protocol: 'http:',
+      hostname: '10.0.0.5',
+      port: 49983,
+      host: '10.0.0.5:49983',
+      path: '/files?path=%2Fx&username=root',
+    });
+    expect(requestTarget('http://[fd00::5]:49983/envd')).toEqual({
+      protocol: 'http:',
+      hostname: 'fd00::5',
+      port: 49983,
+      host: '[fd00::5]:49983',
+      path: '/envd',
+    });
+    expect(requestTarget('https://10.0.0.5:443/')).toMatchObject({ port: 443, host: '10.0.0.5', path: '/' });
+    expect(requestTarget('http://10.0.0.5/')).toMatchObject({ port: 80, host: '10.0.0.5' });
+  });
+});
+
 describe('httpCall', () => {
   it('answers with the status and the body, and sends the body with its length', async () => {
     handler = (req, res) => {
@@ -110,18 +131,55 @@ describe('httpCall', () => {
     };
     const answer = await httpCall(
       runtimeAgent(),
-      `${base}/x`,
+      requestTarget(`${base}/x`),
       { method: 'POST', headers: {}, body: Buffer.from('héllo') },
       limits,
     );
     expect(answer).toEqual({ status: 201, body: 'POST 6 héllo' });
   });
 
+  it('sends the Host header node would send, once, and the headers it was given', async () => {
+    let seen: string[] = [];
+    handler = (req, res) => {
+      seen = req.rawHeaders;
+      res.end('ok');
+    };
+    await httpCall(
+      runtimeAgent(),
+      requestTarget(`${base}/x`),
+      { method: 'GET', headers: { 'x-access-token': 't' } },
+      limits,
+    );
+    const names = seen.filter((_, i) => i % 2 === 0).map((name) => name.toLowerCase());
+    expect(names.filter((name) => name === 'host')).toHaveLength(1);
+    expect(seen[seen.findIndex((name) => name.toLowerCase() === 'host') + 1]).toBe(new URL(base).host);
+    expect(seen[seen.indexOf('x-access-token') + 1]).toBe('t');
+  });
+
+  it('refuses a header value that would split the request, sending nothing', async () => {
+    let requests = 0;
+    handler = (_req, res) => {
+      requests += 1;
+      res.end('ok');
+    };
+    const error = await failure(
+      httpCall(
+        runtimeAgent(),
+        requestTarget(`${base}/x`),
+        { method: 'GET', headers: { 'x-a': 'v\r\nx-b: w' } },
+        limits,
+      ),
+    );
+    expect(error.problem).toBe('ERR_INVALID_CHAR');
+    expect(requests).toBe(0);
+  });
+
   it('keeps one connection for the requests of one delivery', async () => {
     handler = (_req, res) => res.end('ok');
     const agent = runtimeAgent();
     const before = connections;
-    for (let i = 0; i < 3; i += 1) await httpCall(agent, `${base}/x`, { method: 'GET', headers: {} }, limits);
+    for (let i = 0; i < 3; i += 1)
+      await httpCall(agent, requestTarget(`${base}/x`), { method: 'GET', headers: {} }, limits);
     expect(connections - before).toBe(1);
   });
 
@@ -130,7 +188,9 @@ describe('httpCall', () => {
       res.writeHead(302, { location: 'http://192.0.2.1/' });
       res.end();
     };
-    expect((await httpCall(runtimeAgent(), `${base}/x`, { method: 'GET', headers: {} }, limits)).status).toBe(302);
+    expect(
+      (await httpCall(runtimeAgent(), requestTarget(`${base}/x`), { method: 'GET', headers: {} }, limits)).status,
+    ).toBe(302);
   });
 
   it('stops reading past the size bound, keeping the status', async () => {
@@ -139,7 +199,9 @@ describe('httpCall', () => {
       res.write('x'.repeat(4096));
       setTimeout(() => res.end('y'.repeat(4096)), 50);
     };
-    const error = await failure(httpCall(runtimeAgent(), `${base}/x`, { method: 'GET', headers: {} }, limits));
+    const error = await failure(
+      httpCall(runtimeAgent(), requestTarget(`${base}/x`), { method: 'GET', headers: {} }, limits),
+    );
     expect(error.problem).toBe('answer too large');
     expect(error.status).toBe(200);
   });
@@ -147,7 +209,12 @@ describe('httpCall', () => {
   it('gives up at the timeout on a server that never answers', async () => {
     handler = () => undefined;
     const error = await failure(
-      httpCall(runtimeAgent(), `${base}/x`, { method: 'GET', headers: {} }, { ...limits, timeoutMs: 100 }),
+      httpCall(
+        runtimeAgent(),
+        requestTarget(`${base}/x`),
+        { method: 'GET', headers: {} },
+        { ...limits, timeoutMs: 100 },
+      ),
     );
     expect(error.problem).toBe('timed out');
     expect(error.status).toBeUndefined();
@@ -159,7 +226,9 @@ describe('httpCall', () => {
       res.write('SECRET-partial');
       setTimeout(() => req.socket.destroy(), 20);
     };
-    const error = await failure(httpCall(runtimeAgent(), `${base}/x`, { method: 'GET', headers: {} }, limits));
+    const error = await failure(
+      httpCall(runtimeAgent(), requestTarget(`${base}/x`), { method: 'GET', headers: {} }, limits),
+    );
     expect(error.status).toBe(200);
     expect(error.problem).toMatch(/^[A-Z_]+$|^connection failed$/);
     expect(error.message).not.toContain('SECRET');
@@ -171,7 +240,7 @@ describe('httpCall', () => {
     const port = (closed.address() as AddressInfo).port;
     await new Promise((resolve) => closed.close(resolve));
     const error = await failure(
-      httpCall(runtimeAgent(), `http://127.0.0.1:${port}/`, { method: 'GET', headers: {} }, limits),
+      httpCall(runtimeAgent(), requestTarget(`http://127.0.0.1:${port}/`), { method: 'GET', headers: {} }, limits),
     );
     expect(error.problem).toBe('ECONNREFUSED');
   });
@@ -225,7 +294,7 @@ describe('httpCall over TLS', () => {
 
   it('answers from a runtime with the runtime name and our CA, sending that name as SNI', async () => {
     const server = await tlsServer(pki.server);
-    const answer = await httpCall(agentFor(), server.url, get, limits);
+    const answer = await httpCall(agentFor(), requestTarget(server.url), get, limits);
     expect(answer).toEqual({ status: 200, body: 'SECRET from the server' });
     expect(server.seen).toEqual([{ servername: RUNTIME_TLS_SERVER_NAME, clientCommonName: undefined }]);
   });
@@ -233,14 +302,14 @@ describe('httpCall over TLS', () => {
   it('keeps one TLS connection for the requests of one delivery', async () => {
     const server = await tlsServer(pki.server);
     const agent = agentFor();
-    for (let i = 0; i < 3; i += 1) await httpCall(agent, server.url, get, limits);
+    for (let i = 0; i < 3; i += 1) await httpCall(agent, requestTarget(server.url), get, limits);
     expect(server.seen).toHaveLength(3);
     expect(server.handshakes()).toBe(1);
   });
 
   it('fails by code on a certificate another CA signed, sending nothing', async () => {
     const server = await tlsServer(runtimeServerCert(stranger));
-    const error = await failure(httpCall(agentFor(), server.url, get, limits));
+    const error = await failure(httpCall(agentFor(), requestTarget(server.url), get, limits));
     expect(error.problem).toBe('UNABLE_TO_VERIFY_LEAF_SIGNATURE');
     expect(error.status).toBeUndefined();
     expect(server.seen).toEqual([]);
@@ -248,16 +317,16 @@ describe('httpCall over TLS', () => {
 
   it('fails by code on a certificate for another name, sending nothing', async () => {
     const server = await tlsServer(runtimeServerCert(pki.ca, ['envd.other.example']));
-    const error = await failure(httpCall(agentFor(), server.url, get, limits));
+    const error = await failure(httpCall(agentFor(), requestTarget(server.url), get, limits));
     expect(error.problem).toBe('ERR_TLS_CERT_ALTNAME_INVALID');
     expect(server.seen).toEqual([]);
   });
 
   it('is accepted by a runtime that requires a client certificate, and refused by it without one', async () => {
     const server = await tlsServer(pki.server, true);
-    expect((await httpCall(agentFor(pki.client), server.url, get, limits)).status).toBe(200);
+    expect((await httpCall(agentFor(pki.client), requestTarget(server.url), get, limits)).status).toBe(200);
     expect(server.seen.map((s) => s.clientCommonName)).toEqual(['sandbox-injector-deliver-env']);
-    const error = await failure(httpCall(agentFor(), server.url, get, limits));
+    const error = await failure(httpCall(agentFor(), requestTarget(server.url), get, limits));
     // TLS 1.3: the server's alert comes after our side of the handshake, unless the reset overtakes it.
     expect(error.problem).toMatch(/^(ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED|ECONNRESET)$/);
     expect(error.message).not.toContain('SECRET');
@@ -271,7 +340,7 @@ describe('httpCall over TLS', () => {
     const port = (silent.address() as AddressInfo).port;
     try {
       const error = await failure(
-        httpCall(agentFor(), `https://127.0.0.1:${port}/`, get, { ...limits, timeoutMs: 100 }),
+        httpCall(agentFor(), requestTarget(`https://127.0.0.1:${port}/`), get, { ...limits, timeoutMs: 100 }),
       );
       expect(error.problem).toBe('timed out');
     } finally {
@@ -284,9 +353,9 @@ describe('httpCall over TLS', () => {
 
   it('never sends an https URL through a plain agent, nor an http one through a TLS agent', async () => {
     const server = await tlsServer(pki.server);
-    const plain = await failure(httpCall(runtimeAgent(), server.url, get, limits));
+    const plain = await failure(httpCall(runtimeAgent(), requestTarget(server.url), get, limits));
     expect(plain.problem).toBe('ERR_INVALID_PROTOCOL');
-    const mixed = await failure(httpCall(agentFor(), `${base}/x`, get, limits));
+    const mixed = await failure(httpCall(agentFor(), requestTarget(`${base}/x`), get, limits));
     expect(mixed.problem).toBe('ERR_INVALID_PROTOCOL');
     expect(server.seen).toEqual([]);
     expect(server.handshakes()).toBe(0);

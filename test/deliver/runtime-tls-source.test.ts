@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, Watch, type V1Secret } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { httpCall } from '../../src/deliver/http-call.js';
+import { httpCall, requestTarget } from '../../src/deliver/http-call.js';
 import {
   runtimeTlsSource,
   secretRefOf,
@@ -168,8 +168,14 @@ async function started(initial: Record<string, string> | undefined): Promise<Sta
 async function status(state: RuntimeTlsState): Promise<number> {
   if (state.kind !== 'ok') throw new Error(`no agent: ${state.kind}`);
   const url = `${envd.url}/files?path=/var/sandbox/.env_ready&username=root`;
-  return (await httpCall(state.agent, url, { method: 'GET', headers: {} }, { timeoutMs: 5000, maxBodyBytes: 1024 }))
-    .status;
+  return (
+    await httpCall(
+      state.agent,
+      requestTarget(url),
+      { method: 'GET', headers: {} },
+      { timeoutMs: 5000, maxBodyBytes: 1024 },
+    )
+  ).status;
 }
 
 describe('secretRefOf', () => {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import forge from 'node-forge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { httpCall, HttpCallError, runtimeAgent } from '../../src/deliver/http-call.js';
+import { httpCall, HttpCallError, requestTarget, runtimeAgent } from '../../src/deliver/http-call.js';
 import { RUNTIME_TLS_PORT } from '../../src/shapes/sandbox-api.js';
 import {
   runtimeTlsAgent,
@@ -236,7 +236,9 @@ describe('the runtime TLS agent, against an HTTPS envd double', () => {
   async function look(envd: EnvdDouble, client?: CertAndKey): Promise<number | string> {
     const url = `${envd.url}/files?path=/var/sandbox/.env_ready&username=root`;
     try {
-      return (await httpCall(runtimeTlsAgent(bundle(client)), url, { method: 'GET', headers: {} }, limits)).status;
+      return (
+        await httpCall(runtimeTlsAgent(bundle(client)), requestTarget(url), { method: 'GET', headers: {} }, limits)
+      ).status;
     } catch (error) {
       if (error instanceof HttpCallError) return error.problem;
       throw error;
@@ -270,7 +272,7 @@ describe('the runtime TLS agent, against an HTTPS envd double', () => {
   it('counts a plain-HTTP request to a TLS runtime as a failed handshake, never as a request', async () => {
     const envd = await double(pki.server, true);
     const plainUrl = `${envd.url.replace('https:', 'http:')}/files?path=/var/sandbox/.env_ready&username=root`;
-    const error = await httpCall(runtimeAgent(), plainUrl, { method: 'GET', headers: {} }, limits).then(
+    const error = await httpCall(runtimeAgent(), requestTarget(plainUrl), { method: 'GET', headers: {} }, limits).then(
       () => undefined,
       (e: unknown) => e,
     );
