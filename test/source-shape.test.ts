@@ -46,6 +46,8 @@ const SHORT_ON_PURPOSE: Readonly<Record<string, string>> = {
   'src/util/backoff.ts':
     'the one backoff, which the work queue, the watches and the certificate sync each pass their bounds',
   'src/util/error-message.ts': 'how a caught value is read, for every edge that catches one',
+  'src/util/random-hex.ts':
+    "the one pooled source of random names: the temporary files' nonces and the multipart boundaries",
   'src/util/json-pointer.ts': 'RFC 6901 escaping, once for the shapes and the injection (shapes/ cannot import it)',
   'src/util/one-yaml-document.ts': 'reading one YAML manifest, for the CLI and the ConfigMap source alike',
   'src/admission/patch.ts':
