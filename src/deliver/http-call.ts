@@ -47,8 +47,8 @@ export interface RequestTarget {
   path: string;
 }
 
-export function requestTarget(url: string | URL): RequestTarget {
-  const parsed = typeof url === 'string' ? new URL(url) : url;
+export function requestTarget(url: string): RequestTarget {
+  const parsed = new URL(url);
   const hostname = parsed.hostname.startsWith('[') ? parsed.hostname.slice(1, -1) : parsed.hostname;
   const port = parsed.port === '' ? (parsed.protocol === 'https:' ? 443 : 80) : Number(parsed.port);
   return { protocol: parsed.protocol, hostname, port, host: parsed.host, path: `${parsed.pathname}${parsed.search}` };
@@ -125,7 +125,7 @@ export function httpCall(
       const { protocol, hostname, port, path } = target;
       req = request({ protocol, hostname, port, path, method: init.method, headers, agent }, onResponse);
     } catch (error) {
-      // node refuses an agent of the other protocol (or a URL of neither) before it connects.
+      // node refuses an agent of the other protocol (or a protocol of neither) before it connects.
       fail(codeOf(error));
       return;
     }
