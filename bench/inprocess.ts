@@ -4,6 +4,7 @@
  * at run time so the bench does not compile against src/ while src/ is being changed.
  */
 import { performance } from 'node:perf_hooks';
+import { median } from './quantiles.js';
 import { manyAnnotationsReview, reviewText } from './reviews.js';
 
 interface Outcome {
@@ -250,9 +251,4 @@ export async function heldLoop(review: ReviewFn, keys: number, runs: number): Pr
     maxBeyondParseMs: Math.max(...beyond),
     runs,
   };
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((x, y) => x - y);
-  return sorted[Math.floor(sorted.length / 2)] ?? NaN;
 }

@@ -21,6 +21,7 @@ import { runtimeTlsAgent, tlsBundleFromSecretData } from '../../src/deliver/runt
 import { randomHex } from '../../src/util/random-hex.js';
 import { startEnvdDouble, type EnvdDouble } from '../../test/support/envd-double.js';
 import { runtimeTlsPki, runtimeTlsSecretData, type RuntimeTlsPki } from '../../test/support/runtime-tls-pki.js';
+import { median } from '../quantiles.js';
 
 const RUNTIMES = Number(process.env.ENVD_CLIENT_RUNTIMES ?? 200);
 const ROUNDS = Number(process.env.ENVD_CLIENT_ROUNDS ?? 10);
@@ -91,8 +92,7 @@ async function round(envd: EnvdFiles, endpoints: () => RuntimeEndpoint[]): Promi
 
 function stats(values: number[]): string {
   const sorted = [...values].sort((a, b) => a - b);
-  const median = sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
-  return `median ${median.toFixed(3)}, min ${(sorted[0] ?? Number.NaN).toFixed(3)}, max ${(sorted.at(-1) ?? Number.NaN).toFixed(3)}`;
+  return `median ${median(sorted).toFixed(3)}, min ${(sorted[0] ?? Number.NaN).toFixed(3)}, max ${(sorted.at(-1) ?? Number.NaN).toFixed(3)}`;
 }
 
 async function main(): Promise<void> {

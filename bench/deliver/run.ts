@@ -29,6 +29,7 @@ import { wrappedSandboxPod } from '../../test/support/wrapped-sandbox-pod.js';
 import { auditFlags, readAuditEvents } from '../../test/e2e/support/audit-log.js';
 import { startCluster } from '../../test/e2e/support/cluster.js';
 import { burstCpuLine, startBurstCpu } from './burst-cpu.js';
+import { quantile } from '../quantiles.js';
 import { population } from './population.js';
 
 // Compiled to dist/bench-deliver/bench/deliver/run.js: the package root is four levels up.
@@ -40,10 +41,6 @@ const SERIAL = Number(process.env.DELIVER_BENCH_SERIAL ?? 100);
 const NS = 'bench-deliver';
 /** Extra deliver-env flags, space-separated, e.g. "--concurrency 64". */
 const EXTRA_ARGS = (process.env.DELIVER_BENCH_ARGS ?? '').split(' ').filter((arg) => arg !== '');
-
-function quantile(sorted: readonly number[], q: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? Number.NaN;
-}
 
 interface WaitingApp {
   child: ReturnType<typeof spawn>;

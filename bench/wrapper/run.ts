@@ -18,6 +18,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { childrenOf, waitUntilWaiting, writeWake } from '../../test/wrapper/run-wrapper.js';
 import { CLOCK_TICKS, statFields } from '../procs.js';
+import { quantile } from '../quantiles.js';
 
 // Compiled to dist/bench-wrapper/bench/wrapper/run.js: the package root is four levels up.
 const ROOT = new URL('../../../../', import.meta.url).pathname;
@@ -78,10 +79,6 @@ function ways(): Way[] {
     process.stdout.write(`  (no git history here: the "before" wrapper, ${BEFORE_COMMIT}, is left out)\n`);
   }
   return list;
-}
-
-function quantile(sorted: readonly number[], q: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? Number.NaN;
 }
 
 /** utime + stime + cutime + cstime, in seconds. */
