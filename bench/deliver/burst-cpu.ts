@@ -1,13 +1,14 @@
 /**
- * Where the CPU of the 200 claims at once goes: how busy the whole machine was over the burst (/proc/stat), and
- * the time on a CPU of each process that shares its cores (all threads' schedstat): the controller,
- * kube-apiserver, etcd and this process (the envd doubles, the claims). The wrappers and their apps are in the
- * rest: a process's own time is readable only while it lives, and what a reaped child spent reaches its parent
- * with the whole of its life, its start long before the burst included. When the machine is busy through the
- * burst, it is bound by the cores, and no one process is the next bottleneck by itself.
+ * Where the CPU of the 200 claims at once goes: how busy the whole machine was over the burst (/proc/stat), the
+ * time on a CPU of each process that shares its cores (all threads' schedstat): the controller,
+ * kube-apiserver, etcd and this process (the envd doubles, the claims); and the wrappers with their apps, from
+ * the cgroup they run in (cpu-group.ts), since they exec and exit within the burst and /proc loses what an
+ * exited process ran. What is left is the kernel's own work and anything else on the machine. When the machine
+ * is busy through the burst, it is bound by the cores, and no one process is the next bottleneck by itself.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import type { CpuGroup } from '../cpu-group.js';
 import { CLOCK_TICKS, statFields } from '../procs.js';
 
 /** CPU seconds by what spent them. */
@@ -70,26 +71,32 @@ export interface BurstCpuResult {
   cores: number;
   /** What the whole machine did meanwhile, in CPU seconds: busy (any process, the kernel), idle, stolen. */
   machine: { busy: number; idle: number; stolen: number };
-  /** The named processes' share of the busy time; the rest is the wrappers and apps, and everything else. */
+  /** The named processes' share of the busy time, and the wrappers' and apps' when their cgroup could be made. */
   parts: CpuByPart;
+  /** Why the wrappers and apps are not among the parts (then they are in the rest). */
+  wrappersUnmeasured?: string;
 }
 
 export interface BurstCpu {
   stop(): BurstCpuResult;
 }
 
-/** Starts counting: `controllerPid` is deliver-env's. */
-export function startBurstCpu(controllerPid: number): BurstCpu {
+const WRAPPERS = 'the wrappers and their apps';
+
+/** Starts counting: `controllerPid` is deliver-env's, `wrappers` the cgroup the wrappers were started in. */
+export function startBurstCpu(controllerPid: number, wrappers: CpuGroup | { unavailable: string }): BurstCpu {
   const pids: Record<string, number[]> = {
     'deliver-env': [controllerPid],
     'bench (envd doubles, claims)': [process.pid],
     'kube-apiserver': childrenNamed('kube-apiserver'),
     etcd: childrenNamed('etcd'),
   };
-  const read = (): CpuByPart =>
-    Object.fromEntries(
+  const read = (): CpuByPart => ({
+    ...Object.fromEntries(
       Object.entries(pids).map(([part, list]) => [part, list.reduce((sum, pid) => sum + ranSeconds(pid), 0)]),
-    );
+    ),
+    ...('unavailable' in wrappers ? {} : { [WRAPPERS]: wrappers.seconds() }),
+  });
   const before = read();
   const machineBefore = machineSeconds();
   const startedAt = performance.now();
@@ -108,6 +115,7 @@ export function startBurstCpu(controllerPid: number): BurstCpu {
           stolen: machineAfter.stolen - machineBefore.stolen,
         },
         parts,
+        ...('unavailable' in wrappers ? { wrappersUnmeasured: wrappers.unavailable } : {}),
       };
     },
   };
@@ -124,6 +132,6 @@ export function burstCpuLine(result: BurstCpuResult): string {
     `  CPU from the claims sent to the last app started (${result.wallSeconds.toFixed(2)} s on ${result.cores} cores): ` +
     `machine busy ${((100 * machine.busy) / total).toFixed(0)}% (${machine.busy.toFixed(2)} CPU-s busy, ` +
     `${machine.idle.toFixed(2)} idle, ${machine.stolen.toFixed(2)} stolen); of it ${parts}, ` +
-    `the rest (the wrappers and apps, the kernel) ${Math.max(0, machine.busy - named).toFixed(2)} CPU-s\n`
+    `the rest (${result.wrappersUnmeasured === undefined ? 'the kernel, anything else' : `the wrappers and apps, unmeasured: ${result.wrappersUnmeasured}; the kernel`}) ${Math.max(0, machine.busy - named).toFixed(2)} CPU-s\n`
   );
 }

@@ -29,6 +29,7 @@ import { wrappedSandboxPod } from '../../test/support/wrapped-sandbox-pod.js';
 import { auditFlags, readAuditEvents } from '../../test/e2e/support/audit-log.js';
 import { startCluster } from '../../test/e2e/support/cluster.js';
 import { burstCpuLine, startBurstCpu } from './burst-cpu.js';
+import { cpuGroup } from '../cpu-group.js';
 import { quantile } from '../quantiles.js';
 import { population } from './population.js';
 
@@ -48,12 +49,14 @@ interface WaitingApp {
   started: Promise<number>;
 }
 
-/** The real wrapper on a double's folder, its command printing its own start time. */
-function startApp(dir: string): WaitingApp {
+/** The real wrapper on a double's folder, its command printing its own start time; counted in `group`. */
+function startApp(dir: string, group: ReturnType<typeof cpuGroup>): WaitingApp {
   const child = spawn('bash', [WRAPPER, '--', 'date', '+%s%N'], {
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', SANDBOX_ENV_DIR: dir },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  // From its start: the burst's figure is the group's growth over the burst, so its wait before is left out.
+  if (!('unavailable' in group) && child.pid !== undefined) group.add(child.pid);
   let out = '';
   const started = new Promise<number>((resolve, reject) => {
     child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
@@ -148,6 +151,7 @@ async function main(): Promise<void> {
   const dirs: string[] = [auditDir];
   const doubles: EnvdDouble[] = [];
   const apps: WaitingApp[] = [];
+  const wrappers = cpuGroup('si-bench-wrappers');
   let controller: ReturnType<typeof spawn> | undefined;
   let agent: Agent | undefined;
   try {
@@ -158,7 +162,7 @@ async function main(): Promise<void> {
       const dir = mkdtempSync(path.join(tmpdir(), 'si-bench-envd-'));
       dirs.push(dir);
       doubles.push(await startEnvdDouble({ root: dir, token: 'bench-token', halfWriteMs: 0 }));
-      apps.push(startApp(dir));
+      apps.push(startApp(dir, wrappers));
     }
     for (const [i, app] of apps.entries()) await waitUntilWaiting(app.child.pid ?? -1, dirs[i + 1] ?? '', 60_000);
     const allNames = doubles.map((_, i) => (i < SERIAL ? `sbx-serial-${i}` : `sbx-${i - SERIAL}`));
@@ -293,7 +297,7 @@ async function main(): Promise<void> {
     const open = Object.values(agent.freeSockets).reduce((sum, sockets) => sum + (sockets?.length ?? 0), 0);
     if (open < COUNT) throw new Error(`${open} of ${COUNT} claim connections open`);
 
-    const burstCpu = startBurstCpu(controller.pid ?? -1);
+    const burstCpu = startBurstCpu(controller.pid ?? -1, wrappers);
     const sentAt = new Map<string, number>();
     const patchedAt = new Map<string, number>();
     await Promise.all(
@@ -431,6 +435,8 @@ async function main(): Promise<void> {
   } finally {
     controller?.kill('SIGTERM');
     for (const app of apps) app.child.kill('SIGTERM');
+    await Promise.all(apps.map((app) => app.started.catch(() => undefined)));
+    if (!('unavailable' in wrappers)) wrappers.remove();
     agent?.destroy();
     for (const double of doubles) await double.close();
     await cluster.stop();
