@@ -435,7 +435,8 @@ async function main(): Promise<void> {
   } finally {
     controller?.kill('SIGTERM');
     for (const app of apps) app.child.kill('SIGTERM');
-    await Promise.all(apps.map((app) => app.started.catch(() => undefined)));
+    // A cgroup can be removed once its tasks are gone; the wrappers exit at once on SIGTERM.
+    await Promise.race([Promise.all(apps.map((app) => app.started.catch(() => undefined))), sleep(10_000)]);
     if (!('unavailable' in wrappers)) wrappers.remove();
     agent?.destroy();
     for (const double of doubles) await double.close();

@@ -7,6 +7,8 @@
  *                 counted as PIDs allocated in a PID namespace of their own (unshare), else system-wide;
  *   wake latency  WRAPPER_BENCH_WAKES (100) rounds per way: one waiting wrapper, .env_ready renamed into place
  *                 (and the wake byte written, for the FIFO), to the first output of the exec'd command;
+ *                 for the shipped way, also the CPU of each wake: the woken wrapper and its command, counted in a
+ *                 cgroup (bench/cpu-group.ts), beside bash's own fork and exec of the same command;
  *   probe cost    WRAPPER_BENCH_PROBES (200) unclaimed exec probes in a row, CPU and time per probe, beside
  *                 bare bash starts.
  */
@@ -17,6 +19,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { childrenOf, waitUntilWaiting, writeWake } from '../../test/wrapper/run-wrapper.js';
+import { cpuGroup, type CpuGroup } from '../cpu-group.js';
 import { CLOCK_TICKS, statFields } from '../procs.js';
 import { quantile } from '../quantiles.js';
 
@@ -197,8 +200,11 @@ async function canUnshare(): Promise<boolean> {
   });
 }
 
-/** One round: a fresh folder, one waiting wrapper, readiness, and the time to its command's first output. */
-async function wakeOnce(way: Way): Promise<number> {
+/**
+ * One round: a fresh folder, one waiting wrapper, readiness, and the time to its command's first output; with
+ * `group`, also the CPU seconds the wrapper and its command ran from readiness to their exit.
+ */
+async function wakeOnce(way: Way, group?: CpuGroup): Promise<{ ms: number; cpuSeconds?: number }> {
   const dir = mkdtempSync(path.join(work, 'wake-'));
   try {
     if (way.plainWakeFile) writeFileSync(path.join(dir, '.env_wake'), '\n');
@@ -208,14 +214,19 @@ async function wakeOnce(way: Way): Promise<number> {
     });
     const firstOutput = new Promise<number>((resolve) => child.stdout.once('data', () => resolve(performance.now())));
     const closed = new Promise((resolve) => child.on('close', resolve));
+    group?.add(child.pid ?? -1);
     await inWait(way, child.pid ?? -1, dir);
     writeFileSync(path.join(dir, '.env_ready.tmp'), '');
+    const cpuBefore = group?.seconds();
     const start = performance.now();
     renameSync(path.join(dir, '.env_ready.tmp'), path.join(dir, '.env_ready'));
     if (way.wake) await writeWake(dir);
     const end = await firstOutput;
     await closed;
-    return end - start;
+    return {
+      ms: end - start,
+      ...(group === undefined || cpuBefore === undefined ? {} : { cpuSeconds: group.seconds() - cpuBefore }),
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -276,10 +287,18 @@ async function main(): Promise<void> {
   process.stdout.write(`wake: .env_ready renamed into place -> the command's first output, ${WAKES} rounds each\n`);
   const wakeable = list.filter((way) => way.reference !== true);
   const wakes = new Map<string, number[]>(wakeable.map((way) => [way.name, []]));
+  // What a claim costs the node, for the shipped way: the woken wrapper and its command, exec'd and exited.
+  const group = cpuGroup('si-bench-wake');
+  const wakeCpu: number[] = [];
   // Interleaved, so a change in background load hits every way alike.
   for (let round = 0; round < WAKES; round += 1) {
-    for (const way of wakeable) wakes.get(way.name)?.push(await wakeOnce(way));
+    for (const [i, way] of wakeable.entries()) {
+      const woken = await wakeOnce(way, i === 0 && !('unavailable' in group) ? group : undefined);
+      wakes.get(way.name)?.push(woken.ms);
+      if (woken.cpuSeconds !== undefined) wakeCpu.push(woken.cpuSeconds * 1000);
+    }
   }
+  if (!('unavailable' in group)) group.remove();
   const wakeResults = wakeable.map((way) => {
     const sorted = (wakes.get(way.name) ?? []).sort((a, b) => a - b);
     return { way: way.name, p50Ms: quantile(sorted, 0.5), p99Ms: quantile(sorted, 0.99), maxMs: sorted.at(-1) };
@@ -290,6 +309,20 @@ async function main(): Promise<void> {
     );
   }
 
+  // The program `exec echo` finds on PATH, not bash's builtin echo, which would start no process.
+  const echo = execFileSync('bash', ['-c', 'type -P echo'], { encoding: 'utf8' }).trim();
+  const forkExec = probes(`${echo} started >/dev/null`);
+  const sortedCpu = wakeCpu.sort((a, b) => a - b);
+  const wakeCpuResult =
+    'unavailable' in group
+      ? { unmeasured: group.unavailable }
+      : { p50Ms: quantile(sortedCpu, 0.5), p99Ms: quantile(sortedCpu, 0.99), forkExecMs: forkExec.cpuMs };
+  process.stdout.write(
+    'unmeasured' in wakeCpuResult
+      ? `  CPU of a wake (${wakeable[0]?.name}): not measured, ${wakeCpuResult.unmeasured}\n`
+      : `  CPU of a wake (${wakeable[0]?.name}), the wrapper woken and its command exec'd: p50 ${wakeCpuResult.p50Ms.toFixed(2)} ms, ` +
+          `p99 ${wakeCpuResult.p99Ms.toFixed(2)} ms; bash forking and exec'ing the same command: ${wakeCpuResult.forkExecMs.toFixed(2)} ms\n`,
+  );
   const probe = probes('bash "$WRAPPER" --probe -- true');
   const bare = probes('bash -c :');
   process.stdout.write(
@@ -302,6 +335,7 @@ async function main(): Promise<void> {
     seconds: SECONDS,
     idle: idles,
     wake: wakeResults,
+    wakeCpu: wakeCpuResult,
     probe: { wrapper: probe, bareBash: bare },
     wakeTargetMet: chosen !== undefined && chosen.p99Ms <= 20,
   };
