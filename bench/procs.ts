@@ -16,6 +16,12 @@ export function statFields(stat: string): string[] {
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 }
 
+/** Seconds from a field of bash's `times` builtin, such as 0m0.512s; NaN for anything else. */
+export function timesSeconds(field: string): number {
+  const match = /^(\d+)m([\d.]+)s$/.exec(field);
+  return match === null ? Number.NaN : Number(match[1]) * 60 + Number(match[2]);
+}
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();

@@ -20,7 +20,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { childrenOf, waitUntilWaiting, writeWake } from '../../test/wrapper/run-wrapper.js';
 import { cpuGroup, type CpuGroup } from '../cpu-group.js';
-import { CLOCK_TICKS, statFields } from '../procs.js';
+import { CLOCK_TICKS, statFields, timesSeconds } from '../procs.js';
 import { quantile } from '../quantiles.js';
 
 // Compiled to dist/bench-wrapper/bench/wrapper/run.js: the package root is four levels up.
@@ -252,12 +252,8 @@ function probes(command: string): { cpuMs: number; wallMs: number } {
       },
     ).split('\n');
     const [start, end] = (out[0] ?? '').split(' ').map(Number);
-    const seconds = (text: string) => {
-      const match = /^(\d+)m([\d.]+)s$/.exec(text);
-      return match === null ? Number.NaN : Number(match[1]) * 60 + Number(match[2]);
-    };
     // `times`' second line: the children's user and system time.
-    const [user, system] = (out[2] ?? '').split(' ').map(seconds);
+    const [user, system] = (out[2] ?? '').split(' ').map(timesSeconds);
     return {
       cpuMs: (((user ?? Number.NaN) + (system ?? Number.NaN)) * 1000) / PROBES,
       wallMs: (((end ?? Number.NaN) - (start ?? Number.NaN)) * 1000) / PROBES,
@@ -310,13 +306,13 @@ async function main(): Promise<void> {
   }
 
   // The program `exec echo` finds on PATH, not bash's builtin echo, which would start no process.
-  const echo = execFileSync('bash', ['-c', 'type -P echo'], { encoding: 'utf8' }).trim();
-  const forkExec = probes(`${echo} started >/dev/null`);
+  const forkExecMs = (): number =>
+    probes(`${execFileSync('bash', ['-c', 'type -P echo'], { encoding: 'utf8' }).trim()} started >/dev/null`).cpuMs;
   const sortedCpu = wakeCpu.sort((a, b) => a - b);
   const wakeCpuResult =
     'unavailable' in group
       ? { unmeasured: group.unavailable }
-      : { p50Ms: quantile(sortedCpu, 0.5), p99Ms: quantile(sortedCpu, 0.99), forkExecMs: forkExec.cpuMs };
+      : { p50Ms: quantile(sortedCpu, 0.5), p99Ms: quantile(sortedCpu, 0.99), forkExecMs: forkExecMs() };
   process.stdout.write(
     'unmeasured' in wakeCpuResult
       ? `  CPU of a wake (${wakeable[0]?.name}): not measured, ${wakeCpuResult.unmeasured}\n`

@@ -1,12 +1,7 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { cpuGroup } from '../../bench/cpu-group.js';
-
-/** Seconds from a `times` field such as 0m0.512s. */
-function timesSeconds(field: string): number {
-  const [, minutes = '0', seconds = '0'] = /^(\d+)m([\d.]+)s$/.exec(field) ?? [];
-  return Number(minutes) * 60 + Number(seconds);
-}
+import { timesSeconds } from '../../bench/procs.js';
 
 const group = cpuGroup('si-test-cpu-group');
 
