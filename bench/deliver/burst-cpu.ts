@@ -135,3 +135,20 @@ export function burstCpuLine(result: BurstCpuResult): string {
     `the rest (${result.wrappersUnmeasured === undefined ? 'the kernel, anything else' : `the wrappers and apps, unmeasured: ${result.wrappersUnmeasured}; the kernel`}) ${Math.max(0, machine.busy - named).toFixed(2)} CPU-s\n`
   );
 }
+
+/**
+ * The burst's CPU divided by its claims, by part. A burst bound by the cores grows with its size at about this
+ * cost over the cores, so the per-claim figures say how many claims at once a machine can start within a bound,
+ * and how much of that is the sandboxes' side (the doubles, the wrappers and apps), which a cluster runs on the
+ * sandboxes' own nodes.
+ */
+export function perClaimLine(result: BurstCpuResult, claims: number): string {
+  const ms = (seconds: number): string => ((1000 * seconds) / claims).toFixed(1);
+  const parts = Object.entries(result.parts)
+    .map(([part, seconds]) => `${part} ${ms(seconds)}`)
+    .join(', ');
+  return (
+    `  per claim: ${ms(result.machine.busy)} ms of CPU busy (${parts}); ` +
+    `${claims} claims at that cost fill ${result.cores} cores for ${(result.machine.busy / result.cores).toFixed(2)} s\n`
+  );
+}

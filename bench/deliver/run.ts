@@ -28,7 +28,7 @@ import { waitUntilWaiting } from '../../test/wrapper/run-wrapper.js';
 import { wrappedSandboxPod } from '../../test/support/wrapped-sandbox-pod.js';
 import { auditFlags, readAuditEvents } from '../../test/e2e/support/audit-log.js';
 import { startCluster } from '../../test/e2e/support/cluster.js';
-import { burstCpuLine, startBurstCpu } from './burst-cpu.js';
+import { burstCpuLine, perClaimLine, startBurstCpu } from './burst-cpu.js';
 import { cpuGroup } from '../cpu-group.js';
 import { quantile } from '../quantiles.js';
 import { population } from './population.js';
@@ -427,6 +427,7 @@ async function main(): Promise<void> {
     process.stdout.write(splitLine(`${SERIAL} claims one at a time`, serialSplit));
     process.stdout.write(splitLine(`${COUNT} claims at once`, atOnceSplit));
     process.stdout.write(burstCpuLine(burst));
+    process.stdout.write(perClaimLine(burst, COUNT));
     process.stdout.write(
       `  target (one at a time p50 <= 50 ms and p99 <= 150 ms, at once p99 <= 500 ms): ${result.appStartTargetMet ? 'met' : 'NOT met'}\n`,
     );
