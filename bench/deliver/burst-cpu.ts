@@ -136,19 +136,23 @@ export function burstCpuLine(result: BurstCpuResult): string {
   );
 }
 
+/** The parts a cluster runs apart from the sandboxes: the controller and the control plane. */
+const CONTROL_PATH = ['deliver-env', 'kube-apiserver', 'etcd'];
+
 /**
  * The burst's CPU divided by its claims, by part. A burst bound by the cores grows with its size at about this
- * cost over the cores, so the per-claim figures say how many claims at once a machine can start within a bound,
- * and how much of that is the sandboxes' side (the doubles, the wrappers and apps), which a cluster runs on the
- * sandboxes' own nodes.
+ * cost over the cores, so the per-claim figures say how many claims at once a machine can start within a bound.
+ * Beside it, the control path's own share over the cores: what the burst would take of them if the sandboxes'
+ * side (the envd doubles, the wrappers and apps) and the claimer ran elsewhere, as in a cluster.
  */
 export function perClaimLine(result: BurstCpuResult, claims: number): string {
   const ms = (seconds: number): string => ((1000 * seconds) / claims).toFixed(1);
   const parts = Object.entries(result.parts)
     .map(([part, seconds]) => `${part} ${ms(seconds)}`)
     .join(', ');
+  const control = CONTROL_PATH.reduce((sum, part) => sum + (result.parts[part] ?? 0), 0);
   return (
     `  per claim: ${ms(result.machine.busy)} ms of CPU busy (${parts}); ` +
-    `${claims} claims at that cost fill ${result.cores} cores for ${(result.machine.busy / result.cores).toFixed(2)} s\n`
+    `${CONTROL_PATH.join(', ')} alone: ${ms(control)} ms a claim, ${(control / result.cores).toFixed(2)} s of ${result.cores} cores for the ${claims}\n`
   );
 }

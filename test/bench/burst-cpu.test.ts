@@ -9,10 +9,10 @@ const burst: BurstCpuResult = {
 };
 
 describe('the burst CPU lines', () => {
-  it('divide the busy time and each part by the claims, and the busy time by the cores', () => {
+  it('divide the busy time and each part by the claims, and the control path alone by the cores', () => {
     expect(perClaimLine(burst, 200)).toBe(
       '  per claim: 15.5 ms of CPU busy (deliver-env 2.5, kube-apiserver 3.5, the wrappers and their apps 5.5); ' +
-        '200 claims at that cost fill 2 cores for 1.55 s\n',
+        'deliver-env, kube-apiserver, etcd alone: 6.0 ms a claim, 0.60 s of 2 cores for the 200\n',
     );
     expect(perClaimLine(burst, 100)).toContain('per claim: 31.0 ms of CPU busy (deliver-env 5.0,');
   });
