@@ -60,7 +60,10 @@ describe('multipartForm', () => {
   it('is read back whole, every part in order, by an independent multipart parser, for any content', async () => {
     await fc.assert(
       fc.asyncProperty(
-        files.filter((all) => all.every((file) => !/["\r\n]/.test(file.filename))),
+        // Names that need no escaping, as a WHATWG parser (undici's) reads them: it also decodes a literal %22,
+        // %0D or %0A in a name, in either case (the browsers' escapes), which Go's mime/multipart, envd's reader,
+        // leaves as it is, as the double's reader does (the test below).
+        files.filter((all) => all.every((file) => !/["\r\n]|%(?:22|0d|0a)/i.test(file.filename))),
         async (all) => {
           const form = multipartForm(all.map((file) => ({ name: 'file', ...file })));
           const parsed = await new Response(form.body, { headers: { 'content-type': form.type } }).formData();
