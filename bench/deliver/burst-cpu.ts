@@ -82,14 +82,21 @@ export interface BurstCpu {
 }
 
 const WRAPPERS = 'the wrappers and their apps';
+// Named once, as both the parts and the per-claim line use them; kube-apiserver's and etcd's are also their
+// processes' names.
+const CONTROLLER = 'deliver-env';
+const APISERVER = 'kube-apiserver';
+const ETCD = 'etcd';
+/** The parts a cluster runs apart from the sandboxes: the controller and the control plane. */
+const CONTROL_PATH = [CONTROLLER, APISERVER, ETCD];
 
 /** Starts counting: `controllerPid` is deliver-env's, `wrappers` the cgroup the wrappers were started in. */
 export function startBurstCpu(controllerPid: number, wrappers: CpuGroup | { unavailable: string }): BurstCpu {
   const pids: Record<string, number[]> = {
-    'deliver-env': [controllerPid],
+    [CONTROLLER]: [controllerPid],
     'bench (envd doubles, claims)': [process.pid],
-    'kube-apiserver': childrenNamed('kube-apiserver'),
-    etcd: childrenNamed('etcd'),
+    [APISERVER]: childrenNamed(APISERVER),
+    [ETCD]: childrenNamed(ETCD),
   };
   const read = (): CpuByPart => ({
     ...Object.fromEntries(
@@ -135,9 +142,6 @@ export function burstCpuLine(result: BurstCpuResult): string {
     `the rest (${result.wrappersUnmeasured === undefined ? 'the kernel, anything else' : `the wrappers and apps, unmeasured: ${result.wrappersUnmeasured}; the kernel`}) ${Math.max(0, machine.busy - named).toFixed(2)} CPU-s\n`
   );
 }
-
-/** The parts a cluster runs apart from the sandboxes: the controller and the control plane. */
-const CONTROL_PATH = ['deliver-env', 'kube-apiserver', 'etcd'];
 
 /**
  * The burst's CPU divided by its claims, by part. A burst bound by the cores grows with its size at about this

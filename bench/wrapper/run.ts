@@ -285,16 +285,17 @@ async function main(): Promise<void> {
   const wakes = new Map<string, number[]>(wakeable.map((way) => [way.name, []]));
   // What a claim costs the node, for the shipped way: the woken wrapper and its command, exec'd and exited.
   const group = cpuGroup('si-bench-wake');
+  const counted = 'unavailable' in group ? undefined : group;
   const wakeCpu: number[] = [];
   // Interleaved, so a change in background load hits every way alike.
   for (let round = 0; round < WAKES; round += 1) {
     for (const [i, way] of wakeable.entries()) {
-      const woken = await wakeOnce(way, i === 0 && !('unavailable' in group) ? group : undefined);
+      const woken = await wakeOnce(way, i === 0 ? counted : undefined);
       wakes.get(way.name)?.push(woken.ms);
       if (woken.cpuSeconds !== undefined) wakeCpu.push(woken.cpuSeconds * 1000);
     }
   }
-  if (!('unavailable' in group)) group.remove();
+  counted?.remove();
   const wakeResults = wakeable.map((way) => {
     const sorted = (wakes.get(way.name) ?? []).sort((a, b) => a - b);
     return { way: way.name, p50Ms: quantile(sorted, 0.5), p99Ms: quantile(sorted, 0.99), maxMs: sorted.at(-1) };
