@@ -11,15 +11,16 @@
  * Every decision carries `inputs`, a digest of everything it was made from, so that "has anything changed
  * since?" is one comparison and never a fingerprint kept in step by hand.
  *
- * The right pod: the address is the pod's own `status.podIP`, from the pod cache. The Sandbox's
- * `status.podInfo.podIP` is used only when its `podUID` is this pod's UID: after a pause and resume it still
- * names the deleted pod, whose IP may by then belong to another tenant's sandbox. A runtime URL annotation is
- * followed only when its host is that address, unless the operator trusts them (`--trust-runtime-url`).
+ * The right pod is decided by identity (pod-identity.ts): the pod whose UID is the Sandbox's
+ * `status.podInfo.podUID`, running, with an IP of its own. Nothing else names it: not owner references or labels,
+ * which whoever may patch pods can write, and not `podInfo.podIP`, which still names a deleted pod's address after
+ * a pause and may by then be another tenant's. When the pod cannot be decided, the decision is `held`, with the
+ * case. A runtime URL annotation is followed only when its host is the pod's own IP, unless the operator trusts
+ * them (`--trust-runtime-url`).
  *
  * No value of a variable, and no token, ever appears in a reason.
  */
 import { createHash } from 'node:crypto';
-import { isIP } from 'node:net';
 import { EnvFileError } from '../envfile/errors.js';
 import { parseEnvJson } from '../envfile/parse-env-json.js';
 import { renderEnvFile } from '../envfile/render-env-file.js';
@@ -36,6 +37,14 @@ import {
   SANDBOX_CLAIMED,
 } from '../shapes/sandbox-api.js';
 import type { RefusalReason } from './outcome.js';
+import {
+  byUid,
+  identifyPod,
+  podFacts,
+  TRANSIENT_CASES,
+  type IdentitySettings,
+  type UndecidedCase,
+} from './pod-identity.js';
 import { accessToken, runtimeBase, type EndpointSettings, type RuntimeEndpoint } from './runtime-endpoint.js';
 
 /**
@@ -62,17 +71,12 @@ export interface DeliverySandbox {
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
   };
+  spec?: { paused?: unknown };
   status?: { podInfo?: { podIP?: unknown; podUID?: unknown } };
 }
 
 /** The pod as delivery reads it: the injection's shape, whose `status` is read as unknown. */
 export type DeliveryPod = Pod;
-
-/** The pod's own IP as its status reports it (kubelet sets it once the sandbox runs). */
-function ownIp(pod: DeliveryPod): unknown {
-  const status = pod.status;
-  return status !== null && typeof status === 'object' ? (status as { podIP?: unknown }).podIP : undefined;
-}
 
 export interface DeliveryTarget {
   podUid: string;
@@ -90,13 +94,18 @@ export interface DeliveryTarget {
 
 export type ClaimDecision = { inputs: string } & (
   | { kind: 'wait'; why: 'no-pod' | 'not-wrapped' | 'no-address' }
+  /**
+   * The pod cannot be decided (pod-identity.ts): nothing is sent. `warn` when it matters to someone: a claim is
+   * waiting on it, or the case is one no normal life produces.
+   */
+  | { kind: 'held'; case: UndecidedCase; podUid: string | undefined; reason: string; warn: boolean }
   | { kind: 'unclaimed'; podUid: string; endpoint: RuntimeEndpoint }
   | { kind: 'refused'; podUid: string; event: RefusalReason; reason: string }
   | { kind: 'deliver'; target: DeliveryTarget }
 );
 
-/** What a decision depends on besides the objects: the endpoint's settings and the TLS bundle in use. */
-export type ClaimSettings = EndpointSettings;
+/** What a decision depends on besides the objects: the endpoint's settings, the TLS bundle in use, and the pod rule's. */
+export type ClaimSettings = EndpointSettings & IdentitySettings;
 
 /** The largest request annotation read; kube-apiserver caps all annotations at 256 KiB together. */
 const MAX_REQUEST_CHARS = 256 * 1024;
@@ -107,27 +116,42 @@ export function isClaimed(sandbox: DeliverySandbox): boolean {
   return (typeof request === 'string' && request !== '') || sandbox.metadata?.labels?.[SANDBOX_CLAIMED] === 'true';
 }
 
+/**
+ * `candidates`: the pods whose controller owner reference names the Sandbox (the cache's `podsOf`), of which
+ * identity picks one or none.
+ */
+/** The access token of a claimed Sandbox, as upstream reads it; undefined when it carries none. */
+export function claimToken(sandbox: DeliverySandbox): string | undefined {
+  const annotations = sandbox.metadata?.annotations ?? {};
+  const request = annotations[INIT_RUNTIME_REQUEST];
+  return accessToken(annotations, typeof request === 'string' && request !== '' ? request : undefined);
+}
+
 export function claimDecision(
   sandbox: DeliverySandbox,
-  pod: DeliveryPod | undefined,
+  candidates: readonly DeliveryPod[],
   settings: ClaimSettings,
 ): ClaimDecision {
   const annotations = sandbox.metadata?.annotations ?? {};
-  const inputs = inputsOf(sandbox, pod, settings);
-  if (pod === undefined || typeof pod.metadata?.uid !== 'string') return { inputs, kind: 'wait', why: 'no-pod' };
-  const podUid = pod.metadata.uid;
+  const inputs = inputsOf(sandbox, candidates, settings);
+  const claimed = isClaimed(sandbox);
+  const identity = identifyPod(sandbox, candidates, settings);
+  if (identity.kind === 'none') return { inputs, kind: 'wait', why: 'no-pod' };
+  if (identity.kind === 'undecided') {
+    const warn = (claimed && sandbox.spec?.paused !== true) || !TRANSIENT_CASES.has(identity.case);
+    return { inputs, kind: 'held', case: identity.case, podUid: identity.podUid, reason: identity.reason, warn };
+  }
+  const { pod, podUid, address } = identity;
   if (recordedStatus(pod).wrapped.length === 0) return { inputs, kind: 'wait', why: 'not-wrapped' };
 
   const request = annotations[INIT_RUNTIME_REQUEST];
   const hasRequest = typeof request === 'string' && request !== '';
-  const claimed = isClaimed(sandbox);
 
-  const address = podAddress(sandbox, pod);
   const base = runtimeBase(annotations, address, settings);
   if (base.kind === 'wait') return { inputs, kind: 'wait', why: 'no-address' };
   if (base.kind === 'refused') return { inputs, kind: 'refused', podUid, event: base.event, reason: base.reason };
 
-  // An unclaimed pod is only ever cleared, with the token its last claim was delivered with (kept in memory).
+  // An unclaimed pod is only ever cleared, with its last claim's token (kept in memory by every replica).
   if (!claimed)
     return {
       inputs,
@@ -135,7 +159,7 @@ export function claimDecision(
       podUid,
       endpoint: { url: base.url, tlsAgent: base.tlsAgent, accessToken: undefined },
     };
-  const token = accessToken(annotations, hasRequest ? request : undefined);
+  const token = claimToken(sandbox);
   if (token !== undefined && !/^[\x21-\x7e]+$/.test(token)) {
     const reason = `the access token (${RUNTIME_ACCESS_TOKEN}, ${LEGACY_ACCESS_TOKEN} or accessToken) is not printable ASCII`;
     return refused(inputs, podUid, 'EnvRequestRefused', reason);
@@ -179,17 +203,8 @@ export function markerOf(content: string): string {
   return `sha256:${createHash('sha256').update(content).digest('hex')}\n`;
 }
 
-/** The IP of this very pod, or undefined while it has none that is provably its own. */
-export function podAddress(sandbox: DeliverySandbox, pod: DeliveryPod): string | undefined {
-  const own = ownIp(pod);
-  if (typeof own === 'string' && isIP(own) !== 0) return own;
-  const info = sandbox.status?.podInfo;
-  if (info?.podUID !== pod.metadata?.uid || typeof info?.podIP !== 'string') return undefined;
-  return isIP(info.podIP) !== 0 ? info.podIP : undefined;
-}
-
 /** The inputs of a decision: every annotation, label and field it reads, and the TLS bundle's version. */
-function inputsOf(sandbox: DeliverySandbox, pod: DeliveryPod | undefined, settings: ClaimSettings): string {
+function inputsOf(sandbox: DeliverySandbox, candidates: readonly DeliveryPod[], settings: ClaimSettings): string {
   const annotations = sandbox.metadata?.annotations ?? {};
   const read = DELIVERY_ANNOTATIONS.map((name) => annotations[name] ?? null);
   const info = sandbox.status?.podInfo;
@@ -199,13 +214,13 @@ function inputsOf(sandbox: DeliverySandbox, pod: DeliveryPod | undefined, settin
       JSON.stringify([
         ...read,
         sandbox.metadata?.labels?.[SANDBOX_CLAIMED] ?? null,
-        info?.podIP ?? null,
         info?.podUID ?? null,
-        pod?.metadata?.uid ?? null,
-        pod === undefined ? null : (ownIp(pod) ?? null),
-        pod === undefined ? null : recordedStatus(pod).wrapped,
+        sandbox.spec?.paused === true,
+        [...candidates].sort(byUid).map((pod) => [...podFacts(pod), recordedStatus(pod).wrapped]),
         tls,
         settings.trustRuntimeUrl,
+        settings.requireTls,
+        settings.allowHostNetwork,
         settings.runtimePort,
       ]),
     )

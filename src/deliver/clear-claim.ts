@@ -1,9 +1,9 @@
 /**
  * The pod lives but carries no claim (a pool's sandbox, or one recycled): the files of an earlier claim must
  * go. ListDir, then Remove .env_ready (so nothing starts on the way), env.sh and any temporary file an
- * interrupted attempt left. With the token that claim was delivered with, when this term knows it; else
- * without one, which a never-claimed envd accepts and one initialised for an earlier claim refuses (then an
- * Event says the files could not be cleared).
+ * interrupted attempt left. With the last claim's token, when this process saw that claim; else without one,
+ * which a never-claimed envd accepts and one initialised for an earlier claim refuses (then an Event says the
+ * files could not be cleared).
  */
 import type { ClaimDecision } from './claim.js';
 import type { StepDeps } from './deliver-claim.js';
@@ -17,14 +17,15 @@ export async function clearClaim(
   deps: StepDeps,
   attempt: Attempt,
   decision: Extract<ClaimDecision, { kind: 'unclaimed' }>,
+  /** The token of the Sandbox's last claim, as this process saw it; undefined when it saw none. */
+  knownToken: string | undefined,
 ): Promise<ReconcileResult> {
   const { term, envd, paths } = deps;
   const { memory, key } = attempt;
   const done = `${decision.podUid} ${decision.endpoint.url}`;
   memory.firstSeen.delete(key);
   if (memory.cleared.get(key) === done) return { kind: 'done' };
-  const known = memory.claimEndpoints.get(decision.podUid);
-  const endpoint: RuntimeEndpoint = { ...decision.endpoint, accessToken: known?.accessToken };
+  const endpoint: RuntimeEndpoint = { ...decision.endpoint, accessToken: knownToken };
   let requests = 0;
   try {
     const entries = await envd.list(endpoint, paths.dir, term);
@@ -40,7 +41,6 @@ export async function clearClaim(
     if (term.signal.aborted) return { kind: 'done' };
     memory.cleared.set(key, done);
     memory.delivered.delete(key);
-    memory.claimEndpoints.delete(decision.podUid);
     memory.failing.delete(key);
     if (steps.length > 0) {
       attempt.report({
@@ -59,13 +59,13 @@ export async function clearClaim(
     if (!(error instanceof EnvdError)) throw error;
     if (error.kind === 'unauthorized') {
       const message =
-        known === undefined
-          ? `${error.message}: the files of an earlier claim may still be in pod ${decision.podUid}, and this replica does not know the token they were delivered with (it started or took the Lease after that delivery)`
-          : `${error.message}: envd no longer takes the token the claim was delivered with`;
+        knownToken === undefined
+          ? `${error.message}: the files of an earlier claim may still be in pod ${decision.podUid}, and this process never saw that claim, so does not know its token (it started after the claim ended)`
+          : `${error.message}: envd does not take the last claim's token`;
       return refuse(attempt, 'unauthorized', 'EnvNotCleared', { code: error.code, message });
     }
     // A pool's pod that was never claimed and is not up yet is no reason to retry for ever: its next change is.
-    if (known === undefined && error.kind === 'unavailable') return { kind: 'wait-for-change' };
+    if (knownToken === undefined && error.kind === 'unavailable') return { kind: 'wait-for-change' };
     return failed(attempt, error, 'EnvNotCleared');
   }
 }

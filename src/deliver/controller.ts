@@ -7,34 +7,54 @@
  * term is fresh, and the term's end aborts whatever is in flight. What a term learns lives in its own Memory,
  * which is dropped with it: a request that finishes after its term ended records nothing anywhere.
  *
- * What is remembered is only a shortcut. The truth is in the pod (.env_ready's marker), which is what a
- * restarted or newly elected process reads. One thing is known only from memory: the token a pod's last claim
- * was delivered with, which clearing needs once the claim (and its annotations) are gone. It is never written
- * anywhere; a replica that does not know it says so in an Event instead of clearing.
+ * What a term remembers is only a shortcut. The truth is in the pod (.env_ready's marker), which is what a
+ * restarted or newly elected process reads. One thing is known only from memory: the token of a Sandbox's last
+ * claim, which clearing needs once the claim (and its annotations) are gone. Every replica, leading or not,
+ * keeps the last claimed version it saw of each Sandbox (`lastClaimed`), so a replica elected after the claim
+ * still clears with that claim's token. It is never written anywhere; a process that started after the claim
+ * ended does not know it, and says so in an Event instead of clearing.
  */
 import type { Clock } from '../util/clock.js';
 import { randomHex } from '../util/random-hex.js';
 import type { BackoffSettings } from '../util/backoff.js';
-import { claimDecision, isClaimed, type ClaimDecision, type DeliveryPod, type DeliverySandbox } from './claim.js';
+import {
+  claimDecision,
+  claimToken,
+  isClaimed,
+  type ClaimDecision,
+  type DeliveryPod,
+  type DeliverySandbox,
+} from './claim.js';
 import { clearClaim } from './clear-claim.js';
 import { deliverClaim, type StepDeps } from './deliver-claim.js';
 import type { EnvdFiles, SendGuard } from './envd-files.js';
 import { REFUSALS, type DeliveryOutcome } from './outcome.js';
 import { envPaths, type EnvPaths } from './plan.js';
 import type { RuntimeTls } from './runtime-endpoint.js';
+import { TRANSIENT_CASES } from './pod-identity.js';
 import { refuse, TermMemory, type Attempt } from './term-memory.js';
 import { WorkQueue, type QueueFigures, type ReconcileResult } from './work-queue.js';
+
+/**
+ * How long a claim may wait on a pod being made or replaced (no-pod-uid, pod-gone) before a Warning says so:
+ * upstream's controller writes the new pod's UID on the Sandbox within a reconcile of creating it, so a resume
+ * passes through these cases for well under this.
+ */
+const HOLD_GRACE_MS = 5_000;
 
 export interface SandboxCache {
   get(key: string): DeliverySandbox | undefined;
   keys(): Iterable<string>;
-  podOf(sandbox: DeliverySandbox): DeliveryPod | undefined;
+  /** The pods whose controller owner reference names the Sandbox: candidates, of which identity picks one. */
+  podsOf(sandbox: DeliverySandbox): readonly DeliveryPod[];
 }
 
 export interface ControllerSettings {
   envDir: string;
   runtimePort: number;
   trustRuntimeUrl: boolean;
+  requireTls: boolean;
+  allowHostNetwork: boolean;
   concurrency: number;
   backoff: BackoffSettings;
 }
@@ -63,6 +83,8 @@ export class Controller {
   /** key -> when it was first queued since its last run (monotonic). */
   private readonly pendingSince = new Map<string, number>();
   private readonly nonce: () => string;
+  /** key -> the last version seen of the Sandbox while claimed, by every replica: its token clears the pod. */
+  private readonly lastClaimed = new Map<string, DeliverySandbox>();
 
   constructor(private readonly deps: ControllerDeps) {
     this.paths = envPaths(deps.settings.envDir);
@@ -94,17 +116,26 @@ export class Controller {
    * that a new term's sweep of a whole pool never holds a claim back.
    */
   enqueue(key: string): void {
+    this.observe(key);
     if (this.term === undefined) return;
     if (!this.pendingSince.has(key)) this.pendingSince.set(key, this.deps.clock.monotonic());
     const sandbox = this.deps.cache.get(key);
     const lane = sandbox !== undefined && !isClaimed(sandbox) ? 'background' : 'front';
-    const failing = this.memory.failing.get(key);
-    if (failing !== undefined && this.queue.backingOff(key) && this.decide(key)?.inputs !== failing) {
+    // A key waiting out a backoff or a hold's grace is looked at now if what it would decide on changed.
+    const waitingOn = this.memory.failing.get(key) ?? this.memory.held.get(key)?.inputs;
+    if (waitingOn !== undefined && this.queue.backingOff(key) && this.decide(key)?.inputs !== waitingOn) {
       this.memory.failing.delete(key);
       this.queue.addNow(key, lane);
       return;
     }
     this.queue.add(key, lane);
+  }
+
+  /** Notes a claimed version (a reference, nothing parsed on the event path); a deleted Sandbox is forgotten. */
+  private observe(key: string): void {
+    const sandbox = this.deps.cache.get(key);
+    if (sandbox === undefined) this.lastClaimed.delete(key);
+    else if (isClaimed(sandbox)) this.lastClaimed.set(key, sandbox);
   }
 
   /** Something every decision reads changed (the runtime TLS bundle): every Sandbox is looked at again. */
@@ -129,9 +160,11 @@ export class Controller {
   private decide(key: string): ClaimDecision | undefined {
     const sandbox = this.deps.cache.get(key);
     if (sandbox === undefined) return undefined;
-    return claimDecision(sandbox, this.deps.cache.podOf(sandbox), {
+    return claimDecision(sandbox, this.deps.cache.podsOf(sandbox), {
       runtimePort: this.deps.settings.runtimePort,
       trustRuntimeUrl: this.deps.settings.trustRuntimeUrl,
+      requireTls: this.deps.settings.requireTls,
+      allowHostNetwork: this.deps.settings.allowHostNetwork,
       tls: this.deps.tls(),
     });
   }
@@ -149,6 +182,7 @@ export class Controller {
     }
     if (memory.blocked.get(key) === decision.inputs) return { kind: 'wait-for-change' };
     memory.blocked.delete(key);
+    if (decision.kind !== 'held') memory.held.delete(key);
     const attempt = (podUid: string): Attempt => ({
       memory,
       key,
@@ -161,14 +195,39 @@ export class Controller {
       case 'wait':
         memory.firstSeen.delete(key);
         return { kind: 'wait-for-change' };
+      case 'held':
+        memory.firstSeen.delete(key);
+        return this.hold(key, memory, decision);
       case 'refused': {
         const event = decision.event === 'EnvRequestRefused' ? 'EnvDeliveryFailed' : decision.event;
         return refuse(attempt(decision.podUid), 'refused', event, REFUSALS[decision.event](decision.reason));
       }
-      case 'unclaimed':
-        return clearClaim(steps, attempt(decision.podUid), decision);
+      case 'unclaimed': {
+        const last = this.lastClaimed.get(key);
+        const result = await clearClaim(steps, attempt(decision.podUid), decision, last && claimToken(last));
+        // Cleared with it: the token has done its work. A later claim brings its own.
+        if (memory.cleared.has(key) && this.lastClaimed.get(key) === last) this.lastClaimed.delete(key);
+        return result;
+      }
       case 'deliver':
         return deliverClaim({ ...steps, nonce: this.nonce() }, attempt(decision.target.podUid), decision, since);
     }
+  }
+
+  /**
+   * Nothing is sent to a pod that identity could not decide. Where it matters, a Warning says which case it is,
+   * once for these inputs; a case of a normal life (a pod being made or replaced) only once it outlasts the grace.
+   */
+  private hold(key: string, memory: TermMemory, decision: Extract<ClaimDecision, { kind: 'held' }>): ReconcileResult {
+    const seen = memory.held.get(key);
+    const same = seen?.inputs === decision.inputs;
+    if (!decision.warn || (same && seen.reported)) return { kind: 'wait-for-change' };
+    if (TRANSIENT_CASES.has(decision.case) && !same) {
+      memory.held.set(key, { inputs: decision.inputs, reported: false });
+      return { kind: 'requeue-after', ms: HOLD_GRACE_MS };
+    }
+    memory.held.set(key, { inputs: decision.inputs, reported: true });
+    this.deps.report({ kind: 'held', key, podUid: decision.podUid, case: decision.case, reason: decision.reason });
+    return { kind: 'wait-for-change' };
   }
 }

@@ -64,9 +64,6 @@ export async function deliverClaim(
     if (term.signal.aborted) return { kind: 'done' };
     const previousPod = memory.lastPod.get(key);
     memory.delivered.set(key, want);
-    // A resumed claim's old pod is gone: only the new one's token is worth keeping.
-    if (previousPod !== undefined && previousPod !== target.podUid) memory.claimEndpoints.delete(previousPod);
-    memory.claimEndpoints.set(target.podUid, target.endpoint);
     memory.lastPod.set(key, target.podUid);
     memory.cleared.delete(key);
     memory.failing.delete(key);

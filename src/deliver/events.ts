@@ -11,7 +11,7 @@ import type { DeliveryOutcome, FailureEvent } from './outcome.js';
 export const COMPONENT = 'sandbox-injector-deliver-env';
 
 export interface SandboxEvent {
-  reason: 'EnvDelivered' | 'EnvCleared' | FailureEvent;
+  reason: 'EnvDelivered' | 'EnvCleared' | 'EnvDeliveryHeld' | FailureEvent;
   type: 'Normal' | 'Warning';
   message: string;
 }
@@ -38,6 +38,13 @@ export function eventFor(outcome: DeliveryOutcome): SandboxEvent | undefined {
       reason: 'EnvDelivered',
       type: 'Normal',
       message: `${verb} env.sh (${what}${why}) and .env_ready in pod ${outcome.podUid}`,
+    };
+  }
+  if (outcome.kind === 'held') {
+    return {
+      reason: 'EnvDeliveryHeld',
+      type: 'Warning',
+      message: `${outcome.case}: ${outcome.reason}; nothing is sent until the Sandbox's status.podInfo.podUID names exactly one running pod of its own`,
     };
   }
   if (outcome.kind === 'failed' && outcome.firstOfStreak) {

@@ -6,6 +6,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { EnvdOperation } from './envd-files.js';
 import { DELIVERY_KINDS, type DeliveryOutcome } from './outcome.js';
+import { UNDECIDED_CASES } from './pod-identity.js';
 import type { QueueFigures } from './work-queue.js';
 
 export const DELIVERY_OUTCOMES = [
@@ -73,6 +74,13 @@ export function createDeliveryMetrics(options: {
     registers: [registry],
   });
   leader.set(0);
+  const held = new Counter({
+    name: 'sandbox_injector_deliver_held_total',
+    help: 'Sandboxes to whose pod nothing was sent because identity could not decide it (status.podInfo.podUID names no pod, a gone, terminal or host-network pod, or two pods claim the Sandbox), by case; counted once per change, where a claim waits or the case is suspicious',
+    labelNames: ['case'],
+    registers: [registry],
+  });
+  for (const kind of UNDECIDED_CASES) held.inc({ case: kind }, 0);
   const retries = new Counter({
     name: 'sandbox_injector_deliver_retries_total',
     help: 'Reconciles scheduled again after a failure, with backoff',
@@ -105,6 +113,10 @@ export function createDeliveryMetrics(options: {
   return {
     registry,
     outcome(outcome) {
+      if (outcome.kind === 'held') {
+        held.inc({ case: outcome.case });
+        return;
+      }
       const label: DeliveryOutcomeLabel = outcome.kind === 'failed' ? outcome.reason : outcome.kind;
       // Clearing is counted among the writes, not as a delivery.
       if (outcome.kind !== 'delivered' || outcome.delivery !== 'cleared') deliveries.inc({ outcome: label });

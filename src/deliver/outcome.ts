@@ -1,5 +1,6 @@
 /** What one reconcile of a Sandbox came to: what the metrics, the log and the Events are made from. */
 import { DELIVERY_FAILURES } from '../errors/index.js';
+import type { UndecidedCase } from './pod-identity.js';
 
 /**
  * The catalogue's failure of each kind. `unauthorized` and `rejected` wait for the Sandbox to change;
@@ -20,6 +21,7 @@ export const REFUSALS = {
   EnvRequestRefused: DELIVERY_FAILURES.envRequestRefused,
   RuntimeUrlRefused: DELIVERY_FAILURES.runtimeUrlRefused,
   RuntimeTlsUnconfigured: DELIVERY_FAILURES.runtimeTlsUnconfigured,
+  RuntimeTlsRequired: DELIVERY_FAILURES.runtimeTlsRequired,
 } as const;
 
 export type RefusalReason = keyof typeof REFUSALS;
@@ -47,6 +49,8 @@ export type DeliveryOutcome =
       seenToReadyMs: number;
     }
   | { kind: 'unchanged'; key: string; podUid: string; requests: number }
+  /** Nothing sent: the Sandbox's pod could not be decided by identity (pod-identity.ts says each case). */
+  | { kind: 'held'; key: string; podUid: string | undefined; case: UndecidedCase; reason: string }
   | {
       kind: 'failed';
       key: string;

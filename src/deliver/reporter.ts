@@ -29,7 +29,9 @@ export function reporter(deps: ReporterDeps): (outcome: DeliveryOutcome) => void
       podUid: outcome.podUid,
       outcome: outcome.kind === 'failed' ? outcome.reason : outcome.kind,
     };
-    if (outcome.kind === 'failed') {
+    if (outcome.kind === 'held') {
+      deps.logger.warn({ ...fields, case: outcome.case, problem: outcome.reason }, 'env delivery held');
+    } else if (outcome.kind === 'failed') {
       deps.logger.warn(
         { ...fields, event: outcome.event, code: outcome.code, retrying: outcome.retrying, problem: outcome.message },
         'env delivery failed',

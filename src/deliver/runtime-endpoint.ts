@@ -2,7 +2,7 @@
  * Where a pod's envd is and how it is spoken to, from the Sandbox's annotations and the pod's own address. A
  * TLS runtime is reached as upstream reaches it (pkg/utils/runtime/transport.go): HTTPS to the pod IP at the
  * advertised port, the certificate checked against RUNTIME_TLS_SERVER_NAME; never in clear, and never without
- * a bundle. Else the runtime URL annotation (or the legacy envd one), followed only when its host is the pod's
+ * a bundle. A runtime without it is refused when TLS is required (`--require-runtime-tls`). Else the runtime URL annotation (or the legacy envd one), followed only when its host is the pod's
  * IP unless the operator trusts them; else the pod IP on envd's port.
  */
 import type { Agent as HttpsAgent } from 'node:https';
@@ -26,6 +26,8 @@ export interface EndpointSettings {
   runtimePort: number;
   /** Follow runtime URL annotations whatever their host (an operator's choice, off by default). */
   trustRuntimeUrl: boolean;
+  /** Refuse a runtime that serves plain HTTP: a claim's token and variables never cross the network in clear. */
+  requireTls: boolean;
   tls: RuntimeTls;
 }
 
@@ -67,6 +69,12 @@ export function runtimeBase(
     if (address === undefined) return { kind: 'wait' };
     return { kind: 'ok', url: `https://${hostOf(address)}:${port}`, tlsAgent: settings.tls.agent };
   }
+  if (settings.requireTls)
+    return {
+      kind: 'refused',
+      event: 'RuntimeTlsRequired',
+      reason: `the runtime serves plain HTTP (no ${RUNTIME_TLS_PORT}) and --require-runtime-tls is on; nothing is sent in clear`,
+    };
   for (const key of [RUNTIME_URL, LEGACY_ENVD_URL]) {
     const value = annotations[key];
     if (typeof value !== 'string' || value === '') continue;

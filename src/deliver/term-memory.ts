@@ -5,7 +5,6 @@
 import type { Failure } from '../errors/index.js';
 import type { EnvdError } from './envd-files.js';
 import type { DeliveryOutcome, FailureEvent, FailureReason } from './outcome.js';
-import type { RuntimeEndpoint } from './runtime-endpoint.js';
 import type { ReconcileResult } from './work-queue.js';
 
 export class TermMemory {
@@ -13,8 +12,6 @@ export class TermMemory {
   readonly delivered = new Map<string, string>();
   /** key -> `podUid url` found clear. */
   readonly cleared = new Map<string, string>();
-  /** pod UID -> the endpoint (token included) its claim was delivered with: what clearing uses. */
-  readonly claimEndpoints = new Map<string, RuntimeEndpoint>();
   /** key -> the last pod delivered to: a later pod of the same claim is a resume. */
   readonly lastPod = new Map<string, string>();
   /** key -> the inputs of a refusal (or refused token): nothing until they change. */
@@ -23,12 +20,20 @@ export class TermMemory {
   readonly failing = new Map<string, string>();
   /** key -> when the current want was first seen, and what it was. */
   readonly firstSeen = new Map<string, { want: string; at: number }>();
+  /** key -> the inputs of a pod that could not be decided, and whether that was reported. */
+  readonly held = new Map<string, { inputs: string; reported: boolean }>();
 
-  /** The Sandbox is gone: nothing of it is kept, the token its last pod was delivered with included. */
+  /** The Sandbox is gone: nothing of it is kept. */
   forget(key: string): void {
-    const pod = this.lastPod.get(key);
-    if (pod !== undefined) this.claimEndpoints.delete(pod);
-    for (const map of [this.delivered, this.cleared, this.lastPod, this.blocked, this.failing, this.firstSeen])
+    for (const map of [
+      this.delivered,
+      this.cleared,
+      this.lastPod,
+      this.blocked,
+      this.failing,
+      this.firstSeen,
+      this.held,
+    ])
       map.delete(key);
   }
 }

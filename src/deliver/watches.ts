@@ -43,6 +43,7 @@ export const SANDBOX_FIELDS: readonly FieldPath[] = [
   ...IDENTITY,
   ['metadata', 'labels', SANDBOX_CLAIMED],
   ...DELIVERY_ANNOTATIONS.map((key) => ['metadata', 'annotations', key]),
+  ['spec', 'paused'],
   ['status', 'podInfo', 'podIP'],
   ['status', 'podInfo', 'podUID'],
 ];
@@ -53,6 +54,7 @@ export const POD_FIELDS: readonly FieldPath[] = [
   ...['apiVersion', 'kind', 'name', 'uid', 'controller'].map((key) => ['metadata', 'ownerReferences', EACH, key]),
   ['metadata', 'labels', CREATED_BY],
   ['metadata', 'annotations', STATUS_ANNOTATION],
+  ['spec', 'hostNetwork'],
   ['status', 'podIP'],
   ['status', 'phase'],
 ];
@@ -160,19 +162,13 @@ export function deliveryWatches(
     *keys() {
       for (const item of sandboxes.list()) yield sandboxKey(item.metadata?.namespace, item.metadata?.name);
     },
-    podOf(sandbox) {
-      const candidates = [
-        ...(pods.get(sandboxKey(sandbox.metadata?.namespace, sandbox.metadata?.name))?.values() ?? []),
-      ];
-      // The pod being deleted is the old one of a recreate; among the rest, the newest.
-      const live = candidates
-        .filter((pod) => pod.metadata?.deletionTimestamp === undefined)
-        .filter((pod) => {
-          const owner = sandboxOwner(pod as Pod);
-          return owner?.uid === undefined || owner.uid === sandbox.metadata?.uid;
-        })
-        .sort((a, b) => created(b) - created(a));
-      return live[0] as Pod | undefined;
+    podsOf(sandbox) {
+      const candidates = pods.get(sandboxKey(sandbox.metadata?.namespace, sandbox.metadata?.name))?.values() ?? [];
+      // Indexed by the owner's name; a pod whose owner reference carries another UID is a former Sandbox's.
+      return [...candidates].filter((pod) => {
+        const owner = sandboxOwner(pod as Pod);
+        return owner?.uid === undefined || owner.uid === sandbox.metadata?.uid;
+      }) as Pod[];
     },
   };
 
@@ -189,9 +185,4 @@ export function deliveryWatches(
       await Promise.all([sandboxes.stop(), podWatch.stop()]);
     },
   };
-}
-
-function created(pod: V1Pod): number {
-  const at = pod.metadata?.creationTimestamp;
-  return at === undefined ? 0 : new Date(at).getTime();
 }

@@ -60,4 +60,11 @@ export const DELIVERY_FAILURES = {
     'a runtime that serves TLS while no usable bundle is configured (--runtime-tls-secret): nothing is sent in clear',
     refusalMessage,
   ),
+  runtimeTlsRequired: define(
+    'SI_RUNTIME_TLS_REQUIRED',
+    NO_STATUS,
+    'delivery',
+    'a runtime that serves plain HTTP (no runtime-tls-port) while --require-runtime-tls is on: nothing is sent in clear',
+    refusalMessage,
+  ),
 } as const;

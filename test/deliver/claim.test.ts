@@ -9,7 +9,13 @@ import {
 } from '../../src/deliver/claim.js';
 import { renderEnvFile } from '../../src/envfile/render-env-file.js';
 
-const SETTINGS: ClaimSettings = { runtimePort: 49983, trustRuntimeUrl: false, tls: { kind: 'none' } };
+const SETTINGS: ClaimSettings = {
+  runtimePort: 49983,
+  trustRuntimeUrl: false,
+  requireTls: false,
+  allowHostNetwork: false,
+  tls: { kind: 'none' },
+};
 const STATUS = 'agents.kruise.io/runtime-injection-status';
 const REQUEST = 'agents.kruise.io/init-runtime-request';
 
@@ -19,23 +25,35 @@ interface SandboxShape {
   podInfo?: { podIP?: unknown; podUID?: unknown };
 }
 
+/** By default the Sandbox names pod `pu` in status.podInfo.podUID, as upstream's controller writes it. */
 function sandbox(shape: SandboxShape = {}): DeliverySandbox {
   return {
     metadata: { name: 's', namespace: 'n', uid: 'su', annotations: shape.annotations ?? {}, labels: shape.labels },
-    status: shape.podInfo === undefined ? {} : { podInfo: shape.podInfo },
+    status: { podInfo: shape.podInfo ?? { podUID: 'pu' } },
   };
 }
 
-function pod(options: { ip?: string; uid?: string; wrapped?: string[] } = {}): DeliveryPod {
+interface PodShape {
+  ip?: string;
+  uid?: string;
+  wrapped?: string[];
+  phase?: string;
+  deleting?: boolean;
+  hostNetwork?: boolean;
+}
+
+/** A Running pod `pu` by default (without an IP unless given). */
+function pod(options: PodShape = {}): DeliveryPod {
   return {
     metadata: {
       uid: options.uid ?? 'pu',
       annotations: {
         [STATUS]: JSON.stringify({ injected: [], present: [], skipped: [], wrapped: options.wrapped ?? ['main'] }),
       },
+      ...(options.deleting === true ? { deletionTimestamp: '2026-01-01T00:00:00Z' } : {}),
     },
-    spec: { containers: [{ name: 'main' }] },
-    status: options.ip === undefined ? {} : { podIP: options.ip },
+    spec: { containers: [{ name: 'main' }], ...(options.hostNetwork === true ? { hostNetwork: true } : {}) },
+    status: { phase: options.phase ?? 'Running', ...(options.ip === undefined ? {} : { podIP: options.ip }) },
   };
 }
 
@@ -50,8 +68,8 @@ function target(decision: ReturnType<typeof claimDecision>) {
 
 describe('claimDecision: what is asked', () => {
   it('waits for a missing pod and for a pod with nothing wrapped', () => {
-    expect(claimDecision(claimed(), undefined, SETTINGS)).toMatchObject({ kind: 'wait', why: 'no-pod' });
-    expect(claimDecision(claimed(), pod({ ip: '10.0.0.1', wrapped: [] }), SETTINGS)).toMatchObject({
+    expect(claimDecision(claimed({}, { podInfo: {} }), [], SETTINGS)).toMatchObject({ kind: 'wait', why: 'no-pod' });
+    expect(claimDecision(claimed(), [pod({ ip: '10.0.0.1', wrapped: [] })], SETTINGS)).toMatchObject({
       kind: 'wait',
       why: 'not-wrapped',
     });
@@ -62,7 +80,7 @@ describe('claimDecision: what is asked', () => {
     const t = target(
       claimDecision(
         sandbox({ annotations: { [REQUEST]: request(vars, { accessToken: 'tok' }) } }),
-        pod({ ip: '10.0.0.1' }),
+        [pod({ ip: '10.0.0.1' })],
         SETTINGS,
       ),
     );
@@ -76,7 +94,7 @@ describe('claimDecision: what is asked', () => {
     const t = target(
       claimDecision(
         sandbox({ labels: { 'agents.kruise.io/sandbox-claimed': 'true' } }),
-        pod({ ip: '10.0.0.1' }),
+        [pod({ ip: '10.0.0.1' })],
         SETTINGS,
       ),
     );
@@ -90,7 +108,7 @@ describe('claimDecision: what is asked', () => {
         labels: label === undefined ? {} : { 'agents.kruise.io/sandbox-claimed': label },
         annotations: { 'agents.kruise.io/runtime-access-token': 'left-over' },
       }),
-      pod({ ip: '10.0.0.1' }),
+      [pod({ ip: '10.0.0.1' })],
       SETTINGS,
     );
     expect(decision).toMatchObject({ kind: 'unclaimed', podUid: 'pu' });
@@ -108,7 +126,7 @@ describe('claimDecision: what is asked', () => {
     [{ 'agents.kruise.io/runtime-access-token': 'ann', 'e2b.agents.kruise.io/envd-access-token': 'legacy' }, 'ann'],
     [{}, 'req'],
   ])('takes the token as upstream does: %j', (annotations, token) => {
-    expect(target(claimDecision(claimed(annotations), pod({ ip: '10.0.0.1' }), SETTINGS)).endpoint.accessToken).toBe(
+    expect(target(claimDecision(claimed(annotations), [pod({ ip: '10.0.0.1' })], SETTINGS)).endpoint.accessToken).toBe(
       token,
     );
   });
@@ -135,7 +153,7 @@ describe('claimDecision: what is asked', () => {
   ])('refuses %s, naming no value', (_what, text, annotations, reason) => {
     const decision = claimDecision(
       sandbox({ annotations: { [REQUEST]: text, ...annotations } }),
-      pod({ ip: '10.0.0.1' }),
+      [pod({ ip: '10.0.0.1' })],
       SETTINGS,
     );
     expect(decision).toMatchObject({ kind: 'refused', event: 'EnvRequestRefused' });
@@ -146,27 +164,102 @@ describe('claimDecision: what is asked', () => {
 });
 
 describe('claimDecision: the right pod', () => {
-  it("takes the address from the pod's own status", () => {
+  it("takes the address from the pod's own status, never the Sandbox's copy of it", () => {
     const decision = claimDecision(
-      claimed({}, { podInfo: { podIP: '10.0.0.9', podUID: 'old-pod' } }),
-      pod({ ip: '10.0.0.2' }),
+      claimed({}, { podInfo: { podIP: '10.0.0.9', podUID: 'pu' } }),
+      [pod({ ip: '10.0.0.2' })],
       SETTINGS,
     );
     expect(target(decision).endpoint.url).toBe('http://10.0.0.2:49983');
+    // A pod with no IP of its own waits, whatever status.podInfo.podIP says.
+    const noIp = claimDecision(claimed({}, { podInfo: { podIP: '10.0.0.9', podUID: 'pu' } }), [pod()], SETTINGS);
+    expect(noIp).toMatchObject({ kind: 'wait', why: 'no-address' });
   });
 
-  it("takes status.podInfo only when its podUID is this pod's UID", () => {
-    const mine = claimDecision(claimed({}, { podInfo: { podIP: '10.0.0.9', podUID: 'pu' } }), pod(), SETTINGS);
-    expect(target(mine).endpoint.url).toBe('http://10.0.0.9:49983');
-    // After a pause and resume the Sandbox's status names the deleted pod until the new one runs.
-    const stale = claimDecision(claimed({}, { podInfo: { podIP: '10.0.0.9', podUID: 'old-pod' } }), pod(), SETTINGS);
-    expect(stale).toMatchObject({ kind: 'wait', why: 'no-address' });
-    const noUid = claimDecision(claimed({}, { podInfo: { podIP: '10.0.0.9' } }), pod(), SETTINGS);
-    expect(noUid).toMatchObject({ kind: 'wait', why: 'no-address' });
+  it('waits quietly for a pod that does not run yet, even with an IP', () => {
+    expect(claimDecision(claimed(), [pod({ ip: '10.0.0.2', phase: 'Pending' })], SETTINGS)).toMatchObject({
+      kind: 'wait',
+      why: 'no-address',
+    });
+  });
+
+  it('goes to the pod status.podInfo.podUID names, whichever pods are listed first', () => {
+    const decision = claimDecision(
+      claimed({}, { podInfo: { podUID: 'b' } }),
+      [pod({ uid: 'a', ip: '10.0.0.1', deleting: true }), pod({ uid: 'b', ip: '10.0.0.2' })],
+      SETTINGS,
+    );
+    expect(target(decision)).toMatchObject({ podUid: 'b', endpoint: { url: 'http://10.0.0.2:49983' } });
+  });
+
+  it.each([
+    ['no podUID yet', { podIP: '10.0.0.2' }, [pod({ ip: '10.0.0.2' })], 'no-pod-uid'],
+    ['a podUID that names no pod', { podUID: 'gone' }, [pod({ ip: '10.0.0.2' })], 'pod-gone'],
+    [
+      'a podUID that names a pod being deleted',
+      { podUID: 'pu' },
+      [pod({ ip: '10.0.0.2', deleting: true })],
+      'pod-gone',
+    ],
+    [
+      'a Failed pod, whose IP the network may have handed on',
+      { podUID: 'pu' },
+      [pod({ ip: '10.0.0.2', phase: 'Failed' })],
+      'terminal',
+    ],
+    ['a Succeeded pod', { podUID: 'pu' }, [pod({ ip: '10.0.0.2', phase: 'Succeeded' })], 'terminal'],
+    [
+      'a second live pod claiming the Sandbox',
+      { podUID: 'pu' },
+      [pod({ ip: '10.0.0.2' }), pod({ uid: 'stranger', ip: '10.0.0.3' })],
+      'ambiguous',
+    ],
+    [
+      'a hostNetwork pod, whose IP is its node',
+      { podUID: 'pu' },
+      [pod({ ip: '10.0.0.2', hostNetwork: true })],
+      'host-network',
+    ],
+  ])('holds, sending nothing, for %s', (_what, podInfo, pods, kind) => {
+    const decision = claimDecision(claimed({}, { podInfo }), pods, SETTINGS);
+    expect(decision).toMatchObject({ kind: 'held', case: kind, warn: true });
+    if (decision.kind === 'held') expect(decision.reason).not.toContain('secret');
+  });
+
+  it('a terminal pod beside its replacement: held until the Sandbox names the new one, then the new one', () => {
+    const pods = [pod({ uid: 'old', ip: '10.0.0.2', phase: 'Failed' }), pod({ uid: 'new', ip: '10.0.0.2' })];
+    expect(claimDecision(claimed({}, { podInfo: { podUID: 'old' } }), pods, SETTINGS)).toMatchObject({
+      kind: 'held',
+      case: 'terminal',
+    });
+    expect(target(claimDecision(claimed({}, { podInfo: { podUID: 'new' } }), pods, SETTINGS)).podUid).toBe('new');
+  });
+
+  it('warns of a pod being made or replaced only while a claim waits; of a suspicious pod always', () => {
+    const unclaimed = (podInfo: SandboxShape['podInfo'], pods: DeliveryPod[]) =>
+      claimDecision(sandbox({ podInfo }), pods, SETTINGS);
+    expect(unclaimed({}, [pod()])).toMatchObject({ kind: 'held', case: 'no-pod-uid', warn: false });
+    expect(unclaimed({ podUID: 'gone' }, [])).toMatchObject({ kind: 'held', case: 'pod-gone', warn: false });
+    expect(unclaimed({ podUID: 'pu' }, [pod(), pod({ uid: 'x' })])).toMatchObject({ case: 'ambiguous', warn: true });
+    const paused: DeliverySandbox = { ...claimed({}, { podInfo: { podUID: 'gone' } }), spec: { paused: true } };
+    expect(claimDecision(paused, [], SETTINGS)).toMatchObject({ kind: 'held', case: 'pod-gone', warn: false });
+    // Nothing at all: a pool being filled.
+    expect(claimDecision(sandbox({ podInfo: {} }), [], SETTINGS)).toMatchObject({ kind: 'wait', why: 'no-pod' });
+  });
+
+  it('a change of any candidate changes the inputs', () => {
+    const base = claimDecision(claimed(), [pod({ ip: '10.0.0.2' })], SETTINGS).inputs;
+    expect(claimDecision(claimed(), [pod({ ip: '10.0.0.2' }), pod({ uid: 'x' })], SETTINGS).inputs).not.toBe(base);
+    expect(claimDecision(claimed(), [pod({ ip: '10.0.0.2', phase: 'Failed' })], SETTINGS).inputs).not.toBe(base);
+    expect(claimDecision(claimed(), [pod({ ip: '10.0.0.2', hostNetwork: true })], SETTINGS).inputs).not.toBe(base);
+    const two = [pod({ uid: 'a' }), pod({ uid: 'b' })];
+    expect(claimDecision(claimed(), two, SETTINGS).inputs).toBe(
+      claimDecision(claimed(), [...two].reverse(), SETTINGS).inputs,
+    );
   });
 
   it('brackets an IPv6 pod IP', () => {
-    expect(target(claimDecision(claimed(), pod({ ip: 'fd00::1' }), SETTINGS)).endpoint.url).toBe(
+    expect(target(claimDecision(claimed(), [pod({ ip: 'fd00::1' })], SETTINGS)).endpoint.url).toBe(
       'http://[fd00::1]:49983',
     );
   });
@@ -179,13 +272,13 @@ describe('claimDecision: the right pod', () => {
       'http://10.0.0.2:1',
     ],
   ])("follows a runtime URL whose host is the pod's IP: %j", (annotations, url) => {
-    expect(target(claimDecision(claimed(annotations), pod({ ip: '10.0.0.2' }), SETTINGS)).endpoint.url).toBe(url);
+    expect(target(claimDecision(claimed(annotations), [pod({ ip: '10.0.0.2' })], SETTINGS)).endpoint.url).toBe(url);
   });
 
   it('follows an IPv6 runtime URL of the pod, in any spelling', () => {
     const decision = claimDecision(
       claimed({ 'agents.kruise.io/runtime-url': 'http://[fd00:0::1]:7' }),
-      pod({ ip: 'fd00::1' }),
+      [pod({ ip: 'fd00::1' })],
       SETTINGS,
     );
     expect(target(decision).endpoint.url).toBe('http://[fd00::1]:7');
@@ -197,20 +290,22 @@ describe('claimDecision: the right pod', () => {
     ['the stale IP of the deleted pod', 'http://10.0.0.9:49983'],
   ])('refuses a runtime URL naming %s, unless trusted', (_what, url) => {
     const annotations = { 'agents.kruise.io/runtime-url': url };
-    const decision = claimDecision(claimed(annotations), pod({ ip: '10.0.0.2' }), SETTINGS);
+    const decision = claimDecision(claimed(annotations), [pod({ ip: '10.0.0.2' })], SETTINGS);
     expect(decision).toMatchObject({ kind: 'refused', event: 'RuntimeUrlRefused' });
     expect(decision.kind === 'refused' && decision.reason).toMatch(
       /not the pod's IP \(10\.0\.0\.2\).*--trust-runtime-url/,
     );
-    const trusted = claimDecision(claimed(annotations), pod({ ip: '10.0.0.2' }), {
+    const trusted = claimDecision(claimed(annotations), [pod({ ip: '10.0.0.2' })], {
       ...SETTINGS,
       trustRuntimeUrl: true,
+      requireTls: false,
+      allowHostNetwork: false,
     });
     expect(target(trusted).endpoint.url).toBe(url.replace(/\/$/, ''));
   });
 
   it('waits for an address before it judges a runtime URL', () => {
-    const decision = claimDecision(claimed({ 'agents.kruise.io/runtime-url': 'http://10.0.0.2:1' }), pod(), SETTINGS);
+    const decision = claimDecision(claimed({ 'agents.kruise.io/runtime-url': 'http://10.0.0.2:1' }), [pod()], SETTINGS);
     expect(decision).toMatchObject({ kind: 'wait', why: 'no-address' });
   });
 });
@@ -222,7 +317,7 @@ describe('claimDecision: TLS runtimes', () => {
   it('speaks HTTPS to the pod IP at the advertised port, through the bundle agent, ignoring runtime URLs', () => {
     const decision = claimDecision(
       claimed({ 'agents.kruise.io/runtime-tls-port': '49984', 'agents.kruise.io/runtime-url': 'http://10.0.0.7:1' }),
-      pod({ ip: '10.0.0.2' }),
+      [pod({ ip: '10.0.0.2' })],
       { ...SETTINGS, tls },
     );
     expect(target(decision).endpoint).toMatchObject({ url: 'https://10.0.0.2:49984', tlsAgent: agent });
@@ -232,49 +327,58 @@ describe('claimDecision: TLS runtimes', () => {
     [{ kind: 'none' } as const, /no bundle is configured/],
     [{ kind: 'broken', reason: 'ca.crt is missing' } as const, /unusable: ca\.crt is missing/],
   ])('refuses, never in clear, when the bundle is %j', (bundle, reason) => {
-    const decision = claimDecision(claimed({ 'agents.kruise.io/runtime-tls-port': '49984' }), pod({ ip: '10.0.0.2' }), {
-      ...SETTINGS,
-      tls: bundle,
-    });
+    const decision = claimDecision(
+      claimed({ 'agents.kruise.io/runtime-tls-port': '49984' }),
+      [pod({ ip: '10.0.0.2' })],
+      {
+        ...SETTINGS,
+        tls: bundle,
+      },
+    );
     expect(decision).toMatchObject({ kind: 'refused', event: 'RuntimeTlsUnconfigured' });
     expect(decision.kind === 'refused' && decision.reason).toMatch(reason);
   });
 });
 
 describe('claimDecision: inputs', () => {
-  const base = () => claimDecision(claimed(), pod({ ip: '10.0.0.1' }), SETTINGS).inputs;
+  const base = () => claimDecision(claimed(), [pod({ ip: '10.0.0.1' })], SETTINGS).inputs;
 
   it('is the same for the same inputs, whatever else of the objects changes', () => {
     const other = claimed();
     other.metadata = { ...other.metadata, resourceVersion: '99' };
-    expect(claimDecision(other, pod({ ip: '10.0.0.1' }), SETTINGS).inputs).toBe(base());
+    expect(claimDecision(other, [pod({ ip: '10.0.0.1' })], SETTINGS).inputs).toBe(base());
   });
 
   it.each([
     [
       'the request',
       () =>
-        claimDecision(sandbox({ annotations: { [REQUEST]: request({ A: '2' }) } }), pod({ ip: '10.0.0.1' }), SETTINGS),
+        claimDecision(
+          sandbox({ annotations: { [REQUEST]: request({ A: '2' }) } }),
+          [pod({ ip: '10.0.0.1' })],
+          SETTINGS,
+        ),
     ],
     [
       'the token',
-      () => claimDecision(claimed({ 'agents.kruise.io/runtime-access-token': 't' }), pod({ ip: '10.0.0.1' }), SETTINGS),
+      () =>
+        claimDecision(claimed({ 'agents.kruise.io/runtime-access-token': 't' }), [pod({ ip: '10.0.0.1' })], SETTINGS),
     ],
-    ['the pod', () => claimDecision(claimed(), pod({ ip: '10.0.0.1', uid: 'other' }), SETTINGS)],
-    ['the pod IP', () => claimDecision(claimed(), pod({ ip: '10.0.0.2' }), SETTINGS)],
+    ['the pod', () => claimDecision(claimed(), [pod({ ip: '10.0.0.1', uid: 'other' })], SETTINGS)],
+    ['the pod IP', () => claimDecision(claimed(), [pod({ ip: '10.0.0.2' })], SETTINGS)],
     [
       'the claimed label',
       () =>
         claimDecision(
           claimed({}, { labels: { 'agents.kruise.io/sandbox-claimed': 'true' } }),
-          pod({ ip: '10.0.0.1' }),
+          [pod({ ip: '10.0.0.1' })],
           SETTINGS,
         ),
     ],
     [
       'the TLS bundle',
       () =>
-        claimDecision(claimed(), pod({ ip: '10.0.0.1' }), {
+        claimDecision(claimed(), [pod({ ip: '10.0.0.1' })], {
           ...SETTINGS,
           tls: { kind: 'ok', agent: new HttpsAgent(), version: 2 },
         }),
@@ -294,7 +398,7 @@ describe('claimDecision: inputs', () => {
     'agents.kruise.io/claim-timestamp',
   ])('changes when annotation %s, which delivery reads, is set or changed', (name) => {
     const decide = (annotations: Record<string, string>) =>
-      claimDecision(claimed(annotations), pod({ ip: '10.0.0.1' }), SETTINGS).inputs;
+      claimDecision(claimed(annotations), [pod({ ip: '10.0.0.1' })], SETTINGS).inputs;
     expect(decide({ [name]: 'one' })).not.toBe(base());
     expect(decide({ [name]: 'two' })).not.toBe(decide({ [name]: 'one' }));
   });
@@ -303,6 +407,44 @@ describe('claimDecision: inputs', () => {
     ['an annotation delivery does not read', claimed({ 'agents.kruise.io/runtimes': 'agent-runtime' })],
     ['a label other than the claimed one', claimed({}, { labels: { 'agents.kruise.io/sandbox-pool': 'p' } })],
   ])('stays the same with %s', (_what, sandbox) => {
-    expect(claimDecision(sandbox, pod({ ip: '10.0.0.1' }), SETTINGS).inputs).toBe(base());
+    expect(claimDecision(sandbox, [pod({ ip: '10.0.0.1' })], SETTINGS).inputs).toBe(base());
+  });
+});
+
+describe('claimDecision: --require-runtime-tls and --allow-host-network', () => {
+  const REQUIRE = { ...SETTINGS, requireTls: true };
+
+  it.each([
+    ['no runtime URL', {}],
+    ['a runtime URL of the pod', { 'agents.kruise.io/runtime-url': 'http://10.0.0.2:1234' }],
+    ['an empty TLS port', { 'agents.kruise.io/runtime-tls-port': '' }],
+  ])('refuses a plain HTTP runtime when TLS is required: %s', (_what, annotations) => {
+    for (const settings of [REQUIRE, { ...REQUIRE, trustRuntimeUrl: true }]) {
+      const decision = claimDecision(claimed(annotations), [pod({ ip: '10.0.0.2' })], settings);
+      expect(decision).toMatchObject({ kind: 'refused', event: 'RuntimeTlsRequired' });
+      // Unclaimed too: clearing would send the last claim's token in clear.
+      expect(claimDecision(sandbox({ annotations }), [pod({ ip: '10.0.0.2' })], settings)).toMatchObject({
+        kind: 'refused',
+        event: 'RuntimeTlsRequired',
+      });
+    }
+  });
+
+  it('still delivers to a TLS runtime when TLS is required', () => {
+    const agent = new HttpsAgent();
+    const decision = claimDecision(
+      claimed({ 'agents.kruise.io/runtime-tls-port': '49984' }),
+      [pod({ ip: '10.0.0.2' })],
+      { ...REQUIRE, tls: { kind: 'ok', agent, version: 1 } },
+    );
+    expect(target(decision).endpoint).toMatchObject({ url: 'https://10.0.0.2:49984', tlsAgent: agent });
+  });
+
+  it('takes a hostNetwork pod only when the operator allows it', () => {
+    const hostPod = [pod({ ip: '10.0.0.2', hostNetwork: true })];
+    expect(claimDecision(claimed(), hostPod, SETTINGS)).toMatchObject({ kind: 'held', case: 'host-network' });
+    const allowed = claimDecision(claimed(), hostPod, { ...SETTINGS, allowHostNetwork: true });
+    expect(target(allowed).endpoint.url).toBe('http://10.0.0.2:49983');
+    expect(allowed.inputs).not.toBe(claimDecision(claimed(), hostPod, SETTINGS).inputs);
   });
 });

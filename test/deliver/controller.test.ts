@@ -53,8 +53,17 @@ function pod(uid = 'pod-1', ip: string | null = '127.0.0.1'): DeliveryPod {
   return {
     metadata: { uid, annotations: { [STATUS]: JSON.stringify({ wrapped: ['main'] }) } },
     spec: { containers: [] },
-    status: ip === null ? {} : { podIP: ip },
+    status: ip === null ? { phase: 'Pending' } : { phase: 'Running', podIP: ip },
   };
+}
+
+/**
+ * The Sandbox as upstream's controller keeps it, its status.podInfo.podUID naming its current pod, unless the
+ * test gives it a status of its own.
+ */
+function synced(box: DeliverySandbox | undefined, current: DeliveryPod | undefined): DeliverySandbox | undefined {
+  if (box === undefined || box.status !== undefined || current === undefined) return box;
+  return { ...box, status: { podInfo: { podUID: current.metadata.uid } } };
 }
 
 const cleanup: (() => Promise<void> | void)[] = [];
@@ -92,9 +101,9 @@ function harness(
   const clock = new ManualClock();
   const outcomes: DeliveryOutcome[] = [];
   const cache: SandboxCache = options.cache ?? {
-    get: (key) => (key === KEY ? state.current.sandbox : undefined),
+    get: (key) => (key === KEY ? synced(state.current.sandbox, state.current.pod) : undefined),
     keys: () => [KEY],
-    podOf: () => state.current.pod,
+    podsOf: () => (state.current.pod === undefined ? [] : [state.current.pod]),
   };
   let nonce = 0;
   const controller = new Controller({
@@ -104,6 +113,8 @@ function harness(
       envDir: '/var/sandbox',
       runtimePort: options.runtimePort ?? 49983,
       trustRuntimeUrl: false,
+      requireTls: false,
+      allowHostNetwork: false,
       concurrency: options.concurrency ?? 4,
       backoff: { minMs: 100, maxMs: 1000 },
     },
@@ -320,29 +331,78 @@ describe('Controller: a claim', () => {
 });
 
 describe('Controller: the right pod', () => {
-  it('sends nothing to the IP a resumed Sandbox still names, and delivers once the new pod has its own', async () => {
+  it('sends nothing while a resumed Sandbox still names its deleted pod, and delivers once it names the new one', async () => {
     // The deleted pod's IP now belongs to another pool's sandbox, whose envd has no token yet.
     const other = await envd({ host: '127.0.0.2' });
     const fresh = await envd({ host: '127.0.0.3', port: other.double.port, token: 'tok' });
     const annotations = claimAnnotations(other.double.port, { API_KEY: 'tenant-secret' });
     delete annotations['agents.kruise.io/runtime-url'];
     const stale = sandbox(annotations, { status: { podInfo: { podIP: '127.0.0.2', podUID: 'old-pod' } } });
-    const state = { current: { sandbox: stale, pod: pod('new-pod', null) } };
+    const state = { current: { sandbox: stale, pod: pod('new-pod', '127.0.0.3') } };
     // Both doubles listen on envd's port, each on its own address.
-    const { controller, outcomes } = harness(state, { runtimePort: other.double.port });
+    const { controller, outcomes, clock } = harness(state, { runtimePort: other.double.port });
     controller.setTerm(term());
     await settled(controller);
+    expect(outcomes).toEqual([]);
+    // A resume passes through this case; only once it outlasts the grace does a Warning say so.
+    clock.advance(5_000);
+    await settled(controller);
+    expect(outcomes).toEqual([expect.objectContaining({ kind: 'held', case: 'pod-gone', podUid: 'old-pod' })]);
     expect(other.double.requests).toEqual([]);
     expect(fresh.double.requests).toEqual([]);
-    expect(outcomes).toEqual([]);
 
-    state.current = { sandbox: stale, pod: pod('new-pod', '127.0.0.3') };
+    state.current = { sandbox: sandbox(annotations), pod: pod('new-pod', '127.0.0.3') };
     controller.enqueue(KEY);
     await settled(controller);
     expect(other.double.requests).toEqual([]);
     expect(readdirSync(other.dir)).toEqual([]);
     expect(readFileSync(path.join(fresh.dir, 'env.sh'), 'utf8')).toContain('tenant-secret');
-    expect(outcomes).toEqual([expect.objectContaining({ kind: 'delivered', podUid: 'new-pod' })]);
+    expect(outcomes.slice(1)).toEqual([expect.objectContaining({ kind: 'delivered', podUid: 'new-pod' })]);
+  });
+
+  it('a pod that becomes decided during the grace is delivered to at once, with no Warning', async () => {
+    const { double } = await envd();
+    const annotations = claimAnnotations(double.port, { A: 'one' });
+    const state = {
+      current: { sandbox: sandbox(annotations, { status: { podInfo: { podUID: 'old-pod' } } }), pod: pod() },
+    };
+    const { controller, outcomes } = harness(state);
+    controller.setTerm(term());
+    await settled(controller);
+    state.current = { sandbox: sandbox(annotations), pod: pod() };
+    controller.enqueue(KEY);
+    await settled(controller);
+    expect(outcomes).toEqual([expect.objectContaining({ kind: 'delivered', podUid: 'pod-1' })]);
+  });
+
+  it('a second pod claiming the Sandbox: nothing to either, one Warning, until it is gone', async () => {
+    const { double } = await envd();
+    const stranger = await envd({ host: '127.0.0.5', token: undefined });
+    const annotations = claimAnnotations(double.port, { API_KEY: 'tenant-secret' });
+    delete annotations['agents.kruise.io/runtime-url'];
+    const mine = pod('pod-1', '127.0.0.1');
+    const theirs = pod('stranger-pod', '127.0.0.5');
+    let pods = [mine, theirs];
+    const box = sandbox(annotations, { status: { podInfo: { podUID: 'pod-1' } } });
+    const { controller, outcomes } = harness(
+      { current: { sandbox: undefined, pod: undefined } },
+      {
+        runtimePort: double.port,
+        cache: { get: () => box, keys: () => [KEY], podsOf: () => pods },
+      },
+    );
+    controller.setTerm(term());
+    await settled(controller);
+    controller.enqueue(KEY);
+    await settled(controller);
+    expect(double.requests).toEqual([]);
+    expect(stranger.double.requests).toEqual([]);
+    expect(outcomes).toEqual([expect.objectContaining({ kind: 'held', case: 'ambiguous', podUid: 'pod-1' })]);
+    pods = [mine];
+    controller.enqueue(KEY);
+    await settled(controller);
+    expect(stranger.double.requests).toEqual([]);
+    expect(outcomes.slice(1)).toEqual([expect.objectContaining({ kind: 'delivered', podUid: 'pod-1' })]);
   });
 
   it('delivers again to a new pod of the same claim, reported as a resume', async () => {
@@ -425,22 +485,44 @@ describe('Controller: the claim ends', () => {
     expect(double.requests).toHaveLength(before + 4);
   });
 
-  it('says it could not clear when envd wants a token this term never knew', async () => {
-    const { dir, double, state, controller, outcomes } = await delivered();
+  it('clears after a leader change: a replica that followed while the claim was on knows its token', async () => {
+    const { dir, double, state, controller } = await delivered();
+    // The other replica, following: it sees every change of the Sandbox but sends nothing.
+    const follower = harness(state);
+    follower.controller.enqueue(KEY);
+    // The leader dies; the claim ends (recycle); the follower takes the Lease.
+    await controller.stop();
     state.current = {
       ...state.current,
       sandbox: sandbox({ 'agents.kruise.io/runtime-url': `http://127.0.0.1:${double.port}` }),
     };
-    controller.setTerm(term());
-    await settled(controller);
-    expect(outcomes.at(-1)).toMatchObject({
+    follower.controller.enqueue(KEY);
+    const before = double.requests.length;
+    follower.controller.setTerm(term());
+    await settled(follower.controller);
+    expect(readdirSync(dir)).toEqual([]);
+    expect(double.requests.slice(before).every((r) => r.status === 200)).toBe(true);
+    expect(follower.outcomes).toEqual([expect.objectContaining({ kind: 'delivered', delivery: 'cleared' })]);
+  });
+
+  it('says it could not clear when this process never saw the claim, and leaves the files to no one else', async () => {
+    const { dir, double, state } = await delivered();
+    state.current = {
+      ...state.current,
+      sandbox: sandbox({ 'agents.kruise.io/runtime-url': `http://127.0.0.1:${double.port}` }),
+    };
+    // A process that started after the claim ended.
+    const late = harness(state);
+    late.controller.setTerm(term());
+    await settled(late.controller);
+    expect(late.outcomes.at(-1)).toMatchObject({
       kind: 'failed',
       reason: 'unauthorized',
       event: 'EnvNotCleared',
       retrying: false,
     });
-    expect(outcomes.at(-1)?.kind === 'failed' && outcomes.at(-1)).toMatchObject({
-      message: expect.stringMatching(/does not know the token/) as unknown,
+    expect(late.outcomes.at(-1)?.kind === 'failed' && late.outcomes.at(-1)).toMatchObject({
+      message: expect.stringMatching(/never saw that claim/) as unknown,
     });
     expect(readdirSync(dir).sort()).toEqual(['.env_ready', 'env.sh']);
   });
@@ -468,7 +550,11 @@ describe('Controller: the queue', () => {
     );
     // The claimed Sandbox is listed last, so a queue in arrival order would run it after the whole pool.
     sandboxes.set(KEY, sandbox(claimAnnotations(claimed.double.port, { A: 'one' })));
-    const cache: SandboxCache = { get: (key) => sandboxes.get(key), keys: () => sandboxes.keys(), podOf: () => pod() };
+    const cache: SandboxCache = {
+      get: (key) => synced(sandboxes.get(key), pod()),
+      keys: () => sandboxes.keys(),
+      podsOf: () => [pod()],
+    };
     const { controller, outcomes } = harness(
       { current: { sandbox: undefined, pod: undefined } },
       {

@@ -1,8 +1,9 @@
 /**
  * The delivery fuzz. Malformed Sandbox annotations (init-runtime-request, runtime URLs and their hosts, tokens
  * and the legacy token, TLS ports, the claimed label, pod IPs in the pod's status and in the Sandbox's, the pod's
- * injection status) never crash the decision, never put a value or a token in a reason, and never aim a delivery
- * anywhere but the pod's own IP; and a long-lived controller facing a hostile envd (slow, 5xx, truncated,
+ * injection status, and the candidate pods: their UIDs, phases, deletion, hostNetwork, a stranger beside them)
+ * never crash the decision, never put a value or a token in a reason, and never aim a delivery anywhere but the
+ * own IP of the one running pod that the Sandbox's status.podInfo.podUID names; and a long-lived controller facing a hostile envd (slow, 5xx, truncated,
  * redirects, huge bodies, hang-ups, refusals, listings that name paths of their own) never crashes, never asks
  * envd to touch a path outside the env folder, never reports a value or a token, still delivers the next good
  * claim, and, when that claim ends, clears nothing of the pod's own. `PROPERTY_RUNS=full` draws 100,000
@@ -89,7 +90,16 @@ const tlsPort = fc.oneof(
   fc.constantFrom('49984', '+443', '0443', ' 1', '1e3'),
 );
 const claimedLabel = fc.option(fc.constantFrom('true', 'false', 'True', ''), { nil: undefined });
-const podUid = fc.constantFrom('u', 'other', undefined);
+const podUid = fc.constantFrom('u', 'other', '', undefined);
+const phase = fc.constantFrom('Running', 'Running', 'Pending', 'Failed', 'Succeeded', 'Unknown', undefined);
+/** Pods besides `u` that claim the Sandbox: a stranger's, an earlier one being deleted, a terminal one. */
+const otherPod = fc.record({
+  uid: fc.constantFrom('other', 'stranger'),
+  phase,
+  deleting: fc.boolean(),
+  hostNetwork: fc.boolean(),
+  ip: podIP,
+});
 const status = fc.oneof(
   fc.constant(JSON.stringify({ wrapped: ['main'] })),
   fc.string({ maxLength: 30 }),
@@ -118,6 +128,12 @@ describe('delivery fuzz: malformed annotations', () => {
             infoIp: podIP,
             infoUid: podUid,
             ownIp: podIP,
+            ownPhase: phase,
+            ownDeleting: fc.boolean(),
+            ownHostNetwork: fc.boolean(),
+            ownListed: fc.boolean(),
+            // UIDs are unique in a cluster, so they are here.
+            others: fc.uniqueArray(otherPod, { maxLength: 2, selector: (o) => o.uid }),
             podStatus: status,
             trust: fc.boolean(),
             bundle: fc.boolean(),
@@ -139,15 +155,31 @@ describe('delivery fuzz: malformed annotations', () => {
               },
               status: { podInfo: { podIP: c.infoIp, podUID: c.infoUid } },
             };
-            const pod = {
-              metadata: { uid: 'u', annotations: { [STATUS]: c.podStatus } },
-              spec: { containers: [] },
-              status: { podIP: c.ownIp },
-            } as unknown as Pod;
+            const candidate = (uid: string, podPhase: unknown, deleting: boolean, hostNetwork: boolean, ip: unknown) =>
+              ({
+                metadata: {
+                  uid,
+                  annotations: { [STATUS]: c.podStatus },
+                  ...(deleting ? { deletionTimestamp: '2026-01-01T00:00:00Z' } : {}),
+                },
+                spec: { containers: [], hostNetwork },
+                status: { phase: podPhase, podIP: ip },
+              }) as unknown as Pod;
+            const pods = [
+              ...(c.ownListed ? [candidate('u', c.ownPhase, c.ownDeleting, c.ownHostNetwork, c.ownIp)] : []),
+              ...c.others.map((o) => candidate(o.uid, o.phase, o.deleting, o.hostNetwork, o.ip)),
+            ];
             const tls = c.bundle
               ? ({ kind: 'ok', agent: TLS_AGENT, version: 1 } as const)
               : ({ kind: 'none' } as const);
-            const decision = claimDecision(sandbox, pod, { runtimePort: 49983, trustRuntimeUrl: c.trust, tls });
+            const decision = claimDecision(sandbox, pods, {
+              runtimePort: 49983,
+              trustRuntimeUrl: c.trust,
+              requireTls: false,
+              allowHostNetwork: false,
+              tls,
+            });
+            if (decision.kind === 'held') expect(decision.reason).not.toMatch(/SECRET-|TOKEN-/);
             if (decision.kind === 'refused') {
               expect(decision.reason).not.toContain(SECRET);
               expect(decision.reason).not.toContain(TOKEN_MARK);
@@ -162,16 +194,28 @@ describe('delivery fuzz: malformed annotations', () => {
             if (endpoint === undefined) return;
             expect(endpoint.url).toMatch(/^https?:\/\/[^/@?#]+(\/[^?#]*)?$/);
             if (decision.kind === 'deliver') expect(decision.target.marker).toBe(markerOf(decision.target.content));
-            // Never another pod: the host is this pod's own IP, or the Sandbox's podInfo IP for this very pod UID,
-            // unless the operator trusts runtime URLs (and a TLS runtime is always dialled at the pod IP).
-            const own = typeof c.ownIp === 'string' && isIP(c.ownIp) !== 0 ? c.ownIp : undefined;
-            const info =
-              c.infoUid === 'u' && typeof c.infoIp === 'string' && isIP(c.infoIp) !== 0 ? c.infoIp : undefined;
-            const address = own ?? info;
+            // Never another pod: only the one pod that podInfo.podUID names, running, not being deleted, not on the
+            // host's network, with no other live pod claiming the Sandbox; and only at its own IP, unless the
+            // operator trusts runtime URLs (a TLS runtime is always dialled at the pod IP).
+            const live = (p: Pod) => {
+              const st = p.status as { phase?: unknown };
+              return p.metadata.deletionTimestamp === undefined && st.phase !== 'Failed' && st.phase !== 'Succeeded';
+            };
+            const named = pods.filter((p) => p.metadata.uid === c.infoUid && c.infoUid !== '');
+            expect(named.length).toBe(1);
+            const chosen = named[0];
+            if (chosen === undefined) return;
+            expect(live(chosen)).toBe(true);
+            expect(pods.filter((p) => live(p) && p.metadata.uid !== chosen.metadata.uid)).toEqual([]);
+            expect((chosen.spec as { hostNetwork?: unknown }).hostNetwork).not.toBe(true);
+            const ownIp = (chosen.status as { podIP?: unknown; phase?: unknown }).podIP;
+            const running = (chosen.status as { phase?: unknown }).phase === 'Running';
+            const address = running && typeof ownIp === 'string' && isIP(ownIp) !== 0 ? ownIp : undefined;
             const host = new URL(endpoint.url).hostname.replace(/^\[|\]$/g, '');
             const tlsRuntime = c.tlsPort !== undefined && c.tlsPort !== '';
             if (c.trust && !tlsRuntime) return;
             expect(address).toBeDefined();
+            expect(decision.kind === 'unclaimed' || decision.kind === 'deliver').toBe(true);
             expect(host).toBe(
               new URL(`http://${address?.includes(':') === true ? `[${address}]` : address}/`).hostname.replace(
                 /^\[|\]$/g,
@@ -233,12 +277,18 @@ describe('delivery fuzz: a hostile envd', () => {
       const bugs: unknown[] = [];
       let current: { sandbox: DeliverySandbox; pod: Pod } | undefined;
       const controller = new Controller({
-        cache: { get: () => current?.sandbox, keys: () => ['n/s'], podOf: () => current?.pod },
+        cache: {
+          get: () => current?.sandbox,
+          keys: () => ['n/s'],
+          podsOf: () => (current === undefined ? [] : [current.pod]),
+        },
         envd: envdFiles({ timeoutMs: 60, maxBodyBytes: 4096, user: 'root' }),
         settings: {
           envDir: ENV_DIR,
           runtimePort: 1,
           trustRuntimeUrl: false,
+          requireTls: false,
+          allowHostNetwork: false,
           concurrency: 2,
           backoff: { minMs: 10, maxMs: 100 },
         },
@@ -250,30 +300,33 @@ describe('delivery fuzz: a hostile envd', () => {
       });
       controller.setTerm({ signal: new AbortController().signal, fresh: () => true });
       let serial = 0;
-      const sandbox = (request: Record<string, string>): DeliverySandbox => ({
+      /** As upstream's controller keeps it: status.podInfo.podUID names the current pod. */
+      const sandbox = (request: Record<string, string>, podUid: string): DeliverySandbox => ({
         metadata: {
           name: 's',
           namespace: 'n',
           annotations: { ...request, 'agents.kruise.io/runtime-url': double.url },
         },
+        status: { podInfo: { podUID: podUid } },
       });
       const claimWith = (vars: Record<string, string>) => {
         serial += 1;
         current = {
-          sandbox: sandbox({
-            'agents.kruise.io/init-runtime-request': JSON.stringify({ envVars: vars, accessToken: 'tok' }),
-          }),
+          sandbox: sandbox(
+            { 'agents.kruise.io/init-runtime-request': JSON.stringify({ envVars: vars, accessToken: 'tok' }) },
+            `pod-${serial}`,
+          ),
           pod: {
             metadata: { uid: `pod-${serial}`, annotations: { [STATUS]: JSON.stringify({ wrapped: ['main'] }) } },
             spec: { containers: [] },
-            status: { podIP: '127.0.0.1' },
+            status: { phase: 'Running', podIP: '127.0.0.1' },
           },
         };
         controller.enqueue('n/s');
       };
       /** The claim ends; its pod lives on, to be cleared. */
       const endClaim = () => {
-        if (current !== undefined) current = { ...current, sandbox: sandbox({}) };
+        if (current !== undefined) current = { ...current, sandbox: sandbox({}, `pod-${serial}`) };
         controller.enqueue('n/s');
       };
       const idle = async () => {

@@ -235,12 +235,12 @@ describe('deliver-env on a real kube-apiserver', () => {
     expect(readdirSync(unwrapped.dir)).toEqual([]);
   });
 
-  it("after a resume, writes only to the new pod's own IP, never to the address the Sandbox's status still names", async () => {
+  it("after a resume, writes only to the new pod's own IP once the Sandbox names it, never to the address its status held", async () => {
     // The deleted pod's IP now belongs to another tenant's pre-warmed sandbox, whose envd takes any request.
     const stranger = await world.envd({ host: '127.0.0.2', port: main.double.port });
     const resumed = await world.envd({ token: TOKEN, host: '127.0.0.3', port: main.double.port });
-    // The new pod, not yet running: no IP of its own, so nothing can be sent.
-    await createSandbox({
+    // The new pod, not yet running: no IP of its own, and the Sandbox still names the deleted pod.
+    const { podUid } = await createSandbox({
       name: 'sbx-resume',
       podInfo: { podIP: '127.0.0.2', podUID: 'the-deleted-pod' },
       podIP: undefined,
@@ -256,6 +256,12 @@ describe('deliver-env on a real kube-apiserver', () => {
     await until('sentinel delivered', () => readyWritten(sentinel.double));
     expect(resumed.double.requests).toEqual([]);
     await setPodIp('sbx-resume-pod', '127.0.0.3');
+    // Running, but not named by the Sandbox: still nothing, until upstream's controller syncs its status. The
+    // sentinel's change, seen after the pod's by the same controller, says the pod has been looked at.
+    await claim('sbx-resume-sentinel', { A: 'sentinel-2' });
+    await until('sentinel rewritten', () => (writes(sentinel.double).length >= 6 ? true : undefined));
+    expect(resumed.double.requests).toEqual([]);
+    await world.setPodInfo('sbx-resume', { podUID: podUid, podIP: '127.0.0.3' });
     await until('delivered to the new pod', () => firstDeliveryIn(resumed.double));
     expect(claimShapes(resumed.double)).toEqual(FIRST_DELIVERY);
     expect(stranger.double.requests).toEqual([]);

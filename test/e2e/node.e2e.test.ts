@@ -182,11 +182,18 @@ async function sandboxPod(input: SandboxInput): Promise<{ pod: Pod; warnings: st
     input: JSON.stringify(podFromSandbox(created, { configData })),
   });
   if (r.code !== 0) throw new Error(`pod of ${input.name} not created: ${r.stderr}`);
+  const pod = JSON.parse(r.stdout) as Pod;
+  // Then, as upstream's controller does, the Sandbox's status names its pod: what deliver-env decides it by.
+  const status = { podInfo: { podUID: pod.metadata.uid } };
+  await cluster.kubectlOk([
+    ...['-n', NS, 'patch', 'sandbox', input.name, '--subresource=status', '--type=merge'],
+    ...['-p', JSON.stringify({ status })],
+  ]);
   const warnings = r.stderr
     .split('\n')
     .filter((l) => l.startsWith('Warning: '))
     .map((l) => l.slice('Warning: '.length));
-  return { pod: JSON.parse(r.stdout) as Pod, warnings };
+  return { pod, warnings };
 }
 
 async function claim(sandbox: string, vars: Record<string, string>): Promise<number> {
@@ -360,6 +367,8 @@ beforeAll(async () => {
     // stays on loopback), while each pod's envd listens on 127.0.0.1: the runtime URL is followed as given. The
     // pod-IP rule itself is tested on the API server (deliver-env.e2e.test.ts).
     '--trust-runtime-url',
+    // Every pod here is a hostNetwork one, and every listener on this node is the test's own.
+    '--allow-host-network',
     '--lease-namespace',
     CONFIG_NS,
     '--request-timeout',

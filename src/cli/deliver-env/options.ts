@@ -62,6 +62,19 @@ const ROWS = {
     'NAMESPACE/NAME of the Secret (ca.crt, optional client.crt and client.key) for runtimes that serve TLS',
     SECRET_REF,
   ),
+  requireRuntimeTls: option(
+    'require-runtime-tls',
+    'boolean',
+    'refuse runtimes that serve plain HTTP, with a Warning [default: on when --runtime-tls-secret is set]',
+    {},
+  ),
+  allowHostNetwork: option(
+    'allow-host-network',
+    'boolean',
+    "deliver to hostNetwork pods, whose IP is their node's: any process listening on the runtime's port there gets the claim (single-node test setups only)",
+    {},
+    false,
+  ),
   host: option('host', 'string', 'address of the /metrics, /healthz, /readyz listener', NON_EMPTY, '0.0.0.0'),
   metricsPort: option(
     'metrics-port',

@@ -85,6 +85,8 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
       envDir: options.envDir,
       runtimePort: options.runtimePort,
       trustRuntimeUrl: options.trustRuntimeUrl,
+      requireTls: options.requireRuntimeTls ?? options.runtimeTlsSecret !== undefined,
+      allowHostNetwork: options.allowHostNetwork,
       concurrency: options.concurrency,
       backoff: { minMs: options.backoffMinMs, maxMs: options.backoffMaxMs },
     },

@@ -120,8 +120,11 @@ export const controllerArgs = (port: number, leaseNamespace: string): string[] =
 export interface SandboxSpec {
   name: string;
   annotations?: Record<string, string>;
-  /** Set as `status.podInfo` of the Sandbox (what upstream's controller copies from the pod it last saw). */
-  podInfo?: { podIP: string; podUID?: string };
+  /**
+   * Set as `status.podInfo` of the Sandbox in place of what upstream's controller would copy from the pod it
+   * made (the pod's UID and IP, which createSandbox writes otherwise).
+   */
+  podInfo?: { podIP?: string; podUID?: string };
   wrapped?: boolean;
   /** The pod's own status.podIP; undefined leaves the pod without one (not yet running). */
   podIP?: string | undefined;
@@ -138,11 +141,18 @@ export interface DeliverWorld {
   tempDir: (prefix: string) => string;
   envd: (options?: Partial<EnvdDoubleOptions>) => Promise<{ double: EnvdDouble; dir: string }>;
   createSandbox: (spec: SandboxSpec) => Promise<{ uid: string; podUid: string }>;
+  /**
+   * A pod of the Sandbox; with `podInfo` (the default) the Sandbox's status.podInfo then names it, as upstream's
+   * controller writes it for the pod it made. `podInfo: false` leaves the Sandbox's status as it is: a pod made
+   * by someone else, or not synced yet.
+   */
   createPod: (
     sandbox: string,
     sandboxUid: string,
-    options?: { wrapped?: boolean; suffix?: string; podIP?: string },
+    options?: { wrapped?: boolean; suffix?: string; podIP?: string; podInfo?: boolean },
   ) => Promise<string>;
+  /** Writes the Sandbox's status.podInfo, as upstream's controller does. */
+  setPodInfo: (sandbox: string, podInfo: { podIP?: string; podUID?: string }) => Promise<void>;
   setPodIp: (pod: string, podIP: string) => Promise<void>;
   claim: (sandbox: string, vars: Record<string, string>, accessToken: string) => Promise<void>;
   events: (sandbox: string) => Promise<EventItem[]>;
@@ -165,12 +175,27 @@ export function deliverWorld(cluster: () => TestCluster, namespace: string): Del
     const status = { phase: 'Running', podIP, podIPs: [{ ip: podIP }] };
     await kubectl(['patch', 'pod', pod, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status })]);
   };
+  const setPodInfo: DeliverWorld['setPodInfo'] = async (sandbox, podInfo) => {
+    const status = { podInfo };
+    await kubectl([
+      'patch',
+      'sandbox',
+      sandbox,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status }),
+    ]);
+  };
   const createPod: DeliverWorld['createPod'] = async (sandbox, sandboxUid, options = {}) => {
     const name = `${sandbox}-pod${options.suffix ?? ''}`;
     const wrapped = options.wrapped ?? true;
     await cluster().applyObject(wrappedSandboxPod({ sandbox, sandboxUid, namespace, name, wrapped }));
     if (options.podIP !== undefined) await setPodIp(name, options.podIP);
-    return (await kubectl(['get', 'pod', name, '-o', 'jsonpath={.metadata.uid}'])).trim();
+    const uid = (await kubectl(['get', 'pod', name, '-o', 'jsonpath={.metadata.uid}'])).trim();
+    if (options.podInfo ?? true)
+      await setPodInfo(sandbox, { podUID: uid, ...(options.podIP === undefined ? {} : { podIP: options.podIP }) });
+    return uid;
   };
   const events = async (sandbox: string): Promise<EventItem[]> => {
     const text = await kubectl(['get', 'events', '--field-selector', `involvedObject.name=${sandbox}`, '-o', 'json']);
@@ -195,27 +220,18 @@ export function deliverWorld(cluster: () => TestCluster, namespace: string): Del
         },
       });
       const uid = (await kubectl(['get', 'sandbox', spec.name, '-o', 'jsonpath={.metadata.uid}'])).trim();
-      if (spec.podInfo !== undefined) {
-        const status = { podInfo: spec.podInfo };
-        await kubectl([
-          'patch',
-          'sandbox',
-          spec.name,
-          '--subresource=status',
-          '--type=merge',
-          '-p',
-          JSON.stringify({ status }),
-        ]);
-      }
       const podIP = 'podIP' in spec ? spec.podIP : '127.0.0.1';
       const podUid = await createPod(spec.name, uid, {
         wrapped: spec.wrapped ?? true,
         ...(podIP === undefined ? {} : { podIP }),
+        podInfo: spec.podInfo === undefined,
       });
+      if (spec.podInfo !== undefined) await setPodInfo(spec.name, spec.podInfo);
       return { uid, podUid };
     },
     createPod,
     setPodIp,
+    setPodInfo,
     async claim(sandbox, vars, accessToken) {
       const request = JSON.stringify({ envVars: vars, accessToken });
       await kubectl([
