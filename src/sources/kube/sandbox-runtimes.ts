@@ -25,10 +25,11 @@ export type { Sandbox };
 /**
  * What the webhook keeps of each Sandbox, cut as it arrives (listed, watched or fetched): identity for the cache
  * and the uid check, and what selectionFromSandbox reads. Nothing else: a Sandbox carries its tenant's claim
- * (`init-runtime-request`, the access token) and status, which the webhook has no use for and every pod can reach
- * it on its port. spec.runtimes is kept whole, so a value that is not a list is denied as before; upstream's CRD
- * prunes each runtime to its `name`. A field that selectionFromSandbox starts to read must be added here, or it
- * reads as absent (test/sources/sandbox-runtimes.test.ts compares the selection of whole and cut Sandboxes).
+ * (`init-runtime-request`, the access token) and status, which the webhook has no use for, in a process every
+ * pod can reach on its port. spec.runtimes is kept whole, so a value that is not a list is denied as before;
+ * upstream's CRD prunes each runtime to its `name`. A field that selectionFromSandbox starts to read must be
+ * added here, or it reads as absent: test/sources/sandbox-runtimes.test.ts reads every Sandbox through this cut,
+ * and test/sources/kube/sandbox-cache.test.ts compares the selection of whole and cut Sandboxes.
  */
 export const WEBHOOK_SANDBOX_FIELDS: readonly FieldPath[] = [
   ['metadata', 'name'],
