@@ -1,17 +1,19 @@
 // deliver-env as a release ships it: `helm template` with deliverEnv.enabled, monitoring.enabled and
 // networkPolicy.enabled names every object after the release, scrapes deliver-env with a ServiceMonitor of its
 // own and alerts with rules the real promtool accepts and tests (test/alerts/deliver-env/); the kustomize
-// components render the same objects; and two releases install side by side on the real kube-apiserver.
+// components render the same objects; and two releases install side by side on the real kube-apiserver. The
+// NetworkPolicies reach the API server only at the addresses given, and neither the chart nor the component
+// renders without them.
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { stringify as toYaml } from 'yaml';
+import { parseDocument, stringify as toYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { byKey, isHook, objectKey, releaseObjects } from './support/chart-objects.js';
 import { repoRoot, resolveToolDir } from './support/binaries.js';
 import { startCluster, type TestCluster } from './support/cluster.js';
-import { findObject, kustomize, MANIFESTS, objectId, renderWithComponents } from './support/components.js';
-import { CHART, makeHelm, parseObjects, type Helm, type KubeObject } from './support/helm.js';
+import { asYaml, findObject, kustomize, MANIFESTS, objectId, renderWithComponents } from './support/components.js';
+import { CHART, KUBE_VERSION, makeHelm, parseObjects, type Helm, type KubeObject } from './support/helm.js';
 import { at } from './support/json.js';
 import { runPromtool } from './support/promtool.js';
 
@@ -24,7 +26,26 @@ const ALERTS = [
   'SandboxInjectorDeliverNoLeader',
   'SandboxInjectorDeliverQueueStalled',
 ];
-const ALL_ON = { deliverEnv: { enabled: true }, monitoring: { enabled: true }, networkPolicy: { enabled: true } };
+const API_SERVER_CIDRS = ['10.0.0.10/32', '10.96.0.1/32'];
+const API_SERVER_PEERS = API_SERVER_CIDRS.map((cidr) => ({ ipBlock: { cidr } }));
+const API_SERVER_PORTS = [
+  { port: 443, protocol: 'TCP' },
+  { port: 6443, protocol: 'TCP' },
+];
+const ALL_ON = {
+  deliverEnv: { enabled: true },
+  monitoring: { enabled: true },
+  networkPolicy: { enabled: true, apiServerCidrs: API_SERVER_CIDRS },
+};
+const NETWORK_POLICIES = path.join(repoRoot, 'manifests', 'components', 'network-policies');
+const ADDRESSES_EXAMPLE = path.join(NETWORK_POLICIES, 'api-server-addresses.example.yaml');
+
+/** The component's example ApiServerAddresses as a user fills it in: the shipped file with these `peers`. */
+function addressesFile(peers: readonly unknown[]): Record<string, string> {
+  const doc = parseDocument(readFileSync(ADDRESSES_EXAMPLE, 'utf8'));
+  doc.set('peers', peers);
+  return { 'api-server-addresses.yaml': doc.toString() };
+}
 
 interface Rule {
   alert: string;
@@ -147,7 +168,7 @@ describe('helm template foo -n agents with deliverEnv, monitoring and networkPol
     expect(scraped(webhookMonitor).some((s) => labelsMatch(at(s, 'spec', 'selector'), podLabels))).toBe(false);
   });
 
-  it('has NetworkPolicies on the webhook and deliver-env pods: webhook port open, metrics to the scraper, envd out', () => {
+  it('has NetworkPolicies on the webhook and deliver-env pods: webhook port and API server at its addresses, metrics to the scraper, envd out', () => {
     const webhookPods = at(findObject(objects, 'Deployment', fullname), 'spec', 'template', 'metadata', 'labels');
     const deliverPods = at(
       findObject(objects, 'Deployment', `${fullname}-deliver-env`),
@@ -160,14 +181,77 @@ describe('helm template foo -n agents with deliverEnv, monitoring and networkPol
     const deliverPolicy = findObject(objects, 'NetworkPolicy', `${fullname}-deliver-env`);
     expect(labelsMatch(at(webhookPolicy, 'spec', 'podSelector', 'matchLabels'), webhookPods)).toBe(true);
     expect(labelsMatch(at(deliverPolicy, 'spec', 'podSelector', 'matchLabels'), deliverPods)).toBe(true);
-    expect(at(webhookPolicy, 'spec', 'ingress', 0)).toEqual({ ports: [{ port: 'webhook', protocol: 'TCP' }] });
+    expect(at(webhookPolicy, 'spec', 'ingress', 0)).toEqual({
+      from: API_SERVER_PEERS,
+      ports: [{ port: 'webhook', protocol: 'TCP' }],
+    });
     expect(at(webhookPolicy, 'spec', 'ingress', 1, 'from', 0, 'podSelector', 'matchLabels')).toEqual({
       'app.kubernetes.io/name': 'prometheus',
     });
-    expect(at(deliverPolicy, 'spec', 'egress', 0)).toEqual({
-      to: [{ namespaceSelector: {}, podSelector: { matchLabels: { 'agents.kruise.io/created-by': 'sandbox' } } }],
-      ports: [{ port: 49983, protocol: 'TCP' }],
-    });
+    expect(at(webhookPolicy, 'spec', 'egress')).toEqual([{ to: API_SERVER_PEERS, ports: API_SERVER_PORTS }]);
+    expect(at(deliverPolicy, 'spec', 'egress')).toEqual([
+      {
+        to: [{ namespaceSelector: {}, podSelector: { matchLabels: { 'agents.kruise.io/created-by': 'sandbox' } } }],
+        ports: [{ port: 49983, protocol: 'TCP' }],
+      },
+      { to: API_SERVER_PEERS, ports: API_SERVER_PORTS },
+      {
+        ports: [
+          { port: 53, protocol: 'UDP' },
+          { port: 53, protocol: 'TCP' },
+        ],
+      },
+    ]);
+  });
+
+  it('refuses to render the NetworkPolicies without apiServerCidrs, saying how to find the addresses', async () => {
+    for (const deliverEnv of [false, true]) {
+      const values = { deliverEnv: { enabled: deliverEnv }, networkPolicy: { enabled: true } };
+      const result = await helm.run([
+        'template',
+        release,
+        CHART,
+        '-n',
+        namespace,
+        '--kube-version',
+        KUBE_VERSION,
+        ...helm.valuesArgs(values),
+      ]);
+      expect(result.code, `deliverEnv ${deliverEnv}`).not.toBe(0);
+      expect(result.stderr).toContain('networkPolicy.apiServerCidrs is empty');
+      expect(result.stderr).toContain(
+        "kubectl get endpointslices -n default -l kubernetes.io/service-name=kubernetes -o jsonpath='{.items[*].endpoints[*].addresses[*]}'",
+      );
+      expect(result.stderr).toContain("kubectl get svc kubernetes -n default -o jsonpath='{.spec.clusterIP}'");
+      expect(result.stderr).toContain('docs/install.md, "NetworkPolicies"');
+    }
+    // An address that is not a CIDR is refused by the schema; without the policies, none is needed.
+    const bare = { networkPolicy: { enabled: true, apiServerCidrs: ['10.0.0.10'] } };
+    const refused = await helm.run([
+      'template',
+      release,
+      CHART,
+      '-n',
+      namespace,
+      '--kube-version',
+      KUBE_VERSION,
+      ...helm.valuesArgs(bare),
+    ]);
+    expect(refused.stderr).toContain("at '/networkPolicy/apiServerCidrs/0'");
+    expect(refused.code).not.toBe(0);
+    const off = await helm.template({ deliverEnv: { enabled: true } }, { release, namespace });
+    expect(off.filter((o) => o.kind === 'NetworkPolicy')).toEqual([]);
+  });
+
+  it('opens the webhook port to networkPolicy.webhookFrom instead, where it is set, and changes nothing else', async () => {
+    const webhookFrom = [{ ipBlock: { cidr: '172.16.0.0/16' } }];
+    const values = { ...ALL_ON, networkPolicy: { ...ALL_ON.networkPolicy, webhookFrom } };
+    const changed = (await helm.template(values, { release, namespace })).filter((o) => o.kind === 'NetworkPolicy');
+    const before = objects.filter((o) => o.kind === 'NetworkPolicy');
+    const webhookPolicy = findObject(changed, 'NetworkPolicy', fullname);
+    expect(at(webhookPolicy, 'spec', 'ingress', 0, 'from')).toEqual(webhookFrom);
+    (at(webhookPolicy, 'spec', 'ingress', 0) as Record<string, unknown>).from = API_SERVER_PEERS;
+    expect(changed).toEqual(before);
   });
 
   it("has deliver-env's four alerts, which promtool checks and whose tests pass in the release's namespace", async () => {
@@ -188,11 +272,12 @@ describe('manifests/components/deliver-env, deliver-env-monitoring and network-p
   let rendered: KubeObject[] = [];
 
   beforeAll(async () => {
-    rendered = await renderWithComponents(cluster.binDir, [
-      'deliver-env',
-      'deliver-env-monitoring',
-      'network-policies',
-    ]);
+    rendered = await renderWithComponents(
+      cluster.binDir,
+      ['deliver-env', 'deliver-env-monitoring', 'network-policies'],
+      MANIFESTS,
+      addressesFile(API_SERVER_PEERS),
+    );
     spec = at(findObject(rendered, 'PrometheusRule', 'sandbox-injector-deliver-env'), 'spec') as RulesSpec;
   });
 
@@ -202,6 +287,50 @@ describe('manifests/components/deliver-env, deliver-env-monitoring and network-p
     const chart = releaseObjects(await helm.template(ALL_ON));
     for (const [key, object] of added) expect(chart.get(key), key).toEqual(object);
     expect([...added.keys()].filter((key) => key.includes('deliver-env')).length).toBeGreaterThanOrEqual(9);
+  });
+
+  it("narrow the API server's rules to the ApiServerAddresses given, which is not rendered, and the API server takes them", async () => {
+    const policies = rendered.filter((o) => o.kind === 'NetworkPolicy');
+    expect(policies.map((o) => o.metadata.name).sort()).toEqual(['sandbox-injector', 'sandbox-injector-deliver-env']);
+    const webhookPolicy = findObject(policies, 'NetworkPolicy', 'sandbox-injector');
+    expect(at(webhookPolicy, 'spec', 'ingress', 0, 'from')).toEqual(API_SERVER_PEERS);
+    expect(at(webhookPolicy, 'spec', 'egress')).toEqual([{ to: API_SERVER_PEERS, ports: API_SERVER_PORTS }]);
+    const deliverPolicy = findObject(policies, 'NetworkPolicy', 'sandbox-injector-deliver-env');
+    expect(at(deliverPolicy, 'spec', 'egress', 1)).toEqual({ to: API_SERVER_PEERS, ports: API_SERVER_PORTS });
+    expect(rendered.filter((o) => o.kind === 'ApiServerAddresses')).toEqual([]);
+    expect(JSON.stringify(rendered)).not.toContain('API_SERVER_ADDRESSES');
+    await cluster.ensureNamespace('sandbox-system');
+    const accepted = await cluster.kubectl(['apply', '--dry-run=server', '-f', '-'], {
+      input: asYaml(policies),
+    });
+    expect(accepted.code, accepted.stderr).toBe(0);
+    expect(accepted.stdout).toContain('networkpolicy.networking.k8s.io/sandbox-injector created (server dry run)');
+  });
+
+  it('refuse to build without ApiServerAddresses, or with its example as shipped (no peers)', async () => {
+    const components = ['deliver-env', 'network-policies'] as const;
+    await expect(renderWithComponents(cluster.binDir, components)).rejects.toThrow(
+      /nothing selected by ApiServerAddresses\.\[noVer\]\.\[noGrp\]\/sandbox-injector/,
+    );
+    const shipped = { 'api-server-addresses.yaml': readFileSync(ADDRESSES_EXAMPLE, 'utf8') };
+    await expect(renderWithComponents(cluster.binDir, components, MANIFESTS, shipped)).rejects.toThrow(
+      /fieldPath `peers\.0\.ipBlock\.cidr` is missing for replacement source ApiServerAddresses/,
+    );
+    await expect(renderWithComponents(cluster.binDir, components, MANIFESTS, addressesFile([]))).rejects.toThrow(
+      /fieldPath `peers\.0\.ipBlock\.cidr` is missing/,
+    );
+  });
+
+  it('ship a placeholder that the API server refuses when networkpolicy.yaml is applied without kustomize', async () => {
+    await cluster.ensureNamespace('sandbox-system');
+    const result = await cluster.kubectl([
+      'apply',
+      '--dry-run=server',
+      '-f',
+      path.join(NETWORK_POLICIES, 'networkpolicy.yaml'),
+    ]);
+    expect(result.stderr).toMatch(/ipBlock\.cidr: Invalid value: "API_SERVER_ADDRESSES"/);
+    expect(result.code).not.toBe(0);
   });
 
   it('pass every unit test of test/alerts/deliver-env/', async () => {

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { AdmissionRequest } from '../../src/shapes/admission-review.js';
 import type { Pod } from '../../src/injection/index.js';
-import { runtimesFromOwner, type Sandbox, type SandboxLookup } from '../../src/sources/kube/sandbox-runtimes.js';
+import {
+  keepWebhookFields,
+  runtimesFromOwner,
+  type Sandbox,
+  type SandboxLookup,
+} from '../../src/sources/kube/sandbox-runtimes.js';
 
 const request: AdmissionRequest = {
   uid: 'u',
@@ -19,11 +24,12 @@ function pod(
   return { metadata: { generateName: 'sbx-', annotations, ownerReferences }, spec: { containers: [{ name: 'main' }] } };
 }
 
+/** Answers with the Sandbox as the cache stores it (keepWebhookFields): a field read here and cut there fails. */
 function lookupOf(sandbox: Sandbox | undefined): SandboxLookup & { calls: string[] } {
   const calls: string[] = [];
   const lookup = (namespace: string, name: string, uid: string): Promise<Sandbox | undefined> => {
     calls.push(`${namespace}/${name}/${uid}`);
-    return Promise.resolve(sandbox);
+    return Promise.resolve(sandbox === undefined ? undefined : keepWebhookFields(sandbox));
   };
   return Object.assign(lookup, { calls });
 }

@@ -15,11 +15,34 @@ import type { Pod } from '../../injection/index.js';
 import { firstPolicy, runtimesFromAnnotations } from '../pod-annotations.js';
 import { isTrustedCreator, type TrustedCreators } from '../trusted-creators.js';
 import type { KubeClients } from './clients.js';
+import { fieldKeeper, type FieldPath } from './keep-fields.js';
 import { ResilientWatch } from './resilient-watch.js';
 import { errorMessage } from '../../util/error-message.js';
 import type { Clock } from '../../util/clock.js';
 
 export type { Sandbox };
+
+/**
+ * What the webhook keeps of each Sandbox, cut as it arrives (listed, watched or fetched): identity for the cache
+ * and the uid check, and what selectionFromSandbox reads. Nothing else: a Sandbox carries its tenant's claim
+ * (`init-runtime-request`, the access token) and status, which the webhook has no use for, in a process every
+ * pod can reach on its port. spec.runtimes is kept whole, so a value that is not a list is denied as before;
+ * upstream's CRD prunes each runtime to its `name`. A field that selectionFromSandbox starts to read must be
+ * added here, or it reads as absent: test/sources/sandbox-runtimes.test.ts reads every Sandbox through this cut,
+ * and test/sources/kube/sandbox-cache.test.ts compares the selection of whole and cut Sandboxes.
+ */
+export const WEBHOOK_SANDBOX_FIELDS: readonly FieldPath[] = [
+  ['metadata', 'name'],
+  ['metadata', 'namespace'],
+  ['metadata', 'uid'],
+  ['metadata', 'resourceVersion'],
+  ['metadata', 'annotations', POLICY_ANNOTATION],
+  ['spec', 'runtimes'],
+  ['spec', 'envVarsInjectionPolicy'],
+];
+
+/** A Sandbox as the webhook keeps it: WEBHOOK_SANDBOX_FIELDS only. */
+export const keepWebhookFields: (sandbox: Sandbox) => Sandbox = fieldKeeper<Sandbox>(WEBHOOK_SANDBOX_FIELDS);
 
 /** Finds a Sandbox by namespace and name: the cache first, the API when the cache has not seen it yet. */
 export type SandboxLookup = (namespace: string, name: string, uid: string) => Promise<Sandbox | undefined>;
@@ -107,7 +130,10 @@ function selectionFromSandbox(sandbox: Sandbox, pod: Pod, label: string): Runtim
   };
 }
 
-/** A cached watch of all Sandboxes, with a direct GET when the cache misses or holds an older object. */
+/**
+ * A cached watch of all Sandboxes, with a direct GET when the cache misses or holds an older object. Both give
+ * the Sandbox cut to WEBHOOK_SANDBOX_FIELDS.
+ */
 export function watchSandboxes(
   clients: KubeClients,
   options: { onError?: (error: unknown, retryInMs: number) => void; clock?: Clock } = {},
@@ -122,6 +148,7 @@ export function watchSandboxes(
         plural: SANDBOX_PLURAL,
         ...page,
       })) as KubernetesListObject<Sandbox>,
+    transform: keepWebhookFields,
     onList: () => undefined,
     onError: options.onError,
     clock: options.clock,
@@ -131,13 +158,15 @@ export function watchSandboxes(
     const cached = watch.get(name, namespace);
     if (cached?.metadata?.uid === uid) return cached;
     try {
-      const fetched = (await clients.custom.getNamespacedCustomObject({
-        group: SANDBOX_GROUP,
-        version: SANDBOX_VERSION,
-        namespace,
-        plural: SANDBOX_PLURAL,
-        name,
-      })) as Sandbox;
+      const fetched = keepWebhookFields(
+        (await clients.custom.getNamespacedCustomObject({
+          group: SANDBOX_GROUP,
+          version: SANDBOX_VERSION,
+          namespace,
+          plural: SANDBOX_PLURAL,
+          name,
+        })) as Sandbox,
+      );
       return fetched.metadata?.uid === uid ? fetched : undefined;
     } catch (error) {
       if ((error as { code?: unknown }).code === 404) return undefined;

@@ -60,19 +60,24 @@ export async function kustomize(kubeBinDir: string, dir: string): Promise<KubeOb
   }
 }
 
-/** Renders `resource` (manifests/ by default) with the given components, as a user's kustomization would. */
+/**
+ * Renders `resource` (manifests/ by default) with the given components, as a user's kustomization would;
+ * `ownFiles` (file name to text) are written beside the kustomization and listed in its resources too.
+ */
 export async function renderWithComponents(
   kubeBinDir: string,
   components: readonly ComponentName[],
   resource = MANIFESTS,
+  ownFiles: Readonly<Record<string, string>> = {},
 ): Promise<KubeObject[]> {
   const dir = mkdtempSync(path.join(tmpdir(), 'si-e2e-components-'));
   try {
+    for (const [name, text] of Object.entries(ownFiles)) writeFileSync(path.join(dir, name), text);
     // Relative paths, as in a kustomization checked in next to manifests/.
     const kustomization = {
       apiVersion: 'kustomize.config.k8s.io/v1beta1',
       kind: 'Kustomization',
-      resources: [path.relative(dir, resource)],
+      resources: [path.relative(dir, resource), ...Object.keys(ownFiles)],
       components: components.map((name) => path.relative(dir, path.join(MANIFESTS, 'components', name))),
     };
     writeFileSync(path.join(dir, 'kustomization.yaml'), toYaml(kustomization));
