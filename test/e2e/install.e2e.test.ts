@@ -433,7 +433,6 @@ describe('RBAC of the sandbox-injector service account', () => {
     ['watch', 'configmaps/sandbox-injection-config', '-n', NS],
     ['get', 'secrets/sandbox-injector-tls', '-n', NS],
     ['update', 'secrets/sandbox-injector-tls', '-n', NS],
-    ['create', 'secrets', '-n', NS],
     ['list', 'sandboxes.agents.kruise.io', '--all-namespaces'],
     ['watch', 'sandboxes.agents.kruise.io', '--all-namespaces'],
     ['get', 'sandboxes.agents.kruise.io', '-n', 'team-a'],
@@ -450,6 +449,9 @@ describe('RBAC of the sandbox-injector service account', () => {
     ['watch', 'secrets', '-n', NS],
     ['delete', 'secrets/sandbox-injector-tls', '-n', NS],
     ['create', 'secrets', '-n', 'default'],
+    // The install makes the certificate Secret: the webhook creates none, not even that one.
+    ['create', 'secrets', '-n', NS],
+    ['create', 'secrets/sandbox-injector-tls', '-n', NS],
     ['list', 'pods', '--all-namespaces'],
     ['get', 'pods', '-n', NS],
     ['create', 'deployments.apps', '-n', NS],

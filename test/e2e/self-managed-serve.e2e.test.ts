@@ -52,6 +52,8 @@ beforeAll(async () => {
   await cluster.ensureNamespace('sandbox-system');
   await cluster.ensureNamespace(NS);
   await cluster.kubectlOk(['apply', '-f', path.join(repoRoot, 'manifests', 'injection-config.yaml')]);
+  // The empty certificate Secret the install makes, which the replicas fill (they never create it).
+  await cluster.kubectlOk(['apply', '-f', path.join(repoRoot, 'manifests', 'base', 'certificate-secret.yaml')]);
   // The webhook configuration exists before the servers, as `kubectl apply -k manifests/` creates it; it points
   // at the first replica, and its caBundle is left for the replicas to fill in.
   const port = await freePort();
