@@ -207,14 +207,14 @@ afterAll(async () => {
 });
 
 describe('the pod ownership policy on a real kube-apiserver', () => {
-  it('type-checks without a warning', async () => {
-    const status = await until('the policy to be type-checked', async () => {
-      const policy = JSON.parse(
-        await c().kubectlOk(['get', 'validatingadmissionpolicy', POLICY, '-o', 'json']),
-      ) as Json;
-      return at(policy, 'status', 'typeChecking') === undefined ? undefined : at(policy, 'status');
+  it('is applied without a warning from the API server (CEL compiled, cost within the limits)', async () => {
+    // The type-checking status is written by kube-controller-manager, which does not run here; warnings about
+    // the expressions come back with the request itself.
+    const rendered = await renderWithComponents(c().binDir, ['pod-ownership-policy']);
+    const result = await c().kubectl(['apply', '--dry-run=server', '-f', '-'], {
+      input: asYaml(rendered.filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy'))),
     });
-    expect(at(status, 'typeChecking')).toEqual({});
+    expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
   });
 
   it.each(ADDS)('refuses the untrusted user patching $what into a plain pod, naming it', async ({ what, ops }) => {
