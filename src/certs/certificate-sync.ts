@@ -21,8 +21,9 @@ import {
   type RenewalPolicy,
   type RenewalRequest,
 } from './plan.js';
+import { STARTUP_ERRORS } from '../errors/index.js';
 import { isStatus, retryOnConflict } from './retry-on-conflict.js';
-import { EMPTY_STATE, secretFromState, stateFromSecret, trustBundle, type CertState } from './state.js';
+import { secretFromState, stateFromSecret, trustBundle, type CertState } from './state.js';
 import type { PassOutcome, SyncPasses } from './sync-schedule.js';
 import { bundleTrusts, decideBundle } from './webhook-bundle.js';
 
@@ -84,26 +85,28 @@ export class CertificateSync implements SyncPasses {
     return (await readAtomicDir(this.places.dir, Object.values(FILE_NAMES))) !== undefined;
   }
 
-  /** The Secret as stored after this pass's renewals: created, renewed, adopted or unchanged. */
+  /**
+   * The Secret as stored after this pass's renewals: filled, renewed, adopted or unchanged. The install makes
+   * the Secret (empty) by name, so that the webhook needs no right to create Secrets; an absent one is an
+   * error, retried with the pass, never created here.
+   */
   private currentSecret(initial: RenewalRequest): Promise<V1Secret> {
     const { namespace, secretName: name } = this.places;
     const writeSecret = async (attempt: number): Promise<V1Secret> => {
-      // A later attempt follows a conflict: another replica created or renewed the Secret first, and its
+      // A later attempt follows a conflict: another replica filled or renewed the Secret first, and its
       // result already answers a forced renewal, so only the ordinary rules can still ask for work.
       const request = attempt === 1 ? initial : {};
       const existing = await this.readSecret();
-      const current = existing === undefined ? EMPTY_STATE : stateFromSecret(existing);
+      if (existing === undefined) throw new STARTUP_ERRORS.certificateSecretMissing.Error(this.secretRef());
+      const current = stateFromSecret(existing);
       const at = new Date(this.clock.now());
       const plan = planRenewal(current, at, this.policy, request);
-      if (existing !== undefined && planIsEmpty(plan)) return existing;
+      if (planIsEmpty(plan)) return existing;
 
       const next = await applyPlan(current, plan, at, this.policy);
       const body = secretFromState(next, name, namespace, existing);
-      const written =
-        existing === undefined
-          ? await this.places.clients.core.createNamespacedSecret({ namespace, body })
-          : await this.places.clients.core.replaceNamespacedSecret({ name, namespace, body });
-      this.logRenewal(existing === undefined, plan, next);
+      const written = await this.places.clients.core.replaceNamespacedSecret({ name, namespace, body });
+      this.logRenewal(Object.keys(existing.data ?? {}).length === 0, plan, next);
       return written;
     };
     return retryOnConflict(`Secret ${this.secretRef()}`, writeSecret, (attempt) =>
@@ -188,11 +191,11 @@ export class CertificateSync implements SyncPasses {
     }
   }
 
-  private logRenewal(created: boolean, plan: RenewalPlan, next: CertState): void {
+  private logRenewal(filled: boolean, plan: RenewalPlan, next: CertState): void {
     this.logger.info(
       {
         secret: this.secretRef(),
-        created,
+        filled,
         ca: plan.ca.kind,
         servingReason: plan.issueServing,
         droppedPreviousCa: plan.dropPrevious,
@@ -200,7 +203,7 @@ export class CertificateSync implements SyncPasses {
         servingNotAfter: next.serving?.cert.validTo,
         caNotAfter: next.ca?.cert.validTo,
       },
-      created ? 'certificate Secret created' : 'certificate Secret renewed',
+      filled ? 'certificate Secret filled' : 'certificate Secret renewed',
     );
   }
 

@@ -143,14 +143,11 @@ export function secretFromState(state: CertState, name: string, namespace: strin
   return {
     apiVersion: 'v1',
     kind: 'Secret',
-    type: 'kubernetes.io/tls',
-    metadata: {
-      ...baseMetadata,
-      name,
-      namespace,
-      annotations,
-      labels: { ...(base?.metadata?.labels ?? {}), 'app.kubernetes.io/managed-by': 'sandbox-injector' },
-    },
+    // A Secret's type cannot change: the one the install made it with stays (Opaque in the manifests and the
+    // chart, which let an apply leave `data` alone; kubernetes.io/tls from releases that created it here).
+    type: base?.type ?? 'Opaque',
+    // Labels are the install's (an apply or a Helm upgrade would fight over one set here).
+    metadata: { ...baseMetadata, name, namespace, annotations },
     data,
   };
 }

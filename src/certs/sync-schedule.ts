@@ -84,7 +84,9 @@ export function startSyncSchedule(sync: SyncPasses, timing: ScheduleTiming, logg
         logger.error({ err: error, retryInMs: waitMs }, 'self-managed certificates: pass failed');
       }
       if (stopping.signal.aborted) break;
-      await sleepOn(clock, waitMs, stopping.signal);
+      // Until the first files are written, these retries are all `serve` waits for (its server starts after):
+      // they keep the process alive, so that a Secret not there yet is waited for rather than ending it.
+      await sleepOn(clock, waitMs, stopping.signal, { keepAlive: !isReady });
     }
   };
   const looping = loop();

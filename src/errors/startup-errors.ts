@@ -66,4 +66,12 @@ export const STARTUP_ERRORS = {
     'self-managed certificates: the Secret or the caBundle kept changing under every read-modify-write attempt',
     (what: string, attempts: number) => `${what} kept changing under ${attempts} read-modify-write attempts`,
   ),
+  certificateSecretMissing: define(
+    'SI_CERT_SECRET_MISSING',
+    1,
+    'startup',
+    'self-managed certificates: the Secret --cert-secret-name names does not exist; the install makes it, the webhook never creates it (retried until it exists)',
+    (secret: string) =>
+      `Secret ${secret} does not exist: self-managed certificates fill the Secret the install makes (manifests/base/certificate-secret.yaml, or the chart) and never create one; apply it, or check --cert-namespace and --cert-secret-name`,
+  ),
 } as const;

@@ -29,18 +29,30 @@ export const systemClock: Clock = {
   },
 };
 
-/** Waits `ms` on `clock`; an abort ends the wait early (resolving, not rejecting: the caller looks at the signal). */
-export function sleepOn(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+/**
+ * Waits `ms` on `clock`; an abort ends the wait early (resolving, not rejecting: the caller looks at the signal).
+ * `keepAlive` as for `setTimer`.
+ */
+export function sleepOn(
+  clock: Clock,
+  ms: number,
+  signal?: AbortSignal,
+  options?: { keepAlive?: boolean },
+): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted === true) return resolve();
     const onAbort = (): void => {
       cancel();
       resolve();
     };
-    const cancel = clock.setTimer(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
+    const cancel = clock.setTimer(
+      () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      },
+      ms,
+      options,
+    );
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }

@@ -62,9 +62,9 @@ describe('serving certificate names', () => {
 });
 
 describe('the Secret', () => {
-  it('round-trips every key and annotation, as type kubernetes.io/tls', () => {
+  it('round-trips every key and annotation, in an Opaque Secret when it has no type yet', () => {
     const secret = secretFromState(full, 'sandbox-injector-tls', 'sandbox-system');
-    expect(secret.type).toBe('kubernetes.io/tls');
+    expect(secret.type).toBe('Opaque');
     expect(Object.keys(secret.data ?? {}).sort()).toEqual(Object.values(SECRET_KEYS).sort());
     expect(secret.metadata?.annotations).toMatchObject({
       [ANNOTATIONS.generation]: '7',
@@ -93,7 +93,14 @@ describe('the Secret', () => {
     expect(secret.metadata?.resourceVersion).toBe('42');
     expect(secret.metadata?.managedFields).toBeUndefined();
     expect(secret.metadata?.annotations).toEqual({ 'team/owner': 'platform', [ANNOTATIONS.generation]: '7' });
-    expect(secret.metadata?.labels).toEqual({ tier: 'infra', 'app.kubernetes.io/managed-by': 'sandbox-injector' });
+    expect(secret.metadata?.labels).toEqual({ tier: 'infra' });
+  });
+
+  it('keeps the type the Secret was made with, which the API server never lets change', () => {
+    for (const type of ['Opaque', 'kubernetes.io/tls']) {
+      const base: V1Secret = { type, metadata: { name: 'sandbox-injector-tls', resourceVersion: '1' } };
+      expect(secretFromState(full, 'sandbox-injector-tls', 'sandbox-system', base).type).toBe(type);
+    }
   });
 
   it('reads damaged or mismatched entries as absent', () => {

@@ -7,6 +7,7 @@ import { startSyncSchedule, type PassOutcome, type SyncPasses } from '../../src/
 import type { RenewalRequest } from '../../src/certs/plan.js';
 import { recordingLogger } from '../server/support/server.js';
 import { ManualClock } from '../support/manual-clock.js';
+import type { Clock } from '../../src/util/clock.js';
 
 const POLL_MS = 60_000;
 const RETRY_MIN_MS = 1_000;
@@ -109,6 +110,29 @@ describe('startSyncSchedule', () => {
     expect(passes.requests).toEqual([{}, { renewServing: true, rotateCa: true }]);
     await schedule.stop();
     await expect(schedule.renewNow({ renewServing: true })).rejects.toThrow(/stopped/);
+  });
+
+  it('keeps the process alive while it retries before the first files, and not once they are written', async () => {
+    const { clock, timing: t } = timing();
+    const keepAlive: boolean[] = [];
+    const recording: Clock = {
+      now: clock.now,
+      monotonic: clock.monotonic,
+      setTimer: (run, ms, options) => {
+        keepAlive.push(options?.keepAlive === true);
+        return clock.setTimer(run, ms);
+      },
+    };
+    const schedule = startSyncSchedule(
+      scriptedPasses([new Error('Secret missing'), { retrySoon: false }]),
+      { ...t, clock: recording },
+      recordingLogger(),
+    );
+    clock.advance(await nextWait(clock));
+    await schedule.ready;
+    await nextWait(clock);
+    expect(keepAlive).toEqual([true, false]);
+    await schedule.stop();
   });
 
   it('stop() before any usable files rejects ready', async () => {

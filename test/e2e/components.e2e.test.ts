@@ -340,3 +340,80 @@ describe('the release label patch of docs/install.md', () => {
     }
   });
 });
+
+describe('components/pod-ownership-policy', () => {
+  const POLICY = 'sandbox-injector-pod-ownership';
+
+  it('adds the ValidatingAdmissionPolicy and its binding, labelled like the install, and changes nothing else', async () => {
+    for (const resource of [MANIFESTS, path.join(MANIFESTS, 'overlays', 'cert-manager')]) {
+      const without = await kustomize(cluster().binDir, resource);
+      const withPolicy = await renderWithComponents(cluster().binDir, ['pod-ownership-policy'], resource);
+      const before = new Map(without.map((o) => [objectId(o), JSON.stringify(o)]));
+      const added = withPolicy.filter((o) => !before.has(objectId(o)));
+      expect(added.map(objectId).sort(), resource).toEqual([
+        `ValidatingAdmissionPolicy/${POLICY}`,
+        `ValidatingAdmissionPolicyBinding/${POLICY}`,
+      ]);
+      expect(
+        withPolicy.filter((o) => before.has(objectId(o)) && before.get(objectId(o)) !== JSON.stringify(o)),
+      ).toEqual([]);
+      for (const o of added) {
+        expect(o.apiVersion).toBe('admissionregistration.k8s.io/v1');
+        expect(o.metadata.labels, objectId(o)).toEqual({
+          'app.kubernetes.io/name': NAME,
+          'app.kubernetes.io/part-of': 'openkruise-agents',
+        });
+      }
+    }
+  });
+
+  it('denies, fails closed, matches pod CREATE and UPDATE, and is bound with Deny', async () => {
+    const objects = await renderWithComponents(cluster().binDir, ['pod-ownership-policy']);
+    const policy = findObject(objects, 'ValidatingAdmissionPolicy', POLICY);
+    expect(at(policy, 'spec', 'failurePolicy')).toBe('Fail');
+    expect(at(policy, 'spec', 'matchConstraints')).toEqual({
+      resourceRules: [
+        { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['pods', 'pods/status'] },
+      ],
+    });
+    expect((at(policy, 'spec', 'validations') as unknown[]).map((v) => at(v, 'reason'))).toEqual([
+      'Forbidden',
+      'Forbidden',
+      'Forbidden',
+    ]);
+    expect(at(findObject(objects, 'ValidatingAdmissionPolicyBinding', POLICY), 'spec')).toEqual({
+      policyName: POLICY,
+      validationActions: ['Deny'],
+    });
+  });
+
+  it("trusts exactly the base Deployment's --trusted-creators (the literal list must follow the flag)", async () => {
+    const objects = await renderWithComponents(cluster().binDir, ['pod-ownership-policy']);
+    const args = at(containerOf(objects), 'args') as string[];
+    const flag = args.find((a) => a.startsWith('--trusted-creators='))?.slice('--trusted-creators='.length);
+    expect(flag).toBeDefined();
+    const entries = (flag ?? '').split(',').map((e) => e.trim());
+    const groups = entries.filter((e) => e.startsWith('group:')).map((e) => e.slice('group:'.length));
+    const users = entries.filter((e) => !e.startsWith('group:')).map((e) => e.replace(/^user:/, ''));
+    const policy = findObject(objects, 'ValidatingAdmissionPolicy', POLICY);
+    expect(at(policy, 'spec', 'matchConditions')).toEqual([
+      {
+        name: 'not-a-trusted-creator',
+        expression:
+          `!(request.userInfo.username in ${JSON.stringify(users)}) && ` +
+          `!request.userInfo.?groups.orValue([]).exists(g, g in ${JSON.stringify(groups)})`,
+      },
+    ]);
+  });
+
+  it('is accepted by the API server as it is rendered (server-side dry run, strict field validation)', async () => {
+    const objects = await renderWithComponents(cluster().binDir, ['pod-ownership-policy']);
+    const added = objects.filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy'));
+    const result = await cluster().kubectl(
+      ['apply', '--server-side', '--dry-run=server', '--validate=strict', '-f', '-'],
+      { input: asYaml(added) },
+    );
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+  });
+});

@@ -47,7 +47,6 @@ const NS = NAMESPACE;
 const PODS_NS = 'e2e-helm';
 /** The release another team would install: another name, another namespace. */
 const OTHER = { release: 'agents', namespace: 'team-a', fullname: 'agents-sandbox-injector' } as const;
-const MANIFESTS = path.join(repoRoot, 'manifests');
 const CERT_MANAGER = path.join(repoRoot, 'manifests', 'overlays', 'cert-manager');
 const STATUS = 'agents.kruise.io/runtime-injection-status';
 const COMMON_LABELS = {
@@ -56,6 +55,8 @@ const COMMON_LABELS = {
 };
 /** The one object of manifests/ the chart leaves to Helm: the release's namespace (README.md, "Names and namespaces"). */
 const RELEASE_NAMESPACE = `Namespace//${NS}`;
+/** The chart's default trusted creator, the Sandbox controller's service account. */
+const TRUSTED_CONTROLLER = 'system:serviceaccount:sandbox-system:sandbox-controller-manager';
 
 /** The value sets the tests render; each is also linted. */
 const VALUE_SETS: Record<string, Record<string, unknown>> = {
@@ -135,9 +136,14 @@ beforeAll(async () => {
   auditLog = audit.logPath;
   cluster = await startCluster({ apiserverArgs: audit.flags });
   helm = makeHelm(cluster.kubeconfigPath);
-  kustomized = parseObjects(await cluster.kubectlOk(['kustomize', MANIFESTS]));
-  kustomizedCertManager = parseObjects(await cluster.kubectlOk(['kustomize', CERT_MANAGER]));
-  kustomizedWithComponents = await renderWithComponents(resolveBinDir(), ['autoscaling', 'monitoring']);
+  // The chart turns the pod ownership policy on by default; kustomize adds it as a component.
+  kustomized = await renderWithComponents(resolveBinDir(), ['pod-ownership-policy']);
+  kustomizedCertManager = await renderWithComponents(resolveBinDir(), ['pod-ownership-policy'], CERT_MANAGER);
+  kustomizedWithComponents = await renderWithComponents(resolveBinDir(), [
+    'autoscaling',
+    'monitoring',
+    'pod-ownership-policy',
+  ]);
   for (const [name, values] of Object.entries(VALUE_SETS)) rendered.set(name, await helm.template(values));
   await cluster.installSandboxCrd();
   await cluster.ensureNamespace(PODS_NS);
@@ -175,7 +181,7 @@ function withoutReleaseNamespace(objects: readonly KubeObject[]): Map<string, Ku
   return map;
 }
 
-describe('the default values, as the release sandbox-injector in sandbox-system, render kubectl kustomize manifests/', () => {
+describe('the default values, as the release sandbox-injector in sandbox-system, render kubectl kustomize manifests/ with components/pod-ownership-policy', () => {
   it('object by object, apart from Helm standard labels and the release namespace', () => {
     const chart = releaseObjects(render('defaults'));
     const kustomize = withoutReleaseNamespace(kustomized);
@@ -254,7 +260,7 @@ describe('the default values, as the release sandbox-injector in sandbox-system,
   });
 });
 
-describe('certificates.mode=cert-manager renders kubectl kustomize manifests/overlays/cert-manager', () => {
+describe('certificates.mode=cert-manager renders kubectl kustomize manifests/overlays/cert-manager (with components/pod-ownership-policy)', () => {
   // The overlay's own objects get no labels: its kustomization has no `labels:` (manifests/ is read-only to the
   // chart's work; reported). The chart labels them like every other object. Listed here so that this test
   // fails, and the list goes, once the overlay labels them.
@@ -302,7 +308,7 @@ describe('certificates.mode=cert-manager renders kubectl kustomize manifests/ove
   });
 });
 
-describe('autoscaling and monitoring on render manifests/ with components/autoscaling and components/monitoring', () => {
+describe('autoscaling and monitoring on render manifests/ with components/autoscaling and components/monitoring (and the policy)', () => {
   it('object by object, apart from Helm standard labels: the same HPA, PDB, metrics Service, ServiceMonitor and alert rules', () => {
     const chart = releaseObjects(render('components'));
     const kustomize = withoutReleaseNamespace(kustomizedWithComponents);
@@ -326,12 +332,12 @@ describe('another release in another namespace: every name and namespace follows
     for (const o of objects) {
       const where = configNamespace.has(`${o.kind}/${o.metadata.name}`)
         ? NS
-        : o.kind.startsWith('Cluster') || o.kind === 'MutatingWebhookConfiguration'
+        : o.kind.startsWith('Cluster') || o.kind.endsWith('WebhookConfiguration') || o.kind.startsWith('Validating')
           ? undefined
           : namespace;
       expect(o.metadata.namespace, objectKey(o)).toBe(where);
       if (o.kind !== 'ConfigMap')
-        expect(o.metadata.name, objectKey(o)).toMatch(new RegExp(`^${fullname}(-(certs|tls|metrics))?$`));
+        expect(o.metadata.name, objectKey(o)).toMatch(new RegExp(`^${fullname}(-(certs|tls|metrics|pod-ownership))?$`));
       expect(o.metadata.labels?.['app.kubernetes.io/instance'], objectKey(o)).toBe(release);
     }
     expect(objects.map(objectKey).sort()).toEqual(
@@ -349,10 +355,13 @@ describe('another release in another namespace: every name and namespace follows
         `Role/${namespace}/${fullname}-certs`,
         `RoleBinding/${NS}/${fullname}`,
         `RoleBinding/${namespace}/${fullname}-certs`,
+        `Secret/${namespace}/${fullname}-tls`,
         `Service/${namespace}/${fullname}`,
         `Service/${namespace}/${fullname}-metrics`,
         `ServiceAccount/${namespace}/${fullname}`,
         `ServiceMonitor/${namespace}/${fullname}`,
+        `ValidatingAdmissionPolicy//${fullname}-pod-ownership`,
+        `ValidatingAdmissionPolicyBinding//${fullname}-pod-ownership`,
       ].sort(),
     );
     // Every binding names the release's ServiceAccount, and the caBundle rule names the release's configuration.
@@ -652,8 +661,32 @@ describe('helm template with other values', () => {
   });
 
   it('an empty trustedCreators list leaves the flag out (every creator trusted, as the server documents)', async () => {
-    const objects = await helm.template({ trustedCreators: [] });
+    const objects = await helm.template({ trustedCreators: [], podOwnershipPolicy: { enabled: false } });
     expect((args(objects) as string[]).filter((a) => a.startsWith('--trusted-creators'))).toEqual([]);
+    expect(objects.filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy'))).toEqual([]);
+  });
+
+  it('refuses to render the pod ownership policy with an empty trustedCreators list, saying what to do', async () => {
+    const result = await helm.run(['template', RELEASE, CHART, '-n', NS, ...helm.valuesArgs({ trustedCreators: [] })]);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain(
+      'podOwnershipPolicy.enabled needs trustedCreators: with an empty list every creator would be trusted and the policy would deny nothing',
+    );
+  });
+
+  it("renders the policy's trusted creators from trustedCreators: users (NAME, user:NAME) and groups", () => {
+    const policy = find(render('everythingChanged'), 'ValidatingAdmissionPolicy', 'sandbox-injector-pod-ownership');
+    expect(at(policy, 'spec', 'matchConditions')).toEqual([
+      {
+        name: 'not-a-trusted-creator',
+        expression:
+          '!(request.userInfo.username in ["ci"]) && ' +
+          '!request.userInfo.?groups.orValue([]).exists(g, g in ["system:serviceaccounts:sandbox-system"])',
+      },
+    ]);
+    expect(
+      find(render('everythingChanged'), 'ValidatingAdmissionPolicyBinding', 'sandbox-injector-pod-ownership').spec,
+    ).toEqual({ policyName: 'sandbox-injector-pod-ownership', validationActions: ['Deny'] });
   });
 
   it('webhook.url points the configuration at a URL, with its CA, and drops the cert-manager annotation', async () => {
@@ -751,9 +784,12 @@ describe('helm install of another release into another namespace, --wait, a Sand
 
   // No kubelet: the webhook is the test's process, and the Deployment is scaled to 0 (see the file's top). No
   // caBundle: the process fills it in, as a self-managed replica does.
+  // The test creates Sandbox pods as the cluster's admin (group system:masters), which the chart's pod ownership
+  // policy must trust as it trusts the Sandbox controller.
   const installValues = (): Record<string, unknown> => ({
     replicas: 0,
     webhook: { url: `https://127.0.0.1:${port}/mutate` },
+    trustedCreators: [TRUSTED_CONTROLLER, 'group:system:masters'],
   });
 
   const releaseStatus = async (): Promise<unknown> =>
@@ -886,8 +922,11 @@ describe('helm install of another release into another namespace, --wait, a Sand
       'PodDisruptionBudget',
       'Role',
       'RoleBinding',
+      'Secret',
       'Service',
       'ServiceAccount',
+      'ValidatingAdmissionPolicy',
+      'ValidatingAdmissionPolicyBinding',
     ]);
     const deploymentUid = at(await stored(find(installed, 'Deployment', fullname)), 'metadata', 'uid');
     const before = readAuditEvents(auditLog).length;
@@ -962,6 +1001,7 @@ describe('helm template | kubectl apply -f -', () => {
     const values = {
       replicas: 0,
       webhook: { url: webhook.url, caBundle: Buffer.from(webhook.ca.certPem).toString('base64') },
+      trustedCreators: [TRUSTED_CONTROLLER, 'group:system:masters'],
     };
     // The plain render, hooks and all, as a GitOps tool would take it.
     const text = await helm.templateText(values, { release, namespace });
@@ -1042,9 +1082,11 @@ describe('helm upgrade and helm uninstall --no-hooks', () => {
   it('without the hook (helm uninstall --no-hooks) Helm deletes the Service first: the hook is what orders it', async () => {
     const before = readAuditEvents(auditLog).length;
     await helm.runOk(['uninstall', RELEASE, '-n', SECOND_NS, '--no-hooks']);
-    // Helm's own release record (a Secret sh.helm.release.v1.*) goes after the chart's objects.
+    // Helm's own release record (a Secret sh.helm.release.v1.*) goes after the chart's objects, and so do the
+    // pod ownership policy and its binding, kinds Helm 3's uninstall order does not list.
     const deletes = helmDeletes(before)
       .filter((d) => !d.what.startsWith('secrets/sh.helm.release.v1.'))
+      .filter((d) => !d.what.startsWith('validatingadmissionpolic'))
       .map((d) => `${d.what} ${String(d.code)}`);
     expect(deletes.indexOf(`services/${RELEASE} 200`)).toBeGreaterThanOrEqual(0);
     expect(deletes.indexOf(`mutatingwebhookconfigurations/${RELEASE} 200`)).toBe(deletes.length - 1);

@@ -84,6 +84,8 @@ describe('kubectl kustomize manifests/', () => {
         `Role/${NS}/sandbox-injector-certs`,
         `RoleBinding/${NS}/sandbox-injector`,
         `RoleBinding/${NS}/sandbox-injector-certs`,
+        // Made empty for self-managed certificates, which fill it: the webhook may not create Secrets.
+        `Secret/${NS}/sandbox-injector-tls`,
         `Service/${NS}/sandbox-injector`,
         `ServiceAccount/${NS}/sandbox-injector`,
       ].sort(),
@@ -303,9 +305,11 @@ describe('one retag through kustomize images: changes the container image and th
 });
 
 describe('kubectl kustomize manifests/overlays/cert-manager', () => {
-  it('adds the issuers and the Certificate, and drops the rights only self-managed certificates need', () => {
+  it('adds the issuers and the Certificate, and drops the rights and the Secret only self-managed certificates need', () => {
     const expected = ids(base)
-      .filter((id) => !id.endsWith('sandbox-injector-certs') && !id.startsWith('ConfigMap/'))
+      .filter(
+        (id) => !id.endsWith('sandbox-injector-certs') && !id.startsWith('ConfigMap/') && !id.startsWith('Secret/'),
+      )
       .concat([
         `Certificate/${NS}/sandbox-injector`,
         `Certificate/${NS}/sandbox-injector-ca`,
@@ -433,7 +437,6 @@ describe('RBAC of the sandbox-injector service account', () => {
     ['watch', 'configmaps/sandbox-injection-config', '-n', NS],
     ['get', 'secrets/sandbox-injector-tls', '-n', NS],
     ['update', 'secrets/sandbox-injector-tls', '-n', NS],
-    ['create', 'secrets', '-n', NS],
     ['list', 'sandboxes.agents.kruise.io', '--all-namespaces'],
     ['watch', 'sandboxes.agents.kruise.io', '--all-namespaces'],
     ['get', 'sandboxes.agents.kruise.io', '-n', 'team-a'],
@@ -450,6 +453,9 @@ describe('RBAC of the sandbox-injector service account', () => {
     ['watch', 'secrets', '-n', NS],
     ['delete', 'secrets/sandbox-injector-tls', '-n', NS],
     ['create', 'secrets', '-n', 'default'],
+    // The install makes the certificate Secret: the webhook creates none, not even that one.
+    ['create', 'secrets', '-n', NS],
+    ['create', 'secrets/sandbox-injector-tls', '-n', NS],
     ['list', 'pods', '--all-namespaces'],
     ['get', 'pods', '-n', NS],
     ['create', 'deployments.apps', '-n', NS],

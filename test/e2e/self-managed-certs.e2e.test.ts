@@ -1,6 +1,7 @@
 // Self-managed certificates against a real kube-apiserver. Two replicas run startSelfManagedCertificates in
 // two separate Node processes (test/e2e/support/cert-replica-main.ts), each with its own directory and its
-// own client, authenticated as the sandbox-injector service account with the RBAC of manifests/base. Each
+// own client, authenticated as the sandbox-injector service account with the RBAC of manifests/base, filling
+// the empty Secret manifests/base makes (the webhook may not create Secrets). Each
 // directory is served by an HTTPS server that reloads on the ..data swap with the project's reloader, and
 // kube-apiserver itself calls that server through the MutatingWebhookConfiguration, so its caBundle is
 // checked by the real client that matters.
@@ -19,6 +20,7 @@ import { parseAllDocuments, stringify as toYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKubeClients, type KubeClients } from '../../src/sources/kube/clients.js';
 import { compileReplica, startReplica, type CompiledReplica, type Replica } from './support/cert-replicas.js';
+import type { ReplicaLog } from './support/cert-replica-protocol.js';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
 import { startTlsFileServer, type TlsFileServer } from './support/tls-file-server.js';
 
@@ -35,6 +37,8 @@ let admin: KubeClients | undefined;
 let compiled: CompiledReplica | undefined;
 let workDir = '';
 let saKubeconfig = '';
+/** The empty Secret of manifests/base, applied by the tests (not in beforeAll): first its absence is checked. */
+let installSecret: object | undefined;
 const replicas: Replica[] = [];
 const servers: TlsFileServer[] = [];
 
@@ -91,6 +95,14 @@ async function waitFor(what: string, check: () => Promise<boolean> | boolean, ti
     }
     await sleep(50);
   }
+}
+
+/** `kubectl apply` of the install's Secret, client-side (as `kubectl apply -k` does) or server-side. */
+async function applyInstallSecret(serverSide = false): Promise<void> {
+  if (installSecret === undefined) throw new Error('manifests/ renders no Secret');
+  await c().kubectlOk(['apply', ...(serverSide ? ['--server-side'] : []), '-f', '-'], {
+    input: toYaml(installSecret),
+  });
 }
 
 function readDir(dir: string): { cert: string; key: string; ca: string } {
@@ -180,6 +192,7 @@ beforeAll(async () => {
   const rendered = parseAllDocuments(await c().kubectlOk(['kustomize', path.join(repoRoot, 'manifests')])).map(
     (d) => d.toJS() as { kind: string },
   );
+  installSecret = rendered.find((o) => o.kind === 'Secret');
   const wanted = new Set(['Namespace', 'ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding']);
   await c().kubectlOk(['apply', '--server-side', '-f', '-'], {
     input: rendered
@@ -243,7 +256,44 @@ afterAll(async () => {
 });
 
 describe('self-managed certificates with two replicas', () => {
-  it('two replicas started together agree on one Secret, and write files that match it', async () => {
+  it('a replica whose Secret is absent says so, creates none, and is not ready', async () => {
+    const lonely = startReplica(compiled?.mainJs ?? '', 'absent', {
+      kubeconfig: saKubeconfig,
+      dir: path.join(workDir, 'certs-absent'),
+      namespace: NS,
+      secretName: SECRET,
+      serviceName: 'sandbox-injector',
+      webhookConfigName: MWC,
+      extraSans: [],
+      pollIntervalMs: 300,
+      retryMinMs: 100,
+      caOverlapMs: CA_OVERLAP_MS,
+    });
+    let ready = false;
+    // It rejects once the replica is stopped below, never having been ready.
+    void lonely.ready.then(
+      () => (ready = true),
+      () => undefined,
+    );
+    try {
+      const failed = (): ReplicaLog | undefined =>
+        lonely.logs.find((l) => l.msg === 'self-managed certificates: pass failed');
+      await waitFor('the replica to report the missing Secret', () => failed() !== undefined);
+      expect(JSON.stringify(failed()?.fields)).toContain(
+        `Secret ${NS}/${SECRET} does not exist: self-managed certificates fill the Secret the install makes`,
+      );
+      const secrets = await api().clients.core.listNamespacedSecret({ namespace: NS });
+      expect(secrets.items).toEqual([]);
+      expect(ready).toBe(false);
+    } finally {
+      await lonely.stop();
+    }
+  });
+
+  it('two replicas started together fill the empty Secret once, and write files that match it', async () => {
+    // What `kubectl apply -k manifests/` makes: an Opaque Secret without data.
+    await applyInstallSecret();
+    expect((await secret()).data).toBeUndefined();
     const mainJs = compiled?.mainJs ?? '';
     for (const name of ['a', 'b']) {
       replicas.push(
@@ -266,12 +316,12 @@ describe('self-managed certificates with two replicas', () => {
     const secrets = await api().clients.core.listNamespacedSecret({ namespace: NS });
     expect(secrets.items.map((s) => s.metadata?.name)).toEqual([SECRET]);
     const stored = await secret();
-    expect(stored.type).toBe('kubernetes.io/tls');
+    expect(stored.type).toBe('Opaque');
     expect(Object.keys(stored.data ?? {}).sort()).toEqual(['ca.crt', 'ca.key', 'tls.crt', 'tls.key']);
 
-    // Whoever lost the race (409 on create) adopted the winner's Secret: exactly one creation succeeded.
-    const created = replicas.flatMap((r) => r.logs.filter((l) => l.msg === 'certificate Secret created'));
-    expect(created, replicas.map((r) => r.describeLogs()).join('\n')).toHaveLength(1);
+    // Whoever lost the race (409 on update) adopted the winner's Secret: exactly one fill succeeded.
+    const filled = replicas.flatMap((r) => r.logs.filter((l) => l.msg === 'certificate Secret filled'));
+    expect(filled, replicas.map((r) => r.describeLogs()).join('\n')).toHaveLength(1);
 
     for (const r of replicas) {
       expect(lstatSync(path.join(r.dir, 'tls.crt')).isSymbolicLink()).toBe(true);
@@ -441,6 +491,52 @@ describe('self-managed certificates with two replicas', () => {
         return false;
       }
     });
+  });
+
+  it("re-applying the install's Secret, client-side or server-side, leaves what the replicas wrote", async () => {
+    const before = await secret();
+    expect(Object.keys(before.data ?? {})).toContain('tls.crt');
+    await applyInstallSecret();
+    expect((await secret()).data).toEqual(before.data);
+    // Server-side apply: the manager of `data` is the replicas' update, which the applied object does not name,
+    // so there is no conflict and nothing to force.
+    await applyInstallSecret(true);
+    expect((await secret()).data).toEqual(before.data);
+    await applyInstallSecret();
+    expect((await secret()).data).toEqual(before.data);
+    expect((await secret()).metadata?.annotations?.['sandbox-injector.agents.kruise.io/generation']).toBe(
+      before.metadata?.annotations?.['sandbox-injector.agents.kruise.io/generation'],
+    );
+  });
+
+  it('why the Secret is Opaque without data: a kubernetes.io/tls one needs the keys, and a re-apply empties them', async () => {
+    const tls = (data?: Record<string, string>): string =>
+      toYaml({
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'scratch-tls', namespace: NS },
+        type: 'kubernetes.io/tls',
+        ...(data === undefined ? {} : { data }),
+      });
+    const bare = await c().kubectl(['apply', '-f', '-'], { input: tls() });
+    expect(bare.code).not.toBe(0);
+    expect(bare.stderr).toContain('data[tls.crt]: Required value');
+    await c().kubectlOk(['apply', '-f', '-'], { input: tls({ 'tls.crt': '', 'tls.key': '' }) });
+    const filled = Buffer.from('filled').toString('base64');
+    await c().kubectlOk([
+      '-n',
+      NS,
+      'patch',
+      'secret',
+      'scratch-tls',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ data: { 'tls.crt': filled, 'tls.key': filled } }),
+    ]);
+    await c().kubectlOk(['apply', '-f', '-'], { input: tls({ 'tls.crt': '', 'tls.key': '' }) });
+    const after = JSON.parse(await c().kubectlOk(['-n', NS, 'get', 'secret', 'scratch-tls', '-o', 'json'])) as V1Secret;
+    expect(after.data).toEqual({ 'tls.crt': '', 'tls.key': '' });
+    await c().kubectlOk(['-n', NS, 'delete', 'secret', 'scratch-tls']);
   });
 
   it('stops cleanly', async () => {

@@ -2,6 +2,7 @@
 // kube-apiserver: they must settle on one Secret, fill the webhook's caBundle, and serve a certificate that the
 // bundle verifies, which kube-apiserver itself proves by calling them. A renewal made by another replica is
 // adopted by both while a client keeps sending reviews, without one failed admission.
+import { spawn } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { request } from 'node:https';
@@ -14,6 +15,8 @@ import { startSelfManagedCertificates } from '../../src/certs/self-managed.js';
 import { createKubeClients } from '../../src/sources/kube/clients.js';
 import { reviewFor } from '../support/conformance.js';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
+import { JsonLog } from './support/json-log.js';
+import { terminate } from './support/processes.js';
 import { createSandbox, sandboxPod } from './support/sandbox-pods.js';
 import { freePort, startWebhookProcess, webhookConfiguration, type WebhookProcess } from './support/webhook-process.js';
 
@@ -52,6 +55,8 @@ beforeAll(async () => {
   await cluster.ensureNamespace('sandbox-system');
   await cluster.ensureNamespace(NS);
   await cluster.kubectlOk(['apply', '-f', path.join(repoRoot, 'manifests', 'injection-config.yaml')]);
+  // The empty certificate Secret the install makes, which the replicas fill (they never create it).
+  await cluster.kubectlOk(['apply', '-f', path.join(repoRoot, 'manifests', 'base', 'certificate-secret.yaml')]);
   // The webhook configuration exists before the servers, as `kubectl apply -k manifests/` creates it; it points
   // at the first replica, and its caBundle is left for the replicas to fill in.
   const port = await freePort();
@@ -168,6 +173,64 @@ describe('self-managed certificates, two serve processes started together', () =
 });
 
 /** One review over a fresh TLS connection that trusts `caPem` for the service name: 'ok' or what went wrong. */
+describe('a serve process whose certificate Secret is not there yet', () => {
+  it('says so, keeps running and retrying, and gets ready once the install makes the Secret', async () => {
+    const log = new JsonLog('late serve');
+    const child = spawn(
+      process.execPath,
+      [
+        path.join(repoRoot, 'dist', 'cli', 'main.js'),
+        'serve',
+        '--host',
+        '127.0.0.1',
+        '--port',
+        String(await freePort()),
+        '--metrics-port',
+        '0',
+        '--kubeconfig',
+        cluster.kubeconfigPath,
+        '--cert-mode',
+        'self-managed',
+        '--cert-dir',
+        mkdtempSync(path.join(tmpdir(), 'si-e2e-late-')),
+        '--cert-secret-name',
+        'late-tls',
+        '--webhook-config-name',
+        'sandbox-injector-late',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    log.attach(child);
+    try {
+      const [failed] = await log.logged(
+        (l) => l.msg === 'self-managed certificates: pass failed',
+        'the missing Secret reported',
+      );
+      expect(JSON.stringify(failed)).toContain(
+        'Secret sandbox-system/late-tls does not exist: self-managed certificates fill the Secret the install makes',
+      );
+      // Still waiting, not ended: the next retries are what it waits for.
+      expect(child.exitCode).toBeNull();
+      await cluster.kubectlOk(['apply', '-f', '-'], {
+        input: JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: { name: 'late-tls', namespace: 'sandbox-system' },
+          type: 'Opaque',
+        }),
+      });
+      await log.logged((l) => l.msg === 'self-managed certificate ready', 'the certificate ready', 1, 60_000);
+      const secret = JSON.parse(
+        await cluster.kubectlOk(['-n', 'sandbox-system', 'get', 'secret', 'late-tls', '-o', 'json']),
+      ) as { type: string; data?: Record<string, string> };
+      expect(secret.type).toBe('Opaque');
+      expect(Object.keys(secret.data ?? {}).sort()).toEqual(['ca.crt', 'ca.key', 'tls.crt', 'tls.key']);
+    } finally {
+      await terminate(child);
+    }
+  });
+});
+
 function admit(port: number, caPem: string, body: string): Promise<string> {
   return new Promise((resolve) => {
     const req = request(

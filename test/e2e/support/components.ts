@@ -16,6 +16,7 @@ export const COMPONENTS = [
   'deliver-env',
   'deliver-env-monitoring',
   'network-policies',
+  'pod-ownership-policy',
 ] as const;
 export type ComponentName = (typeof COMPONENTS)[number];
 
