@@ -1,7 +1,7 @@
 /**
  * The pod lives but carries no claim (a pool's sandbox, or one recycled): the files of an earlier claim must
  * go. ListDir, then Remove .env_ready (so nothing starts on the way), env.sh and any temporary file an
- * interrupted attempt left. With the last claim's token, when this process saw that claim; else without one,
+ * interrupted attempt left; then .env_recycled, when the pod served a claim. With the last claim's token, when this process saw that claim; else without one,
  * which a never-claimed envd accepts and one initialised for an earlier claim refuses (then an Event says the
  * files could not be cleared).
  */
@@ -14,13 +14,14 @@ import { failed, refuse, type Attempt } from './term-memory.js';
 import type { ReconcileResult } from './work-queue.js';
 
 export async function clearClaim(
-  deps: StepDeps,
+  deps: StepDeps & { nonce: string },
   attempt: Attempt,
   decision: Extract<ClaimDecision, { kind: 'unclaimed' }>,
-  /** The token of the Sandbox's last claim, as this process saw it; undefined when it saw none. */
-  knownToken: string | undefined,
+  /** The Sandbox's last claim as this process saw it (its token, if it had one); undefined when it saw none. */
+  lastClaim: { token: string | undefined } | undefined,
 ): Promise<ReconcileResult> {
   const { term, envd, paths } = deps;
+  const knownToken = lastClaim?.token;
   const { memory, key } = attempt;
   const done = `${decision.podUid} ${decision.endpoint.url}`;
   memory.firstSeen.delete(key);
@@ -33,6 +34,8 @@ export async function clearClaim(
     const steps = clearingSteps(
       paths,
       entries.map((entry) => entry.name),
+      lastClaim !== undefined,
+      deps.nonce,
     );
     for (const step of steps) {
       await envd.run(endpoint, step, term);

@@ -55,6 +55,8 @@ export interface ControllerSettings {
   trustRuntimeUrl: boolean;
   requireTls: boolean;
   allowHostNetwork: boolean;
+  /** Deliver into a pod that served an earlier claim: the operator's recycler restarts the sandbox. */
+  deliverToRecycledPods: boolean;
   concurrency: number;
   backoff: BackoffSettings;
 }
@@ -190,7 +192,13 @@ export class Controller {
       podUid,
       report: this.deps.report,
     });
-    const steps: StepDeps = { term, envd: this.deps.envd, paths: this.paths, clock: this.deps.clock };
+    const steps: StepDeps = {
+      term,
+      envd: this.deps.envd,
+      paths: this.paths,
+      clock: this.deps.clock,
+      deliverToRecycledPods: this.deps.settings.deliverToRecycledPods,
+    };
     switch (decision.kind) {
       case 'wait':
         memory.firstSeen.delete(key);
@@ -204,7 +212,13 @@ export class Controller {
       }
       case 'unclaimed': {
         const last = this.lastClaimed.get(key);
-        const result = await clearClaim(steps, attempt(decision.podUid), decision, last && claimToken(last));
+        const lastClaim = last === undefined ? undefined : { token: claimToken(last) };
+        const result = await clearClaim(
+          { ...steps, nonce: this.nonce() },
+          attempt(decision.podUid),
+          decision,
+          lastClaim,
+        );
         // Cleared with it: the token has done its work. A later claim brings its own.
         if (memory.cleared.has(key) && this.lastClaimed.get(key) === last) this.lastClaimed.delete(key);
         return result;

@@ -5,18 +5,20 @@
  * moved into place, env.sh first (plan.ts). When .env_ready was not there before, one byte then wakes the
  * wrappers, if the listing showed their FIFO. So a first delivery is four requests, five with the wake, and a
  * pod checked again (a new term, a restart) two.
+ * A listing that shows .env_recycled (clearing left it: the pod served an earlier claim) ends the delivery
+ * there, refused, unless the operator's recycler restarts sandboxes (`--deliver-to-recycled-pods`).
  * The listing is a step like the others, and its failure fails the delivery; the wake is best effort, and never
  * counted as a failure: a wrapper that made its FIFO after the listing, or missed the byte, looks again within
  * a second without it.
  */
 import type { Clock } from '../util/clock.js';
-import { READY_FILE_NAME } from '../wrapper/env-dir.js';
+import { READY_FILE_NAME, RECYCLED_FILE_NAME } from '../wrapper/env-dir.js';
 import type { ClaimDecision } from './claim.js';
 import { EnvdError, type EnvdFiles, type FolderEntry, type SendGuard } from './envd-files.js';
-import type { DeliveryKind } from './outcome.js';
+import { REFUSALS, type DeliveryKind } from './outcome.js';
 import { deliverySteps, wakeStep, type DeliveryStep, type EnvPaths, type ReadyState } from './plan.js';
 import type { RuntimeEndpoint } from './runtime-endpoint.js';
-import { failed, type Attempt } from './term-memory.js';
+import { failed, refuse, type Attempt } from './term-memory.js';
 import type { ReconcileResult } from './work-queue.js';
 
 export interface StepDeps {
@@ -24,6 +26,8 @@ export interface StepDeps {
   envd: EnvdFiles;
   paths: EnvPaths;
   clock: Clock;
+  /** `--deliver-to-recycled-pods`: a pod that served an earlier claim takes the next one. */
+  deliverToRecycledPods: boolean;
 }
 
 export async function deliverClaim(
@@ -46,6 +50,8 @@ export async function deliverClaim(
   try {
     const entries = await envd.list(target.endpoint, paths.dir, term);
     requests += 1;
+    if (!deps.deliverToRecycledPods && entries.some((entry) => entry.name === RECYCLED_FILE_NAME))
+      return refuse(attempt, 'refused', 'EnvPodRecycled', REFUSALS.EnvPodRecycled(recycledReason(target.podUid)));
     // Read only when listed: a first delivery, the common case, needs no GET.
     let ready: ReadyState = { found: false };
     if (entries.some((entry) => entry.name === READY_FILE_NAME)) {
@@ -99,6 +105,11 @@ export async function deliverClaim(
     await removeQuietly(deps, target.endpoint, temps);
     return failed(attempt, error, 'EnvDeliveryFailed');
   }
+}
+
+/** Why a recycled pod gets no claim, and what to do; names no value. */
+function recycledReason(podUid: string): string {
+  return `pod ${podUid} served an earlier claim and was not recreated since (${RECYCLED_FILE_NAME}): its processes may still hold that claim's variables, so nothing is sent. Recreate the pod (delete it; its Sandbox controller makes a new one), or run deliver-env with --deliver-to-recycled-pods if your recycler restarts the sandbox`;
 }
 
 /** The wake, when the listing showed the FIFO: how many requests were sent. Nothing of it fails the delivery. */

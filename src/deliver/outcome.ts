@@ -22,6 +22,7 @@ export const REFUSALS = {
   RuntimeUrlRefused: DELIVERY_FAILURES.runtimeUrlRefused,
   RuntimeTlsUnconfigured: DELIVERY_FAILURES.runtimeTlsUnconfigured,
   RuntimeTlsRequired: DELIVERY_FAILURES.runtimeTlsRequired,
+  EnvPodRecycled: DELIVERY_FAILURES.podRecycled,
 } as const;
 
 export type RefusalReason = keyof typeof REFUSALS;

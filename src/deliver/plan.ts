@@ -15,10 +15,11 @@
  * After a first delivery (no .env_ready before), one byte goes to the wrappers' wake FIFO if the folder holds one.
  *
  * Clearing (the claim ended while the pod lives) goes the other way: .env_ready first, so nothing starts on
- * the way, then env.sh, then any temporary file an interrupted attempt left.
+ * the way, then env.sh, then any temporary file an interrupted attempt left; last, when the pod served a claim,
+ * .env_recycled, which keeps the next claim out of it (deliver-claim.ts).
  */
 import { posix } from 'node:path';
-import { ENV_FILE_NAME, READY_FILE_NAME, WAKE_FILE_NAME } from '../wrapper/env-dir.js';
+import { ENV_FILE_NAME, READY_FILE_NAME, RECYCLED_FILE_NAME, WAKE_FILE_NAME } from '../wrapper/env-dir.js';
 
 /** A file an upload writes: its path in the pod and its content. */
 export interface UploadFile {
@@ -40,6 +41,7 @@ export interface EnvPaths {
   envFile: string;
   readyFile: string;
   wakeFile: string;
+  recycledFile: string;
 }
 
 export function envPaths(envDir: string): EnvPaths {
@@ -48,6 +50,7 @@ export function envPaths(envDir: string): EnvPaths {
     envFile: posix.join(envDir, ENV_FILE_NAME),
     readyFile: posix.join(envDir, READY_FILE_NAME),
     wakeFile: posix.join(envDir, WAKE_FILE_NAME),
+    recycledFile: posix.join(envDir, RECYCLED_FILE_NAME),
   };
 }
 
@@ -57,9 +60,15 @@ export function tempPath(finalPath: string, nonce: string): string {
   return posix.join(posix.dirname(finalPath), `.${name}.${nonce}.tmp`);
 }
 
-/** The temporary files any attempt makes, by name alone: what clearing removes. */
+/** The files delivery and clearing write, each of which goes up under a temporary name first. */
+const WRITTEN_NAMES = [ENV_FILE_NAME, READY_FILE_NAME, RECYCLED_FILE_NAME];
+const TEMP_NAME = new RegExp(
+  `^\\.(${WRITTEN_NAMES.map((name) => name.replace(/^\./, '').replace(/[.]/g, '\\.')).join('|')})\\.[0-9a-f]{8,64}\\.tmp$`,
+);
+
+/** The temporary files any attempt makes (tempPath's names), by name alone: what clearing removes. */
 export function isTempName(name: string): boolean {
-  return /^\.(env\.sh|env_ready)\.[0-9a-f]{8,64}\.tmp$/.test(name);
+  return TEMP_NAME.test(name);
 }
 
 export function deliverySteps(
@@ -85,14 +94,30 @@ export function deliverySteps(
   ];
 }
 
-/** Removes the claim's files; `present` are the names the folder holds (from a listing). */
-export function clearingSteps(paths: EnvPaths, present: readonly string[]): DeliveryStep[] {
+/**
+ * Removes the claim's files; `present` are the names the folder holds (from a listing). The pod is marked
+ * recycled when it served a claim: its files were there, or `sawClaim` (this process saw it claimed).
+ */
+export function clearingSteps(
+  paths: EnvPaths,
+  present: readonly string[],
+  sawClaim: boolean,
+  nonce: string,
+): DeliveryStep[] {
   const steps: DeliveryStep[] = [];
   const names = new Set(present);
   if (names.has(READY_FILE_NAME)) steps.push({ op: 'remove', path: paths.readyFile });
   if (names.has(ENV_FILE_NAME)) steps.push({ op: 'remove', path: paths.envFile });
   for (const name of [...names].filter(isTempName).sort())
     steps.push({ op: 'remove', path: posix.join(paths.dir, name) });
+  const served = sawClaim || names.has(READY_FILE_NAME) || names.has(ENV_FILE_NAME);
+  if (served && !names.has(RECYCLED_FILE_NAME)) {
+    const temp = tempPath(paths.recycledFile, nonce);
+    steps.push(
+      { op: 'upload', files: [{ path: temp, body: 'a claim ended here; the next one waits for a new pod\n' }] },
+      { op: 'move', source: temp, destination: paths.recycledFile },
+    );
+  }
   return steps;
 }
 

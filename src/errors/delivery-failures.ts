@@ -60,6 +60,13 @@ export const DELIVERY_FAILURES = {
     'a runtime that serves TLS while no usable bundle is configured (--runtime-tls-secret): nothing is sent in clear',
     refusalMessage,
   ),
+  podRecycled: define(
+    'SI_POD_RECYCLED',
+    NO_STATUS,
+    'delivery',
+    'a claim for a pod that served an earlier claim and was not recreated since (.env_recycled), without --deliver-to-recycled-pods: nothing is sent',
+    refusalMessage,
+  ),
   runtimeTlsRequired: define(
     'SI_RUNTIME_TLS_REQUIRED',
     NO_STATUS,

@@ -30,3 +30,9 @@ export const ENV_FILE_NAME = 'env.sh';
 export const READY_FILE_NAME = '.env_ready';
 /** The FIFO a waiting wrapper blocks on; one byte into it once .env_ready exists starts it at once. */
 export const WAKE_FILE_NAME = '.env_wake';
+/**
+ * Left by deliver-env when it clears a claim from a pod that goes on living (a recycle): the pod has served a
+ * claim, and its processes may still hold that claim's variables, so the next claim is not delivered into it
+ * unless the operator says their recycler restarts the sandbox (docs/deliver-env.md, "Recycle").
+ */
+export const RECYCLED_FILE_NAME = '.env_recycled';

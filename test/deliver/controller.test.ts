@@ -96,7 +96,13 @@ function term(): TestTerm {
 
 function harness(
   state: { current: World },
-  options: { timeoutMs?: number; runtimePort?: number; cache?: SandboxCache; concurrency?: number } = {},
+  options: {
+    timeoutMs?: number;
+    runtimePort?: number;
+    cache?: SandboxCache;
+    concurrency?: number;
+    deliverToRecycledPods?: boolean;
+  } = {},
 ) {
   const clock = new ManualClock();
   const outcomes: DeliveryOutcome[] = [];
@@ -115,6 +121,7 @@ function harness(
       trustRuntimeUrl: false,
       requireTls: false,
       allowHostNetwork: false,
+      deliverToRecycledPods: options.deliverToRecycledPods ?? false,
       concurrency: options.concurrency ?? 4,
       backoff: { minMs: 100, maxMs: 1000 },
     },
@@ -471,18 +478,59 @@ describe('Controller: the claim ends', () => {
     const before = double.requests.length;
     controller.enqueue(KEY);
     await settled(controller);
-    expect(readdirSync(dir)).toEqual(['run_with_envs.sh']);
+    expect(readdirSync(dir).sort()).toEqual(['.env_recycled', 'run_with_envs.sh']);
     expect(ops(double).slice(before)).toEqual([
       'list /var/sandbox 200',
       'remove /var/sandbox/.env_ready 200',
       'remove /var/sandbox/env.sh 200',
       'remove /var/sandbox/.env.sh.00000000000000aa.tmp 200',
+      'upload /var/sandbox/.env_recycled.0000000000000002.tmp 200',
+      'move /var/sandbox/.env_recycled 200',
     ]);
     expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered', delivery: 'cleared' });
     // A later look finds it clear and sends nothing.
     controller.enqueue(KEY);
     await settled(controller);
-    expect(double.requests).toHaveLength(before + 4);
+    expect(double.requests).toHaveLength(before + 6);
+  });
+
+  it("refuses the next claim into a recycled pod, says what to do, and delivers into the pod's replacement", async () => {
+    const { dir, double, state, controller, outcomes } = await delivered();
+    const unclaimed = sandbox({ 'agents.kruise.io/runtime-url': `http://127.0.0.1:${double.port}` });
+    state.current = { ...state.current, sandbox: unclaimed };
+    controller.enqueue(KEY);
+    await settled(controller);
+    // The next tenant's claim, into the same pod: its processes may still hold the last claim's variables.
+    state.current = { ...state.current, sandbox: sandbox(claimAnnotations(double.port, { B: 'secret-b' })) };
+    controller.enqueue(KEY);
+    await settled(controller);
+    expect(outcomes.at(-1)).toMatchObject({
+      kind: 'failed',
+      reason: 'refused',
+      event: 'EnvPodRecycled',
+      code: 'SI_POD_RECYCLED',
+      retrying: false,
+    });
+    expect(outcomes.at(-1)?.kind === 'failed' && outcomes.at(-1)).toMatchObject({
+      message: expect.stringMatching(/Recreate the pod/) as unknown,
+    });
+    expect(existsSync(path.join(dir, 'env.sh'))).toBe(false);
+    // Upstream's controller makes a new pod (a new UID, an empty volume): the claim goes there.
+    rmSync(path.join(dir, '.env_recycled'));
+    state.current = { ...state.current, pod: pod('pod-2') };
+    controller.enqueue(KEY);
+    await settled(controller);
+    expect(readFileSync(path.join(dir, 'env.sh'), 'utf8')).toContain('secret-b');
+  });
+
+  it('delivers into a recycled pod when the operator says their recycler restarts it', async () => {
+    const { dir, double } = await envd();
+    const state = { current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'a' })), pod: pod() } };
+    writeFileSync(path.join(dir, '.env_recycled'), 'x\n');
+    const { controller, outcomes } = harness(state, { deliverToRecycledPods: true });
+    controller.setTerm(term());
+    await settled(controller);
+    expect(outcomes).toEqual([expect.objectContaining({ kind: 'delivered', delivery: 'claim' })]);
   });
 
   it('clears after a leader change: a replica that followed while the claim was on knows its token', async () => {
@@ -500,7 +548,7 @@ describe('Controller: the claim ends', () => {
     const before = double.requests.length;
     follower.controller.setTerm(term());
     await settled(follower.controller);
-    expect(readdirSync(dir)).toEqual([]);
+    expect(readdirSync(dir)).toEqual(['.env_recycled']);
     expect(double.requests.slice(before).every((r) => r.status === 200)).toBe(true);
     expect(follower.outcomes).toEqual([expect.objectContaining({ kind: 'delivered', delivery: 'cleared' })]);
   });

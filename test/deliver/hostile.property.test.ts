@@ -289,6 +289,7 @@ describe('delivery fuzz: a hostile envd', () => {
           trustRuntimeUrl: false,
           requireTls: false,
           allowHostNetwork: false,
+          deliverToRecycledPods: false,
           concurrency: 2,
           backoff: { minMs: 10, maxMs: 100 },
         },

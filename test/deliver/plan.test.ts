@@ -8,14 +8,23 @@ import { posix } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { markerOf } from '../../src/deliver/claim.js';
-import { clearingSteps, deliverySteps, envPaths, wakeStep, type DeliveryStep } from '../../src/deliver/plan.js';
-import { ENV_FILE_NAME, READY_FILE_NAME, WAKE_FILE_NAME } from '../../src/wrapper/env-dir.js';
+import {
+  clearingSteps,
+  deliverySteps,
+  envPaths,
+  isTempName,
+  tempPath,
+  wakeStep,
+  type DeliveryStep,
+} from '../../src/deliver/plan.js';
+import { ENV_FILE_NAME, READY_FILE_NAME, RECYCLED_FILE_NAME, WAKE_FILE_NAME } from '../../src/wrapper/env-dir.js';
 
 // Not the default folder: every path must come from the folder the plan is given.
 const DIR = '/run/claim-env';
 const paths = envPaths(DIR);
 const ENV = posix.join(DIR, ENV_FILE_NAME);
 const READY = posix.join(DIR, READY_FILE_NAME);
+const RECYCLED = posix.join(DIR, RECYCLED_FILE_NAME);
 /** What the pod's folder holds of its own, which no plan may touch. */
 const OWN: readonly [string, Entry][] = [
   [posix.join(DIR, 'run_with_envs.sh'), { file: '#!/bin/bash\n' }],
@@ -175,22 +184,40 @@ describe('deliverySteps, carried out', () => {
 });
 
 describe('clearingSteps, carried out on what a ListDir shows', () => {
-  it('leave the folder as it was before any claim, whatever step an interrupted delivery stopped at', () => {
+  it('leave the folder as it was before any claim but for the recycled mark, whatever step an interrupted delivery stopped at', () => {
     fc.assert(
-      fc.property(content, content, nonce, fc.integer({ min: 0, max: 4 }), (before, text, n, done) => {
+      fc.property(content, content, nonce, nonce, fc.integer({ min: 0, max: 4 }), (before, text, n, m, done) => {
         const pod = podWith([ENV, { file: before }], [READY, { file: markerOf(before) }]);
         const delivery = deliverySteps(paths, { found: true, body: markerOf(before) }, text, markerOf(text), n);
         perform(pod, actions(delivery).slice(0, done));
-        const seen = carryOut(pod, clearingSteps(paths, listing(pod)));
-        expect(pod).toEqual(podWith());
+        const seen = carryOut(pod, clearingSteps(paths, listing(pod), false, m));
+        expect(pod).toEqual(podWith([RECYCLED, { file: expect.any(String) as unknown as string }]));
         // .env_ready goes first: no wrapper starts with what is being taken away.
         for (const state of seen) expect(state.has(READY)).toBe(false);
       }),
     );
   });
 
-  it('are none in a folder without the claim files', () => {
-    expect(clearingSteps(paths, listing(podWith()))).toEqual([]);
+  it('are none in a folder without the claim files, of a pod this process never saw claimed', () => {
+    expect(clearingSteps(paths, listing(podWith()), false, '0123456789abcdef')).toEqual([]);
+  });
+
+  it('mark a pod recycled once, through a temporary name, when it was seen claimed even without files', () => {
+    const pod = podWith();
+    const steps = clearingSteps(paths, listing(pod), true, '0123456789abcdef');
+    expect(steps).toEqual([
+      { op: 'upload', files: [{ path: tempPath(RECYCLED, '0123456789abcdef'), body: expect.any(String) as unknown }] },
+      { op: 'move', source: tempPath(RECYCLED, '0123456789abcdef'), destination: RECYCLED },
+    ]);
+    carryOut(pod, steps);
+    expect(clearingSteps(paths, listing(pod), true, 'fedcba9876543210')).toEqual([]);
+  });
+
+  it("know every temporary name a plan makes, and none of the folder's own", () => {
+    for (const name of [ENV, READY, RECYCLED])
+      expect(isTempName(posix.basename(tempPath(name, '0123456789abcdef')))).toBe(true);
+    for (const [path] of OWN) expect(isTempName(posix.basename(path))).toBe(false);
+    expect(isTempName('.env_recycledX0123456789abcdef.tmp')).toBe(false);
   });
 });
 

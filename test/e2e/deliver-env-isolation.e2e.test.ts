@@ -128,8 +128,12 @@ describe('deliver-env: a claim reaches only its own pod', () => {
     expect(double.double.requests).toEqual([]);
   });
 
+  /** The recycled pod's envd, which the next test claims again. */
+  let recycled: Awaited<ReturnType<typeof envdAt>>;
+
   it("recycle after the leader is killed: the next leader clears the pod with the claim's token", async () => {
     const double = await envdAt('127.0.4.1');
+    recycled = double;
     await world.createSandbox({ name: 'sbx-recycle', podIP: '127.0.4.1' });
     await world.claim('sbx-recycle', { API_KEY: 'sk-isolation-recycle' }, TOKEN);
     await until('delivered', () => firstDeliveryIn(double.double));
@@ -154,6 +158,17 @@ describe('deliver-env: a claim reaches only its own pod', () => {
       '/var/sandbox/env.sh 200',
     ]);
     expect((await world.event('sbx-recycle', 'EnvCleared')).type).toBe('Normal');
+    expect(existsSync(path.join(double.dir, '.env_recycled'))).toBe(true);
+  });
+
+  it("the next tenant's claim into the recycled pod gets nothing, and a Warning that says to recreate it", async () => {
+    const double = recycled;
+    const from = double.double.requests.length;
+    await world.claim('sbx-recycle', { API_KEY: 'sk-isolation-next-tenant' }, TOKEN);
+    const refused = await world.event('sbx-recycle', 'EnvPodRecycled');
+    expect(refused.message).toContain('Recreate the pod');
+    expect(double.double.requests.slice(from).map((r) => r.operation)).toEqual(['list']);
+    expect(envSh(double.dir)).toBeUndefined();
   });
 
   it('--require-runtime-tls: a runtime without a TLS port gets nothing in clear, and a Warning', async () => {

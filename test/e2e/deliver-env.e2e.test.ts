@@ -323,14 +323,17 @@ describe('deliver-env on a real kube-apiserver', () => {
     await until('cleared', () =>
       existsSync(path.join(pool.dir, '.env_ready')) || existsSync(path.join(pool.dir, 'env.sh')) ? undefined : true,
     );
+    // Reported once the whole clearing is done, the recycled mark included.
+    await until('EnvCleared Event', async () => (await events('sbx-pool')).find((e) => e.reason === 'EnvCleared'));
     expect(shapes(pool.double, from)).toEqual([
       'list /var/sandbox',
       'remove /var/sandbox/.env_ready',
       'remove /var/sandbox/env.sh',
+      'upload /var/sandbox/.env_recycled.<tmp>',
+      'move /var/sandbox/.env_recycled',
     ]);
     // The double takes only the claim's token: the Removes were sent with it, though the annotation was gone.
-    expect(pool.double.requests.slice(from).map((r) => r.status)).toEqual([200, 200, 200]);
-    await until('EnvCleared Event', async () => (await events('sbx-pool')).find((e) => e.reason === 'EnvCleared'));
+    expect(pool.double.requests.slice(from).map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
   });
 
   it('a wrong token gets an EnvDeliveryFailed Event and no file, and is not retried until the Sandbox changes', async () => {

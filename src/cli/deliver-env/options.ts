@@ -68,6 +68,13 @@ const ROWS = {
     'refuse runtimes that serve plain HTTP, with a Warning [default: on when --runtime-tls-secret is set]',
     {},
   ),
+  deliverToRecycledPods: option(
+    'deliver-to-recycled-pods',
+    'boolean',
+    "deliver a claim into a pod that served an earlier claim (set it only when your recycler restarts the sandbox's processes)",
+    {},
+    false,
+  ),
   allowHostNetwork: option(
     'allow-host-network',
     'boolean',
@@ -189,6 +196,11 @@ export function deliverUsage(): string {
 EnvVarsInjectionPolicy Auto; clears them when the claim ends. One replica writes, elected by a Lease
 (docs/deliver-env.md).`,
   );
+}
+
+/** Whether plain HTTP runtimes are refused: as the flag says, else as soon as a TLS bundle is configured. */
+export function requiresRuntimeTls(options: Pick<DeliverOptions, 'requireRuntimeTls' | 'runtimeTlsSecret'>): boolean {
+  return options.requireRuntimeTls ?? options.runtimeTlsSecret !== undefined;
 }
 
 /** What one row alone cannot check. */

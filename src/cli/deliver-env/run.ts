@@ -21,7 +21,7 @@ import { createKubeClients, type KubeClients } from '../../sources/kube/clients.
 import { systemClock, sleepOn } from '../../util/clock.js';
 import { errorMessage } from '../../util/error-message.js';
 import { listenForStopSignals } from '../serve/shutdown.js';
-import type { DeliverOptions } from './options.js';
+import { requiresRuntimeTls, type DeliverOptions } from './options.js';
 
 /** Events sent at once, and waiting at most, behind the deliveries (see deliver/event-queue.ts). */
 const EVENT_CONCURRENCY = 4;
@@ -85,8 +85,9 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
       envDir: options.envDir,
       runtimePort: options.runtimePort,
       trustRuntimeUrl: options.trustRuntimeUrl,
-      requireTls: options.requireRuntimeTls ?? options.runtimeTlsSecret !== undefined,
+      requireTls: requiresRuntimeTls(options),
       allowHostNetwork: options.allowHostNetwork,
+      deliverToRecycledPods: options.deliverToRecycledPods,
       concurrency: options.concurrency,
       backoff: { minMs: options.backoffMinMs, maxMs: options.backoffMaxMs },
     },
