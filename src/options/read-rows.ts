@@ -82,7 +82,14 @@ function readFlags(rows: OptionRows, argv: readonly string[]): Flags | 'help' {
     if (formerly !== undefined) parseOptions[formerly.flag] = { type: 'string' };
   }
   try {
-    const { values } = parseArgs({ args: [...argv], options: parseOptions, strict: true, allowPositionals: false });
+    // `--no-FLAG` turns a boolean off, where its default, or an env var, has it on.
+    const { values } = parseArgs({
+      args: [...argv],
+      options: parseOptions,
+      strict: true,
+      allowPositionals: false,
+      allowNegative: true,
+    });
     return values.help === true ? 'help' : { ok: true, values };
   } catch (error) {
     return { ok: false, problem: errorMessage(error) };

@@ -44,6 +44,8 @@ describe('deliver-env through the lifecycle, on a real kube-apiserver', () => {
     ...controllerArgs(plain.double.port, LEASE_NS),
     '--runtime-tls-secret',
     `${LEASE_NS}/${TLS_SECRET}`,
+    // Plain and TLS runtimes side by side: the bundle alone would refuse the plain ones (RuntimeTlsRequired).
+    '--no-require-runtime-tls',
   ];
 
   beforeAll(async () => {

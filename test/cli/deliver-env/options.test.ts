@@ -1,6 +1,6 @@
 /** deliver-env's options: the rows' defaults, durations, the checks across them, and the one in-pod test. */
 import { describe, expect, it } from 'vitest';
-import { parseDeliverOptions } from '../../../src/cli/deliver-env/options.js';
+import { parseDeliverOptions, requiresRuntimeTls } from '../../../src/cli/deliver-env/options.js';
 
 const KUBECONFIG = ['--kubeconfig', '/k'];
 
@@ -71,5 +71,20 @@ describe('parseDeliverOptions', () => {
     expect(problemsOf([...KUBECONFIG, old, value])).toEqual([
       `${old} is now ${now}, which takes a duration such as ${example}`,
     ]);
+  });
+});
+
+describe('--require-runtime-tls', () => {
+  const required = (argv: string[]): boolean => {
+    const parsed = parseDeliverOptions([...KUBECONFIG, ...argv], {}, noFileLookups);
+    if (parsed.kind !== 'options') throw new Error(JSON.stringify(parsed));
+    return requiresRuntimeTls(parsed.options);
+  };
+
+  it('is on once a TLS bundle is configured, unless turned off; off without one, unless turned on', () => {
+    expect(required([])).toBe(false);
+    expect(required(['--runtime-tls-secret', 'ns/tls'])).toBe(true);
+    expect(required(['--runtime-tls-secret', 'ns/tls', '--no-require-runtime-tls'])).toBe(false);
+    expect(required(['--require-runtime-tls'])).toBe(true);
   });
 });
