@@ -176,7 +176,7 @@ if [ "$#" -eq 0 ]; then
 fi
 
 # Taken already (the mark, and root's), or not root: two stats at most, and no process.
-if [ "$EUID" -eq 0 ] && [ -d "$env_dir" ] && ! { [ -k "$env_dir" ] && [ -O "$env_dir" ]; }; then
+if [ "$EUID" -eq 0 ] && ! { [ -k "$env_dir" ] && [ -O "$env_dir" ]; } && [ -d "$env_dir" ]; then
   take_folder
 fi
 
