@@ -13,7 +13,7 @@
  *                 bare bash starts.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -44,7 +44,10 @@ const PROBES = knob('WRAPPER_BENCH_PROBES', 200);
 interface Way {
   name: string;
   script: string;
-  /** A plain file at .env_wake: no FIFO can be made, so the wrapper falls back to /dev/ptmx. */
+  /**
+   * A folder at .env_wake: no FIFO can be made, so the wrapper falls back to /dev/ptmx. Not a plain file: a
+   * wrapper run as root replaces that with its FIFO (docs/env-file.md), and `rm -f` leaves a folder alone.
+   */
   plainWakeFile: boolean;
   /** How to know it is in its wait: its descriptor, or a sleep child. */
   waits: 'descriptor' | 'sleep-child';
@@ -131,7 +134,7 @@ const HARNESS = `
 script=$1 n=$2 base=$3 plain=$4
 for ((i = 0; i < n; i++)); do
   mkdir -p "$base/$i"
-  if [ "$plain" = 1 ]; then printf '\\n' > "$base/$i/.env_wake"; fi
+  if [ "$plain" = 1 ]; then mkdir "$base/$i/.env_wake"; fi
   SANDBOX_ENV_DIR="$base/$i" bash "$script" -- true < /dev/null &
 done
 echo started
@@ -207,7 +210,7 @@ async function canUnshare(): Promise<boolean> {
 async function wakeOnce(way: Way, group?: CpuGroup): Promise<{ ms: number; cpuSeconds?: number }> {
   const dir = mkdtempSync(path.join(work, 'wake-'));
   try {
-    if (way.plainWakeFile) writeFileSync(path.join(dir, '.env_wake'), '\n');
+    if (way.plainWakeFile) mkdirSync(path.join(dir, '.env_wake'));
     const child = spawn('bash', [way.script, '--', 'echo', 'started'], {
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', SANDBOX_ENV_DIR: dir },
       stdio: ['ignore', 'pipe', 'ignore'],

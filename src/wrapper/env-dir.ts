@@ -15,6 +15,10 @@ export const ENV_DIR = '/var/sandbox';
 /** The variable that moves the folder for the script (tests, and tools run outside a pod). */
 export const ENV_DIR_VARIABLE = 'SANDBOX_ENV_DIR';
 
+/**
+ * The script, in the folder. Run as root, it makes the folder root's and 1755 and itself root's and 0555 before
+ * anything else (docs/env-file.md, "Who can change the folder").
+ */
 export const WRAPPER_SCRIPT = 'run_with_envs.sh';
 /**
  * The script as the webhook puts it in front of a wrapped command or exec probe (run by /bin/bash): ENV_DIR and

@@ -14,12 +14,16 @@
 # Probe mode succeeds at once while the sandbox is still unclaimed (the real process has not started,
 # so there is nothing to probe yet); once ready it runs the probe with the same environment.
 #
-# The file format, the wake FIFO and who writes them are described in docs/env-file.md.
+# Run as root, the wrapper first takes the folder, so that no other user of the sandbox can change what it runs
+# or reads (take_folder, below).
+#
+# The file format, the wake FIFO, who writes them and who can change them are described in docs/env-file.md.
 
 env_dir="${SANDBOX_ENV_DIR:-/var/sandbox}"
 ready_file="$env_dir/.env_ready"
 env_file="$env_dir/env.sh"
 wake_file="$env_dir/.env_wake"
+script_file="$env_dir/run_with_envs.sh"
 # While a writer wakes the FIFO, the wait is a blocked read(); this bound only catches a writer that does not
 # (or a wake lost to another reader), at one stat a second.
 wake_poll_seconds=1
@@ -31,17 +35,66 @@ usage() {
   echo "usage: run_with_envs.sh [--probe] -- COMMAND [ARG...]" >&2
 }
 
-# The FIFO is made once, by the first wrapper of the pod (or by whoever installs the script); bash cannot
-# make one itself, so this uses its loadable mkfifo builtin where the image has it, else mkfifo from PATH:
-# at most one process, before the wait. A FIFO any user of the pod can write, since the writer (envd) may run
-# as another user than the app; a stray write only makes the wrapper look at .env_ready again.
-make_wake_fifo() {
-  [ -p "$wake_file" ] && return 0
-  [ -e "$wake_file" ] && return 1
-  if enable -f mkfifo mkfifo 2>/dev/null || type -P mkfifo >/dev/null; then
-    mkfifo -m 0666 "$wake_file" 2>/dev/null
+# Run as root (the container's user, as in E2B's images), the wrapper is PID 1 of the main container before any
+# tenant code exists there: the kubelet's 0777 folder becomes root's, 1755, the script in it root's and 0555,
+# and what a wrapper trusts in it can then be changed by root only (envd, which writes the claim's files).
+# The sticky bit is the mark that the folder was taken: the kubelet never sets it, only the folder's owner can,
+# and bash reads it without a process ([ -k ]), so every later run (an exec probe each period) costs two stats
+# here, not a chmod. The folder is locked first, so nothing checked after it can change under the check.
+# Whatever is at .env_wake and is not a FIFO root made (a concurrent wrapper of the pod may have made one) was
+# put there by another user before the take: removed, so that the FIFO the wait uses is root's own.
+take_folder() {
+  if ! type -P chown >/dev/null || ! type -P chmod >/dev/null; then
+    echo "run_with_envs.sh: no chown or chmod on PATH: $env_dir stays writable by every user of the container" >&2
+    return 1
   fi
-  [ -p "$wake_file" ]
+  if ! chown 0:0 "$env_dir" || ! chmod 1755 "$env_dir"; then
+    echo "run_with_envs.sh: could not take $env_dir: it stays writable by every user of the container" >&2
+    return 1
+  fi
+  if [ -f "$script_file" ] && [ ! -L "$script_file" ]; then
+    if ! chown 0:0 "$script_file" || ! chmod 0555 "$script_file"; then
+      echo "run_with_envs.sh: could not make $script_file root's and read-only" >&2
+    fi
+  fi
+  if ! wake_fifo_trusted && { [ -e "$wake_file" ] || [ -L "$wake_file" ]; }; then
+    remove_wake_file
+  fi
+}
+
+# rm is the one way bash has to unlink; without it (or if it fails) the wait goes without the FIFO.
+remove_wake_file() {
+  type -P rm >/dev/null && rm -f -- "$wake_file" 2>/dev/null && [ ! -e "$wake_file" ] && [ ! -L "$wake_file" ]
+}
+
+# As root, only a FIFO that root made is trusted: not a symlink (which may lead anywhere, and the wrapper writes
+# a byte back into what it opened), not another user's (envd chowns an upload's target to a --file-user).
+# Run as another user, the folder was not taken and any FIFO goes, as before.
+wake_fifo_trusted() {
+  [ -p "$wake_file" ] || return 1
+  [ "$EUID" -ne 0 ] || { [ ! -L "$wake_file" ] && [ -O "$wake_file" ]; }
+}
+
+# The FIFO is made once, by the first wrapper of the pod; bash cannot make one itself, so this uses its loadable
+# mkfifo builtin where the image has it, else mkfifo from PATH: at most one process (two when something else
+# must be removed first), before the wait. Made by root, it is root's and 0600: only root (envd) can wake, the
+# same user that can write .env_ready. Made by another user, any user of the pod can write it, since the writer
+# (envd) may run as another user than the app; a stray write only makes the wrapper look at .env_ready again.
+make_wake_fifo() {
+  local fifo_mode=0666
+  wake_fifo_trusted && return 0
+  if [ "$EUID" -eq 0 ]; then
+    fifo_mode=0600
+    if [ -e "$wake_file" ] || [ -L "$wake_file" ]; then
+      remove_wake_file || return 1
+    fi
+  elif [ -e "$wake_file" ]; then
+    return 1
+  fi
+  if enable -f mkfifo mkfifo 2>/dev/null || type -P mkfifo >/dev/null; then
+    mkfifo -m "$fifo_mode" "$wake_file" 2>/dev/null
+  fi
+  wake_fifo_trusted
 }
 
 # Sets wake_fd to the FIFO opened read-write (so the open never blocks and the read never sees an end of
@@ -122,6 +175,11 @@ if [ "$#" -eq 0 ]; then
   exit 0
 fi
 
+# Taken already (the mark, and root's), or not root: two stats at most, and no process.
+if [ "$EUID" -eq 0 ] && ! { [ -k "$env_dir" ] && [ -O "$env_dir" ]; } && [ -d "$env_dir" ]; then
+  take_folder
+fi
+
 if [ "$mode" = probe ]; then
   if [ ! -e "$ready_file" ]; then
     exit 0
@@ -133,7 +191,7 @@ else
   trap 'exit 130' INT
   if [ ! -e "$ready_file" ]; then
     wait_for_ready
-  elif [ -p "$wake_file" ]; then
+  elif wake_fifo_trusted; then
     # A writer whose wake found no wrapper holding the FIFO (this container was restarting) is still blocked
     # opening it; an open of ours ends that, and its byte then goes nowhere.
     { exec {wake_fd}<>"$wake_file" && exec {wake_fd}>&-; } 2>/dev/null
@@ -141,7 +199,10 @@ else
   trap - TERM INT
 fi
 
-if [ -f "$env_file" ]; then
+if [ -f "$env_file" ] && [ "$EUID" -eq 0 ] && [ ! -O "$env_file" ]; then
+  # Run as root, a file another user could have written is never sourced: nothing it says would be the claim's.
+  echo "run_with_envs.sh: $env_file is not owned by root, so it is not loaded; running the command without extra variables" >&2
+elif [ -f "$env_file" ]; then
   # set -a exports every assignment in env.sh, whether or not the writer used "export".
   set -a
   # shellcheck disable=SC1090

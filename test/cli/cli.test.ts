@@ -267,4 +267,29 @@ describe('sandbox-injector', () => {
     const { statSync } = await import('node:fs');
     expect(statSync(join(dir, 'run_with_envs.sh')).mode & 0o777).toBe(0o755);
   });
+
+  it('install-wrapper run again into a folder a root wrapper took: done if the script is there, else an error', async () => {
+    const { chmodSync, chownSync, statSync, writeFileSync: write } = await import('node:fs');
+    // The folder as the wrapper leaves it, run as root: root's, 1755; the script root's, 0555. The installer runs
+    // as the image's nonroot user, 65532.
+    const dir = mkdtempSync(join(tmpdir(), 'si-wrapper-taken-'));
+    expect((await cli(['install-wrapper', '--dir', dir])).code).toBe(0);
+    const script = join(dir, 'run_with_envs.sh');
+    chmodSync(script, 0o555);
+    chmodSync(dir, 0o1755);
+    const again = await cli(['install-wrapper', '--dir', dir], '', { uid: 65532 });
+    expect([again.code, again.stdout, again.stderr]).toEqual([
+      0,
+      `${script} is in place already, unchanged (${dir} is not writable here)\n`,
+      '',
+    ]);
+    expect(statSync(script).mode & 0o7777).toBe(0o555);
+    // Another script there is not taken for it.
+    chmodSync(script, 0o755);
+    write(script, '#!/bin/bash\n');
+    chownSync(script, 0, 0);
+    const other = await cli(['install-wrapper', '--dir', dir], '', { uid: 65532 });
+    expect(other.code).toBe(1);
+    expect(other.stderr).toMatch(/cannot write .*run_with_envs\.sh: .*EACCES/);
+  });
 });

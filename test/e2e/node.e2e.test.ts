@@ -7,7 +7,7 @@
 //
 // The tests look into the containers from the host, as root: a container's processes are in /proc, with their
 // command lines, their environments and, under /proc/<pid>/root, their files.
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync, existsSync, statSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
@@ -63,6 +63,40 @@ const CLAIM_VARS: Record<string, string> = {
 };
 /** Names bash itself sets or exports on the way to exec, not the claim's. */
 const SHELL_NAMES = new Set(['_', 'SHLVL', 'PWD', 'OLDPWD']);
+
+/**
+ * What a process of uid 1000 (tenant code in E2B's images; `node` in the app image) tries in the env folder,
+ * run in the main container through containerd: each attempt prints "<what>: ok", "<what>: denied" (EACCES or
+ * EPERM) or its error. The wake FIFO is not written: an open for writing that is let through waits for a reader.
+ */
+const TENANT_ATTEMPTS = String.raw`
+cd /var/sandbox || exit 1
+echo "uid $(id -u) gid $(id -g) groups $(id -G)"
+try() {
+  local what=$1 err
+  shift
+  if err=$("$@" 2>&1); then
+    echo "$what: ok"
+  else
+    case $err in
+      *'Permission denied'* | *'Operation not permitted'*) echo "$what: denied" ;;
+      *) echo "$what: $err" ;;
+    esac
+  fi
+}
+for f in run_with_envs.sh env.sh .env_ready .env_wake; do
+  if [ "$f" != .env_wake ]; then
+    try "write $f" bash -c 'echo planted > "$1"' _ "$f"
+  fi
+  try "replace $f" bash -c 'echo planted > /tmp/planted && mv -f /tmp/planted "$1"' _ "$f"
+  try "rename $f" mv "$f" "$f.moved"
+  try "remove $f" rm -f "$f"
+  try "chmod $f" chmod 666 "$f"
+done
+try "create planted.sh" bash -c 'echo planted > planted.sh'
+try "chmod ." chmod 777 .
+`;
+const TENANT_UID = 1000;
 
 const APP_LINE = 'app: started';
 // $BASHPID rather than $$: the kubelet turns $$ in a command into $.
@@ -510,6 +544,52 @@ describe('Auto on a real node', () => {
     expect(again).not.toBe(pid);
     expect(cmdline(again)).toEqual(APP_COMMAND);
     expect(added(waitingEnv, environ(again))).toEqual(CLAIM_VARS);
+  });
+
+  it("uid 1000 in the main container cannot replace, move or remove the wrapper's script, env.sh or .env_ready", async () => {
+    const status = statusOf(podA, 'main');
+    const pid = await hostPid(status);
+    const folder = `/proc/${pid}/root/var/sandbox`;
+    const before = {
+      script: readFileSync(`${folder}/run_with_envs.sh`, 'utf8'),
+      env: readFileSync(`${folder}/env.sh`, 'utf8'),
+      ready: readFileSync(`${folder}/.env_ready`, 'utf8'),
+    };
+    // The script the installer copied (from this tree, by the image's install-wrapper, as uid 65532), now root's.
+    expect(before.script).toBe(readFileSync(path.join(repoRoot, 'src', 'wrapper', 'run_with_envs.sh'), 'utf8'));
+    const id = status?.containerID?.replace(/^containerd:\/\//, '') ?? '';
+    const out = await node?.containerd.ctr([
+      'tasks',
+      'exec',
+      '--exec-id',
+      `tenant-${Date.now()}`,
+      '--user',
+      `${TENANT_UID}:${TENANT_UID}`,
+      id,
+      '/bin/bash',
+      '-c',
+      TENANT_ATTEMPTS,
+    ]);
+    const lines = (out ?? '').trim().split('\n');
+    expect(lines[0]).toBe(`uid ${TENANT_UID} gid ${TENANT_UID} groups ${TENANT_UID}`);
+    const attempts = lines.slice(1);
+    expect(attempts.length).toBe(21);
+    expect(attempts).toEqual(attempts.map((line) => line.replace(/: .*$/s, ': denied')));
+    // Nothing changed, and what the wrapper made of the folder is what keeps it so.
+    expect({
+      script: readFileSync(`${folder}/run_with_envs.sh`, 'utf8'),
+      env: readFileSync(`${folder}/env.sh`, 'utf8'),
+      ready: readFileSync(`${folder}/.env_ready`, 'utf8'),
+    }).toEqual(before);
+    const mode = (file: string) => {
+      const st = statSync(file);
+      return [st.uid, st.gid, st.mode & 0o7777];
+    };
+    expect(mode(folder)).toEqual([0, 0, 0o1755]);
+    expect(mode(`${folder}/run_with_envs.sh`)).toEqual([0, 0, 0o555]);
+    expect(mode(`${folder}/.env_wake`)).toEqual([0, 0, 0o600]);
+    // The wrapped exec probes still pass: the pod stays Ready.
+    podA = await untilPod('sbx-app', 'Ready after the attempts', isReady);
   });
 
   it('deleting a waiting pod ends it at SIGTERM, long before its grace period', async () => {

@@ -10,9 +10,11 @@ export interface CliRun {
   stderr: string;
 }
 
-export function runCli(args: string[], stdin = ''): Promise<CliRun> {
+/** `uid`: run as that uid and gid (no supplementary groups), as a container's non-root user. */
+export function runCli(args: string[], stdin = '', options: { uid?: number } = {}): Promise<CliRun> {
+  const ids = options.uid === undefined ? {} : { uid: options.uid, gid: options.uid };
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [CLI, ...args], (error, stdout, stderr) => {
+    const child = execFile(process.execPath, [CLI, ...args], ids, (error, stdout, stderr) => {
       resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
     });
     child.stdin?.end(stdin);

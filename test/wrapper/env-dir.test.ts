@@ -20,12 +20,14 @@ const run = promisify(execFile);
 const PATH = process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
 
 /**
- * The folder and the three paths the script works with, as bash has them once the script has set itself up.
- * `--help` ends the script right after that setup, with an `exit` that is a function of ours here: bash looks
- * up functions before builtins, so it prints what the script set instead of leaving at once.
+ * The folder and the four paths the script works with (the last is its own copy there, which it takes as root),
+ * as bash has them once the script has set itself up. `--help` ends the script right after that setup, with an
+ * `exit` that is a function of ours here: bash looks up functions before builtins, so it prints what the script
+ * set instead of leaving at once.
  */
 async function scriptPaths(env: Record<string, string>): Promise<string[]> {
-  const printAndExit = 'exit() { printf "%s\\n" "$env_dir" "$env_file" "$ready_file" "$wake_file"; builtin exit 0; }';
+  const printAndExit =
+    'exit() { printf "%s\\n" "$env_dir" "$env_file" "$ready_file" "$wake_file" "$script_file"; builtin exit 0; }';
   const { stdout } = await run('bash', ['-c', `${printAndExit}; source "$0" --help`, SCRIPT], {
     env: { PATH, ...env },
     timeout: 10_000,
@@ -35,7 +37,8 @@ async function scriptPaths(env: Record<string, string>): Promise<string[]> {
 
 /** What scriptPaths prints for a folder, by the module's names. */
 function pathsIn(folder: string): string[] {
-  return [folder, ...[ENV_FILE_NAME, READY_FILE_NAME, WAKE_FILE_NAME].map((name) => path.posix.join(folder, name))];
+  const names = [ENV_FILE_NAME, READY_FILE_NAME, WAKE_FILE_NAME, WRAPPER_SCRIPT];
+  return [folder, ...names.map((name) => path.posix.join(folder, name))];
 }
 
 describe('run_with_envs.sh and src/wrapper/env-dir.ts', () => {

@@ -28,6 +28,10 @@ export interface WrapperOptions {
   cwd?: string;
   /** Extra variables for the wrapper's own environment (what the container spec would set). */
   env?: Record<string, string>;
+  /** The script to run, when not the source's: the copy in the folder, as a pod runs it. */
+  script?: string;
+  /** Runs the wrapper as this uid and gid (no supplementary groups), as a container's non-root user. */
+  user?: number;
 }
 
 export function startWrapper(args: readonly string[], options: WrapperOptions): RunningWrapper {
@@ -37,9 +41,11 @@ export function startWrapper(args: readonly string[], options: WrapperOptions): 
     SANDBOX_ENV_DIR: options.envDir,
     ...options.env,
   };
-  const child = spawn('bash', [WRAPPER_PATH, ...args], {
+  const child = spawn('bash', [options.script ?? WRAPPER_PATH, ...args], {
     cwd: options.cwd ?? options.envDir,
     env,
+    // libuv drops the supplementary groups when it changes the ids.
+    ...(options.user === undefined ? {} : { uid: options.user, gid: options.user }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const stdout: Buffer[] = [];
@@ -235,4 +241,89 @@ export async function writeWake(envDir: string): Promise<boolean> {
   } finally {
     await handle.close();
   }
+}
+
+/** The uid (and gid) that tenant code runs as in E2B's images (`user`): the attacker of the env folder's tests. */
+export const TENANT_UID = 1000;
+
+/** What a process of the sandbox may try on a path in the env folder. */
+export type AttackOp =
+  /** open O_WRONLY|O_TRUNC|O_NONBLOCK and write: replace the content in place (a FIFO: write a wake) */
+  | 'write'
+  /** create a new file there (O_CREAT|O_EXCL) */
+  | 'create'
+  /** rename a file of its own, made in the system's temporary folder, onto the path */
+  | 'replace'
+  /** rename the path to another name in the folder */
+  | 'rename'
+  | 'unlink'
+  /** chmod 0777 */
+  | 'chmod'
+  /** a symlink at the path, to /etc/passwd */
+  | 'symlink';
+
+export interface AttackStep {
+  op: AttackOp;
+  path: string;
+}
+
+// Each step synchronously, in order; its result is "ok" or the errno code it failed with.
+const ATTACKER = `
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { O_WRONLY, O_TRUNC, O_NONBLOCK } = fs.constants;
+const results = [];
+for (const { op, path: target } of JSON.parse(process.argv[1])) {
+  const own = path.join(os.tmpdir(), 'attacker-' + process.pid + '-' + results.length);
+  try {
+    if (op === 'write') {
+      const fd = fs.openSync(target, O_WRONLY | O_TRUNC | O_NONBLOCK);
+      try { fs.writeSync(fd, 'planted\\n'); } finally { fs.closeSync(fd); }
+    } else if (op === 'create') fs.writeFileSync(target, 'planted\\n', { flag: 'wx' });
+    else if (op === 'replace') { fs.writeFileSync(own, 'planted\\n'); fs.renameSync(own, target); }
+    else if (op === 'rename') fs.renameSync(target, target + '.moved');
+    else if (op === 'unlink') fs.unlinkSync(target);
+    else if (op === 'chmod') fs.chmodSync(target, 0o777);
+    else if (op === 'symlink') fs.symlinkSync('/etc/passwd', target);
+    else throw Object.assign(new Error(op), { code: 'UNKNOWN_OP' });
+    results.push('ok');
+  } catch (error) {
+    results.push(error.code ?? String(error));
+  } finally {
+    fs.rmSync(own, { force: true });
+  }
+}
+process.stdout.write(JSON.stringify(results));
+`;
+
+/**
+ * Runs `steps` as `uid` (gid the same, no supplementary groups) in a Node process of its own, and returns each
+ * step's result: "ok", or the errno code it failed with (EACCES, EPERM, ...). Its own deadline.
+ */
+export async function attemptAs(uid: number, steps: readonly AttackStep[], timeoutMs = 10_000): Promise<string[]> {
+  const child = spawn(process.execPath, ['-e', ATTACKER, JSON.stringify(steps)], {
+    cwd: os.tmpdir(),
+    uid,
+    gid: uid,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const code = await within(
+    new Promise<number | null>((resolve, reject) => {
+      child.on('error', reject);
+      child.on('close', resolve);
+    }),
+    timeoutMs,
+    `the attempts as uid ${uid}`,
+  ).finally(() => child.kill('SIGKILL'));
+  if (code !== 0) throw new Error(`the attempts as uid ${uid} exited ${code}: ${stderr}`);
+  const results: unknown = JSON.parse(stdout);
+  if (!Array.isArray(results) || !results.every((r): r is string => typeof r === 'string')) {
+    throw new Error(`the attempts as uid ${uid} printed ${stdout}`);
+  }
+  return results;
 }

@@ -3,7 +3,7 @@
  * The cost and the wake latency are figures, not assertions: `npm run bench` (docs/benchmark.md).
  */
 import { spawn } from 'node:child_process';
-import { mkdir, rename, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, rename, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
@@ -14,6 +14,7 @@ import {
   removeDir,
   runWrapper,
   startWrapper,
+  TENANT_UID,
   waitUntilWaiting,
   within,
   writeWake,
@@ -55,12 +56,13 @@ async function renameReadyIntoPlace(): Promise<void> {
 }
 
 describe('run_with_envs.sh waiting', () => {
-  it('starts no process while it waits on the FIFO, which it makes writable by any user of the pod', async () => {
+  it("starts no process while it waits on the FIFO, which, run as root, it makes root's and 0600", async () => {
     const run = startWrapper(['--', 'true'], { envDir: dir });
     const pid = run.child.pid ?? -1;
     expect(await waitUntilWaiting(pid, dir)).toBe('fifo');
-    expect((await stat(path.join(dir, '.env_wake'))).isFIFO()).toBe(true);
-    expect((await stat(path.join(dir, '.env_wake'))).mode & 0o777).toBe(0o666);
+    const fifo = await stat(path.join(dir, '.env_wake'));
+    // The tests run as root (folder-owner.test.ts has the FIFO of a wrapper run as another user: 0666).
+    expect([fifo.isFIFO(), fifo.uid, fifo.mode & 0o777]).toEqual([true, 0, 0o600]);
 
     const started = await processesStartedBy(pid, WINDOW_MS);
     expect(started).toEqual({ seen: [], reapedFaults: 0 });
@@ -126,10 +128,12 @@ describe('run_with_envs.sh waiting', () => {
 });
 
 describe('run_with_envs.sh waiting without a FIFO', () => {
-  it('when .env_wake is a plain file, waits on /dev/ptmx, starts no process and exits 143 on SIGTERM', async () => {
-    // What envd leaves when a wake arrives before any wrapper made the FIFO: its upload creates a file.
+  it('when .env_wake is a plain file it cannot replace, waits on /dev/ptmx, starts no process, exits 143 on SIGTERM', async () => {
+    // A file of another user in a folder the kubelet made (0777): a wrapper that is not root can only leave it
+    // there (run as root, it takes the folder and replaces it: folder-owner.test.ts).
+    await chmod(dir, 0o777);
     await writeFile(path.join(dir, '.env_wake'), '\n');
-    const run = startWrapper(['--', 'true'], { envDir: dir });
+    const run = startWrapper(['--', 'true'], { envDir: dir, user: TENANT_UID });
     const pid = run.child.pid ?? -1;
     expect(await waitUntilWaiting(pid, dir)).toBe('ptmx');
     expect(await processesStartedBy(pid, WINDOW_MS)).toEqual({ seen: [], reapedFaults: 0 });
