@@ -10,7 +10,7 @@ import type { StepDeps } from './deliver-claim.js';
 import { EnvdError } from './envd-files.js';
 import { clearingSteps } from './plan.js';
 import type { RuntimeEndpoint } from './runtime-endpoint.js';
-import { failed, refuse, type Attempt } from './term-memory.js';
+import { failed, refuse, type Attempt } from './memory.js';
 import type { ReconcileResult } from './work-queue.js';
 
 export async function clearClaim(
@@ -24,8 +24,8 @@ export async function clearClaim(
   const knownToken = lastClaim?.token;
   const { memory, key } = attempt;
   const done = `${decision.podUid} ${decision.endpoint.url}`;
-  memory.firstSeen.delete(key);
-  if (memory.cleared.get(key) === done) return { kind: 'done' };
+  memory.wantsNothing(key);
+  if (memory.of(key).cleared === done) return { kind: 'done' };
   const endpoint: RuntimeEndpoint = { ...decision.endpoint, accessToken: knownToken };
   let requests = 0;
   try {
@@ -42,9 +42,7 @@ export async function clearClaim(
       requests += 1;
     }
     if (term.signal.aborted) return { kind: 'done' };
-    memory.cleared.set(key, done);
-    memory.delivered.delete(key);
-    memory.failing.delete(key);
+    memory.cleared(key, done);
     if (steps.length > 0) {
       attempt.report({
         kind: 'delivered',

@@ -7,24 +7,16 @@
  * term is fresh, and the term's end aborts whatever is in flight. What a term learns lives in its own Memory,
  * which is dropped with it: a request that finishes after its term ended records nothing anywhere.
  *
- * What a term remembers is only a shortcut. The truth is in the pod (.env_ready's marker), which is what a
- * restarted or newly elected process reads. One thing is known only from memory: the token of a Sandbox's last
- * claim, which clearing needs once the claim (and its annotations) are gone. Every replica, leading or not,
- * keeps the last claimed version it saw of each Sandbox (`lastClaimed`), so a replica elected after the claim
- * still clears with that claim's token. It is never written anywhere; a process that started after the claim
- * ended does not know it, and says so in an Event instead of clearing.
+ * What it remembers, per term and across terms, is in memory.ts. The truth is in the pod (.env_ready's marker),
+ * which is what a restarted or newly elected process reads; the one thing known only from memory is the token
+ * of a Sandbox's last claim, which every replica keeps from the claimed Sandbox it saw. It is never written
+ * anywhere; a process that started after the claim ended does not know it, and says so in an Event instead of
+ * clearing.
  */
 import type { Clock } from '../util/clock.js';
 import { randomHex } from '../util/random-hex.js';
 import type { BackoffSettings } from '../util/backoff.js';
-import {
-  claimDecision,
-  claimToken,
-  isClaimed,
-  type ClaimDecision,
-  type DeliveryPod,
-  type DeliverySandbox,
-} from './claim.js';
+import { claimDecision, isClaimed, type ClaimDecision, type DeliveryPod, type DeliverySandbox } from './claim.js';
 import { clearClaim } from './clear-claim.js';
 import { deliverClaim, type StepDeps } from './deliver-claim.js';
 import type { EnvdFiles, SendGuard } from './envd-files.js';
@@ -32,7 +24,7 @@ import { REFUSALS, type DeliveryOutcome } from './outcome.js';
 import { envPaths, type EnvPaths } from './plan.js';
 import type { RuntimeTls } from './runtime-endpoint.js';
 import { TRANSIENT_CASES } from './pod-identity.js';
-import { refuse, TermMemory, type Attempt } from './term-memory.js';
+import { refuse, SeenClaims, TermMemory, type Attempt } from './memory.js';
 import { WorkQueue, type QueueFigures, type ReconcileResult } from './work-queue.js';
 
 /**
@@ -85,8 +77,7 @@ export class Controller {
   /** key -> when it was first queued since its last run (monotonic). */
   private readonly pendingSince = new Map<string, number>();
   private readonly nonce: () => string;
-  /** key -> the last version seen of the Sandbox while claimed, by every replica: its token clears the pod. */
-  private readonly lastClaimed = new Map<string, DeliverySandbox>();
+  private readonly seenClaims = new SeenClaims();
 
   constructor(private readonly deps: ControllerDeps) {
     this.paths = envPaths(deps.settings.envDir);
@@ -118,26 +109,19 @@ export class Controller {
    * that a new term's sweep of a whole pool never holds a claim back.
    */
   enqueue(key: string): void {
-    this.observe(key);
+    this.seenClaims.saw(key, this.deps.cache.get(key));
     if (this.term === undefined) return;
     if (!this.pendingSince.has(key)) this.pendingSince.set(key, this.deps.clock.monotonic());
     const sandbox = this.deps.cache.get(key);
     const lane = sandbox !== undefined && !isClaimed(sandbox) ? 'background' : 'front';
     // A key waiting out a backoff or a hold's grace is looked at now if what it would decide on changed.
-    const waitingOn = this.memory.failing.get(key) ?? this.memory.held.get(key)?.inputs;
+    const waitingOn = this.memory.waitingOn(key);
     if (waitingOn !== undefined && this.queue.backingOff(key) && this.decide(key)?.inputs !== waitingOn) {
-      this.memory.failing.delete(key);
+      this.memory.inputsChanged(key);
       this.queue.addNow(key, lane);
       return;
     }
     this.queue.add(key, lane);
-  }
-
-  /** Notes a claimed version (a reference, nothing parsed on the event path); a deleted Sandbox is forgotten. */
-  private observe(key: string): void {
-    const sandbox = this.deps.cache.get(key);
-    if (sandbox === undefined) this.lastClaimed.delete(key);
-    else if (isClaimed(sandbox)) this.lastClaimed.set(key, sandbox);
   }
 
   /** Something every decision reads changed (the runtime TLS bundle): every Sandbox is looked at again. */
@@ -182,9 +166,7 @@ export class Controller {
       memory.forget(key);
       return { kind: 'done' };
     }
-    if (memory.blocked.get(key) === decision.inputs) return { kind: 'wait-for-change' };
-    memory.blocked.delete(key);
-    if (decision.kind !== 'held') memory.held.delete(key);
+    if (memory.decided(key, decision.inputs, decision.kind === 'held')) return { kind: 'wait-for-change' };
     const attempt = (podUid: string): Attempt => ({
       memory,
       key,
@@ -201,26 +183,24 @@ export class Controller {
     };
     switch (decision.kind) {
       case 'wait':
-        memory.firstSeen.delete(key);
+        memory.wantsNothing(key);
         return { kind: 'wait-for-change' };
       case 'held':
-        memory.firstSeen.delete(key);
+        memory.wantsNothing(key);
         return this.hold(key, memory, decision);
       case 'refused': {
         const event = decision.event === 'EnvRequestRefused' ? 'EnvDeliveryFailed' : decision.event;
         return refuse(attempt(decision.podUid), 'refused', event, REFUSALS[decision.event](decision.reason));
       }
       case 'unclaimed': {
-        const last = this.lastClaimed.get(key);
-        const lastClaim = last === undefined ? undefined : { token: claimToken(last) };
+        const lastClaim = this.seenClaims.lastClaim(key);
         const result = await clearClaim(
           { ...steps, nonce: this.nonce() },
           attempt(decision.podUid),
           decision,
           lastClaim,
         );
-        // Cleared with it: the token has done its work. A later claim brings its own.
-        if (memory.cleared.has(key) && this.lastClaimed.get(key) === last) this.lastClaimed.delete(key);
+        if (lastClaim !== undefined && memory.of(key).cleared !== undefined) this.seenClaims.used(key, lastClaim);
         return result;
       }
       case 'deliver':
@@ -233,14 +213,14 @@ export class Controller {
    * once for these inputs; a case of a normal life (a pod being made or replaced) only once it outlasts the grace.
    */
   private hold(key: string, memory: TermMemory, decision: Extract<ClaimDecision, { kind: 'held' }>): ReconcileResult {
-    const seen = memory.held.get(key);
+    const seen = memory.of(key).held;
     const same = seen?.inputs === decision.inputs;
     if (!decision.warn || (same && seen.reported)) return { kind: 'wait-for-change' };
     if (TRANSIENT_CASES.has(decision.case) && !same) {
-      memory.held.set(key, { inputs: decision.inputs, reported: false });
+      memory.holding(key, decision.inputs, false);
       return { kind: 'requeue-after', ms: HOLD_GRACE_MS };
     }
-    memory.held.set(key, { inputs: decision.inputs, reported: true });
+    memory.holding(key, decision.inputs, true);
     this.deps.report({ kind: 'held', key, podUid: decision.podUid, case: decision.case, reason: decision.reason });
     return { kind: 'wait-for-change' };
   }

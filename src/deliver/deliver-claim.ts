@@ -18,7 +18,7 @@ import { EnvdError, type EnvdFiles, type FolderEntry, type SendGuard } from './e
 import { REFUSALS, type DeliveryKind } from './outcome.js';
 import { deliverySteps, wakeStep, type DeliveryStep, type EnvPaths, type ReadyState } from './plan.js';
 import type { RuntimeEndpoint } from './runtime-endpoint.js';
-import { failed, refuse, type Attempt } from './term-memory.js';
+import { failed, refuse, type Attempt } from './memory.js';
 import type { ReconcileResult } from './work-queue.js';
 
 export interface StepDeps {
@@ -40,11 +40,9 @@ export async function deliverClaim(
   const { memory, key } = attempt;
   const { target } = decision;
   const want = `${target.podUid} ${target.endpoint.url} ${target.marker}`;
-  if (memory.delivered.get(key) === want) return { kind: 'done' };
-  const seen = memory.firstSeen.get(key);
-  const firstSeenAt = seen?.want === want ? seen.at : since;
-  memory.firstSeen.set(key, { want, at: firstSeenAt });
-  const retrying = memory.failing.has(key);
+  if (memory.of(key).delivered === want) return { kind: 'done' };
+  const firstSeenAt = memory.wants(key, want, since);
+  const retrying = memory.of(key).failing !== undefined;
   let requests = 0;
   const temps: string[] = [];
   try {
@@ -68,12 +66,7 @@ export async function deliverClaim(
     if (term.signal.aborted) return { kind: 'done' };
     if (!ready.found && steps.length > 0) requests += await wake(deps, target.endpoint, entries);
     if (term.signal.aborted) return { kind: 'done' };
-    const previousPod = memory.lastPod.get(key);
-    memory.delivered.set(key, want);
-    memory.lastPod.set(key, target.podUid);
-    memory.cleared.delete(key);
-    memory.failing.delete(key);
-    memory.firstSeen.delete(key);
+    const previousPod = memory.delivered(key, want, target.podUid);
     if (steps.length === 0 && !retrying) {
       attempt.report({ kind: 'unchanged', key, podUid: target.podUid, requests });
       return { kind: 'done' };
