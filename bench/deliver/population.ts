@@ -152,7 +152,8 @@ async function populate(cluster: TestCluster): Promise<number> {
   return Date.now() - started;
 }
 
-async function inParallel(count: number, task: (i: number) => Promise<void>): Promise<void> {
+/** Runs `task` for 0..count-1, PARALLEL at a time. */
+export async function inParallel(count: number, task: (i: number) => Promise<void>): Promise<void> {
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < count) await task(next++);
@@ -160,7 +161,8 @@ async function inParallel(count: number, task: (i: number) => Promise<void>): Pr
   await Promise.all(Array.from({ length: PARALLEL }, worker));
 }
 
-function send(agent: Agent, method: string, url: string, body: unknown, type: string): Promise<unknown> {
+/** One API call over `agent`; its answer's JSON, or an error naming the call and the status. */
+export function send(agent: Agent, method: string, url: string, body: unknown, type: string): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const req = request(url, { method, agent, headers: { 'content-type': type } }, (res) => {
       const chunks: Buffer[] = [];

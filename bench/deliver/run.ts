@@ -27,11 +27,11 @@ import { startEnvdDouble, type EnvdDouble } from '../../test/support/envd-double
 import { waitUntilWaiting } from '../../test/wrapper/run-wrapper.js';
 import { wrappedSandboxPod } from '../../test/support/wrapped-sandbox-pod.js';
 import { auditFlags, readAuditEvents } from '../../test/e2e/support/audit-log.js';
-import { startCluster } from '../../test/e2e/support/cluster.js';
+import { startCluster, type TestCluster } from '../../test/e2e/support/cluster.js';
 import { burstCpuLine, perClaimLine, startBurstCpu } from './burst-cpu.js';
 import { cpuGroup } from '../cpu-group.js';
 import { quantile } from '../quantiles.js';
-import { population } from './population.js';
+import { inParallel, population, send } from './population.js';
 
 // Compiled to dist/bench-deliver/bench/deliver/run.js: the package root is four levels up.
 const ROOT = new URL('../../../../', import.meta.url).pathname;
@@ -197,6 +197,7 @@ async function main(): Promise<void> {
       }),
     );
     await cluster.kubectlOk(['apply', '-f', listFile]);
+    await runAndName(cluster, allNames);
 
     const scale = await population(cluster, ROOT);
     controller = spawn(
@@ -447,3 +448,33 @@ async function main(): Promise<void> {
 }
 
 await main();
+
+/**
+ * As a kubelet and upstream's controller would: each pod runs, and its Sandbox's status.podInfo.podUID names it.
+ * deliver-env sends only to the pod a Sandbox names, once it runs with an IP of its own (here 127.0.0.1: the
+ * runtime URL, which the bench trusts, says where each envd double is).
+ */
+async function runAndName(cluster: TestCluster, names: readonly string[]): Promise<void> {
+  const agent = new Agent({
+    keepAlive: true,
+    ca: cluster.caPem,
+    cert: cluster.admin.certPem,
+    key: cluster.admin.keyPem,
+  });
+  const merge = 'application/merge-patch+json';
+  const base = `${cluster.server}/api/v1/namespaces/${NS}/pods`;
+  const sandboxes = `${cluster.server}/apis/agents.kruise.io/v1alpha1/namespaces/${NS}/sandboxes`;
+  try {
+    await inParallel(names.length, async (i) => {
+      const name = names[i] ?? '';
+      const status = { phase: 'Running', podIP: '127.0.0.1', podIPs: [{ ip: '127.0.0.1' }] };
+      const pod = (await send(agent, 'PATCH', `${base}/${name}-pod/status`, { status }, merge)) as {
+        metadata: { uid: string };
+      };
+      const podInfo = { podUID: pod.metadata.uid, podIP: '127.0.0.1' };
+      await send(agent, 'PATCH', `${sandboxes}/${name}/status`, { status: { podInfo } }, merge);
+    });
+  } finally {
+    agent.destroy();
+  }
+}

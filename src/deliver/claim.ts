@@ -143,12 +143,13 @@ export function claimDecision(
   }
   const { pod, podUid, address } = identity;
   if (recordedStatus(pod).wrapped.length === 0) return { inputs, kind: 'wait', why: 'not-wrapped' };
+  // Whatever the runtime URL says, only a pod that runs, with an IP of its own, is the Sandbox's pod.
+  if (address === undefined) return { inputs, kind: 'wait', why: 'no-address' };
 
   const request = annotations[INIT_RUNTIME_REQUEST];
   const hasRequest = typeof request === 'string' && request !== '';
 
   const base = runtimeBase(annotations, address, settings);
-  if (base.kind === 'wait') return { inputs, kind: 'wait', why: 'no-address' };
   if (base.kind === 'refused') return { inputs, kind: 'refused', podUid, event: base.event, reason: base.reason };
 
   // An unclaimed pod is only ever cleared, with its last claim's token (kept in memory by every replica).

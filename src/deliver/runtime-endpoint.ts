@@ -42,13 +42,12 @@ export interface RuntimeEndpoint {
 
 export type BaseResult =
   | { kind: 'ok'; url: string; tlsAgent: HttpsAgent | undefined }
-  | { kind: 'wait' }
   | { kind: 'refused'; event: RefusalReason; reason: string };
 
-/** The base URL of envd (without its token): `wait` until the pod has an address it needs. */
+/** The base URL of envd (without its token), for the pod whose own IP is `address`. */
 export function runtimeBase(
   annotations: Record<string, string>,
-  address: string | undefined,
+  address: string,
   settings: EndpointSettings,
 ): BaseResult {
   const tlsPort = runtimeTlsPort(annotations);
@@ -66,7 +65,6 @@ export function runtimeBase(
         reason: `the runtime serves TLS (${RUNTIME_TLS_PORT}) but ${why}; nothing is sent in clear`,
       };
     }
-    if (address === undefined) return { kind: 'wait' };
     return { kind: 'ok', url: `https://${hostOf(address)}:${port}`, tlsAgent: settings.tls.agent };
   }
   if (settings.requireTls)
@@ -81,7 +79,6 @@ export function runtimeBase(
     const url = checkedUrl(value, `annotation ${key}`);
     if (url.kind === 'refused') return { kind: 'refused', event: 'EnvRequestRefused', reason: url.reason };
     if (settings.trustRuntimeUrl) return { kind: 'ok', url: url.value, tlsAgent: undefined };
-    if (address === undefined) return { kind: 'wait' };
     if (!sameHost(url.host, address)) {
       return {
         kind: 'refused',
@@ -91,7 +88,6 @@ export function runtimeBase(
     }
     return { kind: 'ok', url: url.value, tlsAgent: undefined };
   }
-  if (address === undefined) return { kind: 'wait' };
   return { kind: 'ok', url: `http://${hostOf(address)}:${settings.runtimePort}`, tlsAgent: undefined };
 }
 
