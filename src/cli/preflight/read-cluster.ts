@@ -4,6 +4,7 @@
  * API server that does not answer /version stops the command.
  */
 import { SANDBOX_API_VERSION, SANDBOX_PLURAL } from '../../shapes/sandbox-api.js';
+import type { Clock } from '../../util/clock.js';
 import { errorMessage } from '../../util/error-message.js';
 import { CliError } from '../io.js';
 import { ClusterReads } from '../explain/cluster-reads.js';
@@ -44,7 +45,7 @@ async function list(reads: ClusterReads, path: string): Promise<Read<Json[]>> {
   return { state: 'found', object: items };
 }
 
-export async function readFacts(options: Readonly<PreflightOptions>, now: () => number): Promise<PreflightFacts> {
+export async function readFacts(options: Readonly<PreflightOptions>, clock: Clock): Promise<PreflightFacts> {
   const reads = ClusterReads.fromFile(options.kubeconfig);
   const version = await attempt(reads, '/version');
   if (version.state === 'unreadable') throw new CliError(`cannot reach the API server: ${version.error}`);
@@ -92,5 +93,5 @@ export async function readFacts(options: Readonly<PreflightOptions>, now: () => 
     accounts.set(key, await attempt(reads, namespaced('/api/v1', { namespace, name }, 'serviceaccounts')));
   }
   // The Lease is judged against the time right after the reads.
-  return { ...facts, serviceAccounts: accounts, now: now() };
+  return { ...facts, serviceAccounts: accounts, now: clock.now() };
 }

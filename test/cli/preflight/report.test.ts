@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { INSTALL_TRUSTED_CREATORS } from '../../../src/cli/preflight/deployments.js';
 import { isPublicRegistry, registryOf } from '../../../src/cli/preflight/injector-image.js';
-import { parsePreflightOptions } from '../../../src/cli/preflight/options.js';
+import { parsePreflightOptions, PREFLIGHT_OPTION_ROWS } from '../../../src/cli/preflight/options.js';
 import { renderJson, renderText, runChecks } from '../../../src/cli/preflight/report.js';
 import { ABSENT, goodFacts } from './facts-builder.js';
 
@@ -114,5 +114,16 @@ describe("the install's default trusted creators", () => {
     const [deployment] = parseAllDocuments(text).map((doc) => doc.toJS() as Record<string, unknown>);
     const args = JSON.stringify(deployment);
     expect(args).toContain(`"--trusted-creators=${INSTALL_TRUSTED_CREATORS}"`);
+  });
+});
+
+describe("the manifests' names", () => {
+  it('are the default webhook configuration', () => {
+    const text = readFileSync(
+      new URL('../../../manifests/base/mutatingwebhookconfiguration.yaml', import.meta.url),
+      'utf8',
+    );
+    const [configuration] = parseAllDocuments(text).map((doc) => doc.toJS() as { metadata: { name: string } });
+    expect(configuration?.metadata.name).toBe(PREFLIGHT_OPTION_ROWS.webhookConfigName.default);
   });
 });
