@@ -41,6 +41,8 @@ const SHORT_ON_PURPOSE: Readonly<Record<string, string>> = {
   'src/cli/deliver-env.ts': "the command's edge: options first, the controller's modules loaded only when it runs",
   'src/sources/kube/in-cluster.ts':
     'whether a pod can reach the API, apart from clients.ts so serve decides its mode without loading client-node',
+  'src/cli/preflight.ts':
+    "the command's edge: options first, the cluster reads (client-node among them) loaded only when it runs",
   'src/cli/main.ts': 'the entry point package.json names as bin: it only starts the command',
   'src/injection/types.ts': "the injection's door to the Kubernetes shapes, and its names of runtimes and policies",
   'src/util/backoff.ts':

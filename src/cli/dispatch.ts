@@ -26,6 +26,10 @@ const COMMANDS: Record<string, CommandRow> = {
   },
   inject: { summary: 'print a pod as the webhook would admit it', load: () => import('./inject.js') },
   explain: { summary: 'why a pod did or did not get its runtimes', load: () => import('./explain.js') },
+  preflight: {
+    summary: 'check a cluster before and after install, one line per check',
+    load: () => import('./preflight.js'),
+  },
   'deliver-env': {
     summary: "controller: write each claim's environment into its pod through envd",
     load: () => import('./deliver-env.js'),

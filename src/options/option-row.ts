@@ -44,6 +44,8 @@ export interface OptionRow<K extends OptionKind = OptionKind, S extends Rules = 
    * a number given to the old flag counted, so that the message can say the same value as a duration.
    */
   readonly formerly?: { readonly flag: string; readonly unit?: string };
+  /** A one-letter alias (`-o` for `--output`). */
+  readonly short?: string;
 }
 
 const ENV_PREFIX = 'SANDBOX_INJECTOR_';
@@ -68,6 +70,11 @@ export function option<const K extends OptionKind, const S extends RulesByKind[K
 ): OptionRow<K, S, D>;
 export function option(flag: string, kind: OptionKind, help: string, schema: Rules, fallback?: unknown): OptionRow {
   return { flag, env: envName(flag), kind, help, schema, default: fallback };
+}
+
+/** The row, also taken as `-LETTER`: for the few flags every command spells short, such as `-o`. */
+export function withShort<R extends OptionRow>(row: R, letter: string): R {
+  return { ...row, short: letter };
 }
 
 /** A command's option rows, keyed by the name its parsed options carry. */

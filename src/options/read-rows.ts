@@ -76,8 +76,8 @@ function readFlags(rows: OptionRows, argv: readonly string[]): Flags | 'help' {
   const parseOptions: Record<string, { type: 'string' | 'boolean'; short?: string }> = {
     help: { type: 'boolean', short: 'h' },
   };
-  for (const { flag, kind, formerly } of Object.values(rows)) {
-    parseOptions[flag] = { type: kind === 'boolean' ? 'boolean' : 'string' };
+  for (const { flag, kind, formerly, short } of Object.values(rows)) {
+    parseOptions[flag] = { type: kind === 'boolean' ? 'boolean' : 'string', ...(short === undefined ? {} : { short }) };
     // Known to the parser so that it can be refused by name, rather than as an unknown flag.
     if (formerly !== undefined) parseOptions[formerly.flag] = { type: 'string' };
   }
@@ -197,11 +197,13 @@ export function rowLabel(row: OptionRow): string {
  */
 export function commandUsage(command: string, rows: OptionRows, description?: string): string {
   const all = Object.values(rows);
-  const width = Math.max(...all.map((row) => row.flag.length)) + 4;
-  const lines = all.map(({ flag, env, help, default: fallback }) => {
+  const label = ({ flag, short }: OptionRow): string => (short === undefined ? `--${flag}` : `-${short}, --${flag}`);
+  const width = Math.max(...all.map((row) => label(row).length)) + 2;
+  const lines = all.map((row) => {
+    const { env, help, default: fallback } = row;
     const shown =
       fallback === undefined ? '' : ` [default: ${typeof fallback === 'string' ? fallback : JSON.stringify(fallback)}]`;
-    return `  ${`--${flag}`.padEnd(width)}${help}${shown}\n  ${' '.repeat(width)}env ${env}`;
+    return `  ${label(row).padEnd(width)}${help}${shown}\n  ${' '.repeat(width)}env ${env}`;
   });
   const about = description === undefined ? '' : `${description}\n\n`;
   return `usage: sandbox-injector ${command} [flags]\n\n${about}${lines.join('\n')}\n  ${'-h, --help'.padEnd(width)}this text\n`;

@@ -1,13 +1,15 @@
 /**
  * docs/server.md's flags tables say what `serve` takes: one row per option, with its env var and its default,
- * and no row for an option that does not exist; docs/deliver-env.md's, what `deliver-env` takes. The rows beside
- * each command (src/cli/serve/option-rows.ts, src/cli/deliver-env/options.ts) are the truth.
+ * and no row for an option that does not exist; docs/deliver-env.md's, what `deliver-env` takes; docs/cli.md's
+ * preflight section, what `preflight` takes. The rows beside each command (src/cli/serve/option-rows.ts,
+ * src/cli/deliver-env/options.ts, src/cli/preflight/options.ts) are the truth.
  */
 import { readFileSync } from 'node:fs';
 import { isAbsolute, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { DELIVER_OPTION_ROWS } from '../../src/cli/deliver-env/options.js';
+import { PREFLIGHT_OPTION_ROWS } from '../../src/cli/preflight/options.js';
 import { SERVE_OPTION_ROWS } from '../../src/cli/serve/option-rows.js';
 import type { OptionRows } from '../../src/options/option-row.js';
 import { cells, tableRows, unquote } from './markdown-table.js';
@@ -23,10 +25,10 @@ interface DocumentedOption {
 }
 
 /** Every row of every flags table in the section, cells as written. */
-function documentedRows(file: string): string[][] {
+function documentedRows(file: string, section: string): string[][] {
   const text = readFileSync(`${PACKAGE_ROOT}docs/${file}`, 'utf8');
-  const start = text.indexOf(`\n${SECTION}\n`);
-  if (start < 0) throw new Error(`docs/${file} has no "${SECTION}" section`);
+  const start = text.indexOf(`\n${section}\n`);
+  if (start < 0) throw new Error(`docs/${file} has no "${section}" section`);
   const end = text.indexOf('\n## ', start + 1);
   const lines = text.slice(start, end < 0 ? undefined : end).split('\n');
   const rows: string[][] = [];
@@ -80,12 +82,13 @@ function expectedDefault(value: string | number | boolean | undefined): string {
 
 const byFlag = (a: DocumentedOption, b: DocumentedOption): number => a.flag.localeCompare(b.flag);
 
-for (const [file, rows] of [
-  ['server.md', SERVE_OPTION_ROWS],
-  ['deliver-env.md', DELIVER_OPTION_ROWS],
+for (const [file, rows, section] of [
+  ['server.md', SERVE_OPTION_ROWS, SECTION],
+  ['deliver-env.md', DELIVER_OPTION_ROWS, SECTION],
+  ['cli.md', PREFLIGHT_OPTION_ROWS, '## Check a cluster: preflight'],
 ] as const) {
   describe(`docs/${file} flags tables`, () => {
-    const documented: DocumentedOption[] = documentedRows(file)
+    const documented: DocumentedOption[] = documentedRows(file, section)
       .map(([flag = '', env = '', fallback = '']) => ({
         flag: single(flag),
         env: single(env),

@@ -36,7 +36,7 @@ export class ClusterReads {
     if (cluster === null) throw new CliError('the kubeconfig has no current cluster');
     const url = new URL(cluster.server.replace(/\/$/, '') + path);
     if (url.protocol !== 'https:')
-      throw new CliError(`${cluster.server}: explain talks to the API server over https only`);
+      throw new CliError(`${cluster.server}: the CLI talks to the API server over https only`);
     const options: RequestOptions = {
       method: 'GET',
       hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'),
