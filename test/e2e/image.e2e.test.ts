@@ -625,6 +625,14 @@ describe('deliver-env, from the same image', () => {
         '-p',
         JSON.stringify({ status: { phase: 'Running', podIP: '127.0.0.1', podIPs: [{ ip: '127.0.0.1' }] } }),
       ]);
+      // And named by the Sandbox's status, as upstream's controller writes it: deliver-env goes by that UID.
+      const podUID = (
+        await cluster.kubectlOk(['-n', DELIVER_NS, 'get', 'pod', 'sbx-image-pod', '-o', 'jsonpath={.metadata.uid}'])
+      ).trim();
+      await cluster.kubectlOk([
+        ...['-n', DELIVER_NS, 'patch', 'sandbox', 'sbx-image', '--subresource=status', '--type=merge'],
+        ...['-p', JSON.stringify({ status: { podInfo: { podUID, podIP: '127.0.0.1' } } })],
+      ]);
       await cluster.kubectlOk([
         '-n',
         DELIVER_NS,
