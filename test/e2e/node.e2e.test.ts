@@ -829,18 +829,43 @@ describe('Auto on a real node', () => {
     const TENANT_B: Record<string, string> = { TENANT: 'b', B_SECRET: 'sk-tenant-b-0002' };
     /** The pod of A's claim, and A's app: the main container's PID 1 once the wrapper exec'd it. */
     let podA: Pod;
-    let appA: { pid: number; started: string; container: string; waitingEnv: Record<string, string> };
+    let appA: {
+      pid: number;
+      started: string;
+      container: string;
+      restart: number;
+      waitingEnv: Record<string, string>;
+    };
 
-    /** The main container's PID 1 is the wrapper, waiting: no app, and envd (from postStart) up beside it. */
-    async function wrapperWaits(pod: Pod): Promise<{ pid: number; env: Record<string, string> }> {
+    /**
+     * The pod `uid` once its main container runs with envd up: the restart whose log says envd listens. The
+     * kubelet may start the main container while the agent-runtime sidecar still copies envd-run.sh (nothing
+     * waits for the copy); its postStart then fails and the kubelet restarts the container (FailedPostStartHook),
+     * so the restart to look at is the one whose postStart started envd.
+     */
+    function untilEnvdUp(uid: string): Promise<{ pod: Pod; restart: number }> {
+      return until(
+        `${SANDBOX} (${uid}): main running, envd listening`,
+        async () => {
+          const pod = await getPod(SANDBOX);
+          const main = pod === undefined ? undefined : statusOf(pod, 'main');
+          if (pod?.metadata.uid !== uid || main?.state?.running === undefined) return undefined;
+          const log = containerLog(pod, 'main', main.restartCount);
+          return log.some((l) => l.text.startsWith('envd stand-in listening'))
+            ? { pod, restart: main.restartCount }
+            : undefined;
+        },
+        150_000,
+      );
+    }
+
+    /** The main container's PID 1 is the wrapper, waiting: no app started. */
+    async function wrapperWaits(pod: Pod, restart: number): Promise<{ pid: number; env: Record<string, string> }> {
       const pid = await hostPid(statusOf(pod, 'main'));
       expect(pidInContainer(pid)).toBe(1);
       expect(cmdline(pid)).toEqual([...W, '--', ...APP_COMMAND]);
       expect(existsSync(`/proc/${pid}/root/tmp/app-running`)).toBe(false);
-      await until(`${pod.metadata.uid}: envd listening`, () =>
-        containerLog(pod, 'main', 0).find((l) => l.text.startsWith('envd stand-in listening')),
-      );
-      expect(containerLog(pod, 'main', 0).filter((l) => l.text.startsWith(APP_LINE))).toEqual([]);
+      expect(containerLog(pod, 'main', restart).filter((l) => l.text.startsWith(APP_LINE))).toEqual([]);
       return { pid, env: environ(pid) };
     }
 
@@ -849,18 +874,19 @@ describe('Auto on a real node', () => {
       ['env.sh', '.env_ready'].filter((f) => existsSync(`${folderOf(pid)}/${f}`));
 
     it("tenant A's claim starts the app, as PID 1, with A's variables", async () => {
-      await sandboxPod({
+      const { pod: created } = await sandboxPod({
         name: SANDBOX,
         envdPort: await freePort(),
         // The app is bash as PID 1 without a handler: it ignores SIGTERM, so a deletion waits out the grace.
         grace: 3,
         main: { name: 'main', image: IMAGES.app, command: APP_COMMAND },
       });
-      podA = await untilPod(SANDBOX, 'main running', (p) => statusOf(p, 'main')?.state?.running !== undefined, 150_000);
-      const waiting = await wrapperWaits(podA);
+      const up = await untilEnvdUp(created.metadata.uid);
+      podA = up.pod;
+      const waiting = await wrapperWaits(podA, up.restart);
       await claim(SANDBOX, TENANT_A);
       const first = await until("A's app printed", () =>
-        containerLog(podA, 'main', 0).find((l) => l.text.startsWith(APP_LINE)),
+        containerLog(podA, 'main', up.restart).find((l) => l.text.startsWith(APP_LINE)),
       );
       expect(first.text).toBe(`${APP_LINE} as pid 1`);
       // The wrapper exec'd the app: the same process.
@@ -869,7 +895,7 @@ describe('Auto on a real node', () => {
       const started = startedAt(waiting.pid);
       if (started === undefined) throw new Error(`A's app, pid ${waiting.pid}, is gone`);
       const container = statusOf(podA, 'main')?.containerID?.replace(/^containerd:\/\//, '') ?? '';
-      appA = { pid: waiting.pid, started, container, waitingEnv: waiting.env };
+      appA = { pid: waiting.pid, started, container, restart: up.restart, waitingEnv: waiting.env };
     }, 300_000);
 
     it("a recycle clears the claim's files, while A's app runs on with A's variables", async () => {
@@ -899,7 +925,7 @@ describe('Auto on a real node', () => {
       expect(refused.message).toContain('Recreate the pod');
       // Nothing of B's was written, and nothing started again.
       expect(claimFiles(appA.pid)).toEqual([]);
-      expect(containerLog(podA, 'main', 0).filter((l) => l.text.startsWith(APP_LINE))).toHaveLength(1);
+      expect(containerLog(podA, 'main', appA.restart).filter((l) => l.text.startsWith(APP_LINE))).toHaveLength(1);
       // Why: the pod's app is A's, with A's variables, which B's would have joined.
       expect(startedAt(appA.pid)).toBe(appA.started);
       const env = environ(appA.pid);
@@ -907,7 +933,7 @@ describe('Auto on a real node', () => {
       expect(env.B_SECRET).toBeUndefined();
       const pod = await getPod(SANDBOX);
       expect(pod?.metadata.uid).toBe(podA.metadata.uid);
-      expect(pod === undefined ? undefined : statusOf(pod, 'main')?.restartCount).toBe(0);
+      expect(pod === undefined ? undefined : statusOf(pod, 'main')?.restartCount).toBe(appA.restart);
     });
 
     it("recreated as the Warning says, the new pod's wrapper waits, and B's claim starts B's app alone", async () => {
@@ -921,21 +947,16 @@ describe('Auto on a real node', () => {
       ) as SandboxObject;
       const { pod: created } = await createPodOf(sandbox);
       expect(created.metadata.uid).not.toBe(podA.metadata.uid);
-      const podB = await untilPod(
-        SANDBOX,
-        'the new pod: main running',
-        (p) => p.metadata.uid === created.metadata.uid && statusOf(p, 'main')?.state?.running !== undefined,
-        150_000,
-      );
+      const up = await untilEnvdUp(created.metadata.uid);
       // An empty env folder: no claim's files, no recycled mark. While the Sandbox's status still names the
       // deleted pod, B's claim waits (deliver-env decides the pod by that UID), and so does the wrapper.
-      const waiting = await wrapperWaits(podB);
+      const waiting = await wrapperWaits(up.pod, up.restart);
       expect(claimFiles(waiting.pid)).toEqual([]);
       expect(existsSync(`${folderOf(waiting.pid)}/.env_recycled`)).toBe(false);
       // The controller syncs the Sandbox's status to its new pod: the claim goes there.
       await namePod(SANDBOX, created.metadata.uid);
       const first = await until("B's app printed", () =>
-        containerLog(podB, 'main', 0).find((l) => l.text.startsWith(APP_LINE)),
+        containerLog(up.pod, 'main', up.restart).find((l) => l.text.startsWith(APP_LINE)),
       );
       expect(first.text).toBe(`${APP_LINE} as pid 1`);
       expect(cmdline(waiting.pid)).toEqual(APP_COMMAND);
