@@ -14,7 +14,7 @@ import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
 import { startDeliverProcess, type DeliverProcess } from './support/deliver-process.js';
-import { until as pollUntil } from './support/deliver-world.js';
+import { until as pollUntil, type EventItem } from './support/deliver-world.js';
 import { prepareNode, startNode, type E2eNode } from './support/e2e-node.js';
 import type { Leftovers } from './support/node-host.js';
 import { APP_ENTRYPOINT_LINE, IMAGES } from './support/node-images.js';
@@ -26,6 +26,8 @@ const CONFIG_NS = 'sandbox-system';
 const W = ['/bin/bash', '/var/sandbox/run_with_envs.sh'];
 const REQUEST = 'agents.kruise.io/init-runtime-request';
 const STATUS = 'agents.kruise.io/runtime-injection-status';
+const CLAIM_TIMESTAMP = 'agents.kruise.io/claim-timestamp';
+const SANDBOX_CLAIMED = 'agents.kruise.io/sandbox-claimed';
 
 /**
  * The webhook's warning for a network probe on a wrapped container under Auto (issue 31, "Operating Auto: say
@@ -187,7 +189,7 @@ async function sandboxPod(input: SandboxInput): Promise<{ pod: Pod; warnings: st
     ...input.main,
     env: [...((input.main.env as Json[] | undefined) ?? []), { name: 'ENVD_PORT', value: String(input.envdPort) }],
   };
-  const created = JSON.parse(
+  const sandbox = JSON.parse(
     await cluster.kubectlOk(['create', '-f', '-', '-o', 'json'], {
       input: JSON.stringify({
         apiVersion: 'agents.kruise.io/v1alpha1',
@@ -212,22 +214,32 @@ async function sandboxPod(input: SandboxInput): Promise<{ pod: Pod; warnings: st
       }),
     }),
   ) as SandboxObject;
-  const r = await cluster.kubectl(['create', '-f', '-', '-o', 'json'], {
-    input: JSON.stringify(podFromSandbox(created, { configData })),
-  });
-  if (r.code !== 0) throw new Error(`pod of ${input.name} not created: ${r.stderr}`);
-  const pod = JSON.parse(r.stdout) as Pod;
+  const made = await createPodOf(sandbox);
   // Then, as upstream's controller does, the Sandbox's status names its pod: what deliver-env decides it by.
-  const status = { podInfo: { podUID: pod.metadata.uid } };
-  await cluster.kubectlOk([
-    ...['-n', NS, 'patch', 'sandbox', input.name, '--subresource=status', '--type=merge'],
-    ...['-p', JSON.stringify({ status })],
-  ]);
+  await namePod(input.name, made.pod.metadata.uid);
+  return made;
+}
+
+/** The Sandbox's pod as its controller creates it (a first one, or a new one); with the admission's warnings. */
+async function createPodOf(sandbox: SandboxObject): Promise<{ pod: Pod; warnings: string[] }> {
+  const r = await cluster.kubectl(['create', '-f', '-', '-o', 'json'], {
+    input: JSON.stringify(podFromSandbox(sandbox, { configData })),
+  });
+  if (r.code !== 0) throw new Error(`pod of ${sandbox.metadata.name} not created: ${r.stderr}`);
   const warnings = r.stderr
     .split('\n')
     .filter((l) => l.startsWith('Warning: '))
     .map((l) => l.slice('Warning: '.length));
-  return { pod, warnings };
+  return { pod: JSON.parse(r.stdout) as Pod, warnings };
+}
+
+/** What upstream's controller writes once it made the Sandbox's pod: `status.podInfo.podUID`. */
+async function namePod(sandbox: string, podUID: string): Promise<void> {
+  const status = { podInfo: { podUID } };
+  await cluster.kubectlOk([
+    ...['-n', NS, 'patch', 'sandbox', sandbox, '--subresource=status', '--type=merge'],
+    ...['-p', JSON.stringify({ status })],
+  ]);
 }
 
 async function claim(sandbox: string, vars: Record<string, string>): Promise<number> {
@@ -239,7 +251,7 @@ async function claim(sandbox: string, vars: Record<string, string>): Promise<num
     'sandbox',
     sandbox,
     `${REQUEST}=${JSON.stringify({ envVars: vars, accessToken: 'node-e2e-token' })}`,
-    `agents.kruise.io/claim-timestamp=${new Date().toISOString()}`,
+    `${CLAIM_TIMESTAMP}=${new Date().toISOString()}`,
   ]);
   // The annotation is stored once kubectl has its answer: the claim is recorded by now.
   return Date.now();
@@ -277,6 +289,43 @@ function environ(pid: number): Record<string, string> {
 function added(before: Record<string, string>, after: Record<string, string>): Record<string, string> {
   return Object.fromEntries(
     Object.entries(after).filter(([key, value]) => !SHELL_NAMES.has(key) && before[key] !== value),
+  );
+}
+
+/**
+ * When a process started (field 22 of /proc/<pid>/stat, in clock ticks since boot); undefined once it is gone.
+ * With its pid, it names one process: a pid the kernel gives again later comes with another start.
+ */
+function startedAt(pid: number): string | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // The command name, in parentheses, may hold spaces: the fields are counted from after its closing one.
+  return stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .at(22 - 3);
+}
+
+/** Whether containerd still has a task (a running process) for the container. */
+async function hasTask(containerId: string): Promise<boolean> {
+  if (node === undefined) throw new Error('no node');
+  return (await node.containerd.ctr(['tasks', 'ls'])).split('\n').some((l) => l.startsWith(`${containerId} `));
+}
+
+/** The Events deliver-env recorded on a Sandbox (its pod has the same name, and Events of its own). */
+async function sandboxEvents(sandbox: string): Promise<EventItem[]> {
+  const selector = `involvedObject.kind=Sandbox,involvedObject.name=${sandbox}`;
+  const text = await cluster.kubectlOk(['-n', NS, 'get', 'events', '--field-selector', selector, '-o', 'json']);
+  return (JSON.parse(text) as { items: EventItem[] }).items;
+}
+
+function untilSandboxEvent(sandbox: string, reason: string, test: (e: EventItem) => boolean): Promise<EventItem> {
+  return until(`a ${reason} Event on Sandbox ${sandbox}`, async () =>
+    (await sandboxEvents(sandbox)).find((e) => e.reason === reason && test(e)),
   );
 }
 
@@ -768,6 +817,160 @@ describe('Auto on a real node', () => {
       const live = NETWORK_PROBE_WARNING('main', 'livenessProbe');
       expect(warned(warnings.livenessProbe, 'sbx-http-live', live), JSON.stringify(warnings)).toBe(true);
     });
+  });
+
+  describe("recycle: the next claim goes to a new pod, never to the last claim's app", () => {
+    // docs/deliver-env.md, "Recycle: what a pod keeps": a recycle clears the claim's files, but the app that
+    // claim started keeps running with its variables, so the next claim of that pod is not delivered until the
+    // pod is recreated. Here on a kubelet: the app of tenant A, the Warning tenant B's claim gets, and B's app in
+    // the new pod.
+    const SANDBOX = 'sbx-recycle';
+    const TENANT_A: Record<string, string> = { TENANT: 'a', A_SECRET: 'sk-tenant-a-0001' };
+    const TENANT_B: Record<string, string> = { TENANT: 'b', B_SECRET: 'sk-tenant-b-0002' };
+    /** The pod of A's claim, and A's app: the main container's PID 1 once the wrapper exec'd it. */
+    let podA: Pod;
+    let appA: {
+      pid: number;
+      started: string;
+      container: string;
+      restart: number;
+      waitingEnv: Record<string, string>;
+    };
+
+    /**
+     * The pod `uid` once its main container runs with envd up: the restart whose log says envd listens. The
+     * kubelet may start the main container while the agent-runtime sidecar still copies envd-run.sh (nothing
+     * waits for the copy); its postStart then fails and the kubelet restarts the container (FailedPostStartHook),
+     * so the restart to look at is the one whose postStart started envd.
+     */
+    function untilEnvdUp(uid: string): Promise<{ pod: Pod; restart: number }> {
+      return until(
+        `${SANDBOX} (${uid}): main running, envd listening`,
+        async () => {
+          const pod = await getPod(SANDBOX);
+          const main = pod === undefined ? undefined : statusOf(pod, 'main');
+          if (pod?.metadata.uid !== uid || main?.state?.running === undefined) return undefined;
+          const log = containerLog(pod, 'main', main.restartCount);
+          return log.some((l) => l.text.startsWith('envd stand-in listening'))
+            ? { pod, restart: main.restartCount }
+            : undefined;
+        },
+        150_000,
+      );
+    }
+
+    /** The main container's PID 1 is the wrapper, waiting: no app started. */
+    async function wrapperWaits(pod: Pod, restart: number): Promise<{ pid: number; env: Record<string, string> }> {
+      const pid = await hostPid(statusOf(pod, 'main'));
+      expect(pidInContainer(pid)).toBe(1);
+      expect(cmdline(pid)).toEqual([...W, '--', ...APP_COMMAND]);
+      expect(existsSync(`/proc/${pid}/root/tmp/app-running`)).toBe(false);
+      expect(containerLog(pod, 'main', restart).filter((l) => l.text.startsWith(APP_LINE))).toEqual([]);
+      return { pid, env: environ(pid) };
+    }
+
+    const folderOf = (pid: number): string => `/proc/${pid}/root/var/sandbox`;
+    const claimFiles = (pid: number): string[] =>
+      ['env.sh', '.env_ready'].filter((f) => existsSync(`${folderOf(pid)}/${f}`));
+
+    it("tenant A's claim starts the app, as PID 1, with A's variables", async () => {
+      const { pod: created } = await sandboxPod({
+        name: SANDBOX,
+        envdPort: await freePort(),
+        // The app is bash as PID 1 without a handler: it ignores SIGTERM, so a deletion waits out the grace.
+        grace: 3,
+        main: { name: 'main', image: IMAGES.app, command: APP_COMMAND },
+      });
+      const up = await untilEnvdUp(created.metadata.uid);
+      podA = up.pod;
+      const waiting = await wrapperWaits(podA, up.restart);
+      await claim(SANDBOX, TENANT_A);
+      const first = await until("A's app printed", () =>
+        containerLog(podA, 'main', up.restart).find((l) => l.text.startsWith(APP_LINE)),
+      );
+      expect(first.text).toBe(`${APP_LINE} as pid 1`);
+      // The wrapper exec'd the app: the same process.
+      expect(cmdline(waiting.pid)).toEqual(APP_COMMAND);
+      expect(added(waiting.env, environ(waiting.pid))).toEqual(TENANT_A);
+      const started = startedAt(waiting.pid);
+      if (started === undefined) throw new Error(`A's app, pid ${waiting.pid}, is gone`);
+      const container = statusOf(podA, 'main')?.containerID?.replace(/^containerd:\/\//, '') ?? '';
+      appA = { pid: waiting.pid, started, container, restart: up.restart, waitingEnv: waiting.env };
+    }, 300_000);
+
+    it("a recycle clears the claim's files, while A's app runs on with A's variables", async () => {
+      // Recycle, as upstream's resetMetadataForPool does it, in one update: the label back to false, the claim's
+      // annotations gone. The pod stays.
+      const reset = {
+        metadata: { labels: { [SANDBOX_CLAIMED]: 'false' }, annotations: { [REQUEST]: null, [CLAIM_TIMESTAMP]: null } },
+      };
+      await cluster.kubectlOk(['-n', NS, 'patch', 'sandbox', SANDBOX, '--type=merge', '-p', JSON.stringify(reset)]);
+      // Recorded once the whole clearing is done, .env_recycled included.
+      const cleared = await untilSandboxEvent(SANDBOX, 'EnvCleared', (e) =>
+        (e.message ?? '').includes(podA.metadata.uid),
+      );
+      expect(cleared.type).toBe('Normal');
+      expect(claimFiles(appA.pid)).toEqual([]);
+      expect(existsSync(`${folderOf(appA.pid)}/.env_recycled`)).toBe(true);
+      // What the pod keeps: the app of the claim, the same process, with the claim's variables.
+      expect(startedAt(appA.pid)).toBe(appA.started);
+      expect(added(appA.waitingEnv, environ(appA.pid))).toEqual(TENANT_A);
+    });
+
+    it("tenant B's claim into the recycled pod gets nothing, and a Warning: A's app still runs there", async () => {
+      await claim(SANDBOX, TENANT_B);
+      const refused = await untilSandboxEvent(SANDBOX, 'EnvPodRecycled', () => true);
+      expect(refused.type).toBe('Warning');
+      expect(refused.message).toContain(`pod ${podA.metadata.uid} served an earlier claim`);
+      expect(refused.message).toContain('Recreate the pod');
+      // Nothing of B's was written, and nothing started again.
+      expect(claimFiles(appA.pid)).toEqual([]);
+      expect(containerLog(podA, 'main', appA.restart).filter((l) => l.text.startsWith(APP_LINE))).toHaveLength(1);
+      // Why: the pod's app is A's, with A's variables, which B's would have joined.
+      expect(startedAt(appA.pid)).toBe(appA.started);
+      const env = environ(appA.pid);
+      expect(added(appA.waitingEnv, env)).toEqual(TENANT_A);
+      expect(env.B_SECRET).toBeUndefined();
+      const pod = await getPod(SANDBOX);
+      expect(pod?.metadata.uid).toBe(podA.metadata.uid);
+      expect(pod === undefined ? undefined : statusOf(pod, 'main')?.restartCount).toBe(appA.restart);
+    });
+
+    it("recreated as the Warning says, the new pod's wrapper waits, and B's claim starts B's app alone", async () => {
+      await cluster.kubectlOk(['-n', NS, 'delete', 'pod', SANDBOX, '--wait=false']);
+      // The kubelet deletes the pod once its containers are down: then the Sandbox's controller makes another.
+      await until('the recycled pod is gone', async () => ((await getPod(SANDBOX)) === undefined ? true : undefined));
+      await until("A's app is gone", () => (startedAt(appA.pid) === appA.started ? undefined : true));
+      await until("A's container has no task", async () => ((await hasTask(appA.container)) ? undefined : true));
+      const sandbox = JSON.parse(
+        await cluster.kubectlOk(['-n', NS, 'get', 'sandbox', SANDBOX, '-o', 'json']),
+      ) as SandboxObject;
+      const { pod: created } = await createPodOf(sandbox);
+      expect(created.metadata.uid).not.toBe(podA.metadata.uid);
+      const up = await untilEnvdUp(created.metadata.uid);
+      // An empty env folder: no claim's files, no recycled mark. While the Sandbox's status still names the
+      // deleted pod, B's claim waits (deliver-env decides the pod by that UID), and so does the wrapper.
+      const waiting = await wrapperWaits(up.pod, up.restart);
+      expect(claimFiles(waiting.pid)).toEqual([]);
+      expect(existsSync(`${folderOf(waiting.pid)}/.env_recycled`)).toBe(false);
+      // The controller syncs the Sandbox's status to its new pod: the claim goes there.
+      await namePod(SANDBOX, created.metadata.uid);
+      const first = await until("B's app printed", () =>
+        containerLog(up.pod, 'main', up.restart).find((l) => l.text.startsWith(APP_LINE)),
+      );
+      expect(first.text).toBe(`${APP_LINE} as pid 1`);
+      expect(cmdline(waiting.pid)).toEqual(APP_COMMAND);
+      const env = environ(waiting.pid);
+      expect(added(waiting.env, env)).toEqual(TENANT_B);
+      expect(env.A_SECRET).toBeUndefined();
+      expect(env.TENANT).toBe('b');
+      const delivered = await untilSandboxEvent(SANDBOX, 'EnvDelivered', (e) =>
+        (e.message ?? '').includes(created.metadata.uid),
+      );
+      expect(delivered.type).toBe('Normal');
+      // And A's app did not come back.
+      expect(startedAt(appA.pid)).not.toBe(appA.started);
+    }, 300_000);
   });
 
   it('stops, and leaves no process, mount, cgroup, path or kernel setting behind', async () => {
