@@ -417,6 +417,14 @@ function readInjectionConfig(): Record<string, string> {
   for (const sidecar of agentRuntime.csiSidecar) {
     sidecar.image = IMAGES.agentRuntime;
     sidecar.imagePullPolicy = 'Never';
+    // A native sidecar's startupProbe holds the main container back until it passes: its postStart runs
+    // envd-run.sh, which the stand-in copies last (test/e2e/node/agent-runtime/entrypoint.sh).
+    const envdDir = (sidecar.env as { name: string; value?: string }[] | undefined)?.find((e) => e.name === 'ENVD_DIR');
+    sidecar.startupProbe = {
+      exec: { command: ['sh', '-c', `test -x ${envdDir?.value ?? '/mnt/envd'}/envd-run.sh`] },
+      periodSeconds: 1,
+      failureThreshold: 120,
+    };
   }
   return { 'agent-runtime': JSON.stringify(agentRuntime) };
 }
@@ -551,8 +559,11 @@ describe('Auto on a real node', () => {
     expect(cmdline(pid).slice(0, 3)).toEqual([...W, '--']);
     expect(existsSync(`/proc/${pid}/root/tmp/app-running`)).toBe(false);
     expect(containerLog(podA, 'main', 0).filter((l) => l.text.startsWith(APP_LINE))).toEqual([]);
-    // envd, started by postStart, is up inside the main container.
-    expect(containerLog(podA, 'main', 0).some((l) => l.text.startsWith('envd stand-in listening'))).toBe(true);
+    // envd, started by postStart, comes up inside the main container: the pod is Ready from the wrapped exec
+    // probe alone, which passes at once while unclaimed, so envd's line may come after it.
+    await until('envd listening in the main container', () =>
+      containerLog(podA, 'main', 0).some((l) => l.text.startsWith('envd stand-in listening')) ? true : undefined,
+    );
     waitingEnv = environ(pid);
   });
 

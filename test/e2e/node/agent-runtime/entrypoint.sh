@@ -8,13 +8,15 @@ if [ -z "${ENVD_DIR:-}" ]; then
   exit 1
 fi
 mkdir -p "$ENVD_DIR"
-# The main container can start while this copies (nothing waits for it), so what its postStart runs appears
-# last and whole: node and the double first, then envd-run.sh and envd each made executable under a temporary
-# name and renamed into place. Copied plainly, envd could be there but not yet executable ("Permission denied").
+# What the main container's postStart runs appears last and whole: node and the double first, then envd and,
+# last, envd-run.sh (postStart's own script, so once it is there everything it runs is), each made executable
+# under a temporary name and renamed into place. Copied plainly, envd could be there but not yet executable
+# ("Permission denied"). The suite's sidecar has a startupProbe on envd-run.sh, so the kubelet starts the main
+# container only after this.
 cp /usr/local/bin/node "$ENVD_DIR/node"
 chmod +x "$ENVD_DIR/node"
 cp -R /workspace/envd-js "$ENVD_DIR/"
-for name in envd-run.sh envd; do
+for name in envd envd-run.sh; do
   cp "/workspace/$name" "$ENVD_DIR/.$name.tmp"
   chmod +x "$ENVD_DIR/.$name.tmp"
   mv "$ENVD_DIR/.$name.tmp" "$ENVD_DIR/$name"
