@@ -15,6 +15,7 @@ import { at } from './support/json.js';
 import { podFromSandbox, type SandboxObject } from './support/sandbox-controller.js';
 import { startWebhookProcess, type WebhookProcess } from './support/webhook-process.js';
 import { untilWebhookCalled } from './support/readiness.js';
+import type { KubectlResult as Run } from './support/kubectl.js';
 
 const NS = 'e2e-explain';
 const CONFIG_NS = 'sandbox-system';
@@ -32,12 +33,6 @@ let webhook: WebhookProcess;
 
 function c(): TestCluster {
   return cluster;
-}
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
 }
 
 function explain(args: string[]): Promise<Run> {

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import type { CheckResult } from '../../src/cli/preflight/facts.js';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
+import type { KubectlResult as Run } from './support/kubectl.js';
 
 const CLI = path.join(repoRoot, 'dist', 'cli', 'main.js');
 const UPSTREAM_NS = 'sandbox-system';
@@ -24,12 +25,6 @@ let cluster: TestCluster;
 
 function c(): TestCluster {
   return cluster;
-}
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
 }
 
 function preflight(args: string[] = []): Promise<Run> {
