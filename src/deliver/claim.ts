@@ -116,10 +116,6 @@ export function isClaimed(sandbox: DeliverySandbox): boolean {
   return (typeof request === 'string' && request !== '') || sandbox.metadata?.labels?.[SANDBOX_CLAIMED] === 'true';
 }
 
-/**
- * `candidates`: the pods whose controller owner reference names the Sandbox (the cache's `podsOf`), of which
- * identity picks one or none.
- */
 /** The access token of a claimed Sandbox, as upstream reads it; undefined when it carries none. */
 export function claimToken(sandbox: DeliverySandbox): string | undefined {
   const annotations = sandbox.metadata?.annotations ?? {};
@@ -127,6 +123,10 @@ export function claimToken(sandbox: DeliverySandbox): string | undefined {
   return accessToken(annotations, typeof request === 'string' && request !== '' ? request : undefined);
 }
 
+/**
+ * `candidates`: the pods whose controller owner reference names the Sandbox (the cache's `podsOf`), of which
+ * identity picks one or none.
+ */
 export function claimDecision(
   sandbox: DeliverySandbox,
   candidates: readonly DeliveryPod[],

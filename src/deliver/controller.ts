@@ -109,10 +109,10 @@ export class Controller {
    * that a new term's sweep of a whole pool never holds a claim back.
    */
   enqueue(key: string): void {
-    this.seenClaims.saw(key, this.deps.cache.get(key));
+    const sandbox = this.deps.cache.get(key);
+    this.seenClaims.saw(key, sandbox);
     if (this.term === undefined) return;
     if (!this.pendingSince.has(key)) this.pendingSince.set(key, this.deps.clock.monotonic());
-    const sandbox = this.deps.cache.get(key);
     const lane = sandbox !== undefined && !isClaimed(sandbox) ? 'background' : 'front';
     // A key waiting out a backoff or a hold's grace is looked at now if what it would decide on changed.
     const waitingOn = this.memory.waitingOn(key);

@@ -1,7 +1,8 @@
 /**
- * The caches delivery reads: every Sandbox, and every pod the Sandbox controller made (SANDBOX_POD_SELECTOR),
- * indexed by the Sandbox that controls it. Each change enqueues the Sandbox it concerns; each full list
- * enqueues them all.
+ * The caches delivery reads: every Sandbox, and every pod labelled as the Sandbox controller's
+ * (SANDBOX_POD_SELECTOR), indexed by the Sandbox its controller owner reference names. Anyone who may patch pods
+ * can write both, so these are only candidates: which one is the Sandbox's pod is identity's to decide
+ * (pod-identity.ts). Each change enqueues the Sandbox it concerns; each full list enqueues them all.
  *
  * The caches keep only the fields below (SANDBOX_FIELDS, POD_FIELDS), cut as each object arrives: a whole pod
  * is its template, managedFields and status, tens of KiB, and a Sandbox's request annotations can reach
