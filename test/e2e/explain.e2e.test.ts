@@ -18,7 +18,7 @@ import { untilWebhookCalled } from './support/readiness.js';
 
 const NS = 'e2e-explain';
 const CONFIG_NS = 'sandbox-system';
-const CONFIGMAP = path.join(repoRoot, 'manifests', 'injection-config.yaml');
+const CONFIGMAP = path.join(repoRoot, 'manifests', 'components', 'injection-config', 'injection-config.yaml');
 const MANIFESTS = path.join(repoRoot, 'manifests');
 const CLI = path.join(repoRoot, 'dist', 'cli', 'main.js');
 const STATUS = 'agents.kruise.io/runtime-injection-status';

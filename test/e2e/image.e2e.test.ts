@@ -255,7 +255,11 @@ describe('the image built from the Dockerfile', () => {
     const app = path.join(image.rootfs, 'app');
     expect(readdirSync(app).sort()).toEqual(['dist', 'manifests', 'node_modules', 'package.json', 'src']);
     expect(walk(path.join(app, 'src'))).toEqual(['wrapper', path.join('wrapper', 'run_with_envs.sh')]);
-    expect(walk(path.join(app, 'manifests'))).toEqual(['injection-config.yaml']);
+    expect(walk(path.join(app, 'manifests'))).toEqual([
+      'components',
+      path.join('components', 'injection-config'),
+      path.join('components', 'injection-config', 'injection-config.yaml'),
+    ]);
     const dist = walk(path.join(app, 'dist'));
     expect(dist).toContain(path.join('cli', 'main.js'));
     expect(dist.filter((p) => p.endsWith('.map'))).toEqual([]);
@@ -270,7 +274,13 @@ describe('the image built from the Dockerfile', () => {
     const examples = path.join(repoRoot, 'examples');
     const result = await runContainer(
       asDeployed({
-        args: ['inject', '--config-file', '/app/manifests/injection-config.yaml', '-f', '/examples/pod.yaml'],
+        args: [
+          'inject',
+          '--config-file',
+          '/app/manifests/components/injection-config/injection-config.yaml',
+          '-f',
+          '/examples/pod.yaml',
+        ],
         volumes: [{ mountPath: '/examples', hostPath: examples, readOnly: true }],
       }),
     );

@@ -479,7 +479,11 @@ describe('RBAC of the sandbox-injector service account', () => {
 
   it('lists and watches the one ConfigMap through a metadata.name field selector, and nothing wider', async () => {
     const c = cluster();
-    await c.kubectlOk(['apply', '-f', path.join(repoRoot, 'manifests', 'injection-config.yaml')]);
+    await c.kubectlOk([
+      'apply',
+      '-f',
+      path.join(repoRoot, 'manifests', 'components', 'injection-config', 'injection-config.yaml'),
+    ]);
     const byName = await c.kubectl([
       'get',
       'configmaps',

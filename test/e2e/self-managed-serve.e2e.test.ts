@@ -54,7 +54,11 @@ beforeAll(async () => {
   await cluster.installSandboxCrd();
   await cluster.ensureNamespace('sandbox-system');
   await cluster.ensureNamespace(NS);
-  await cluster.kubectlOk(['apply', '-f', path.join(repoRoot, 'manifests', 'injection-config.yaml')]);
+  await cluster.kubectlOk([
+    'apply',
+    '-f',
+    path.join(repoRoot, 'manifests', 'components', 'injection-config', 'injection-config.yaml'),
+  ]);
   // The empty certificate Secret the install makes, which the replicas fill (they never create it).
   await cluster.kubectlOk(['apply', '-f', path.join(repoRoot, 'manifests', 'base', 'certificate-secret.yaml')]);
   // The webhook configuration exists before the servers, as `kubectl apply -k manifests/` creates it; it points

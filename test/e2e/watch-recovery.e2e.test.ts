@@ -20,7 +20,11 @@ let webhook: WebhookProcess | undefined;
 beforeAll(async () => {
   cluster = await startCluster();
   await cluster.ensureNamespace(NS);
-  await cluster.kubectlOk(['apply', '-f', path.join(repoRoot, 'manifests', 'injection-config.yaml')]);
+  await cluster.kubectlOk([
+    'apply',
+    '-f',
+    path.join(repoRoot, 'manifests', 'components', 'injection-config', 'injection-config.yaml'),
+  ]);
   await cluster.kubectlOk(['create', 'serviceaccount', SA, '-n', NS]);
 });
 
