@@ -20,7 +20,9 @@ describe('charts/sandbox-injector/README.md', () => {
     for (const key of ['nameOverride', 'fullnameOverride', 'image.repository', 'image.tag', 'image.pullPolicy', 'wrapperImage', 'replicas', 'resources',
       'webhook.failurePolicy', 'webhook.timeoutSeconds', 'webhook.objectSelector', 'webhook.namespaceSelector',
       'certificates.mode', 'certificates.certManagerIssuer', 'config.name', 'config.namespace', 'config.create',
-      'config.runtimes', 'postStartConflict', 'logLevel', 'extraArgs', 'autoscaling.enabled', 'monitoring.enabled']) {
+      'config.runtimes', 'postStartConflict', 'logLevel', 'extraArgs', 'autoscaling.enabled', 'monitoring.enabled',
+      ...['imagePullSecrets', 'priorityClassName', 'nodeSelector', 'tolerations', 'affinity', 'podAnnotations', 'podLabels']
+        .flatMap((key) => [key, `deliverEnv.${key}`])]) {
       expect(rows.map((r) => r.key)).toContain(key);
     }
     for (const row of rows) expect(row.description, row.key).toMatch(/^\S.{10,}$/);

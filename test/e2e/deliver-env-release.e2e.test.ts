@@ -13,7 +13,7 @@ import { byKey, isHook, objectKey, releaseObjects } from './support/chart-object
 import { repoRoot, resolveToolDir } from './support/binaries.js';
 import { startCluster, type TestCluster } from './support/cluster.js';
 import { asYaml, findObject, kustomize, MANIFESTS, objectId, renderWithComponents } from './support/components.js';
-import { CHART, KUBE_VERSION, makeHelm, parseObjects, type Helm, type KubeObject } from './support/helm.js';
+import { CHART, makeHelm, parseObjects, type Helm, type KubeObject } from './support/helm.js';
 import { at } from './support/json.js';
 import { runPromtool } from './support/promtool.js';
 
@@ -207,16 +207,7 @@ describe('helm template foo -n agents with deliverEnv, monitoring and networkPol
   it('refuses to render the NetworkPolicies without apiServerCidrs, saying how to find the addresses', async () => {
     for (const deliverEnv of [false, true]) {
       const values = { deliverEnv: { enabled: deliverEnv }, networkPolicy: { enabled: true } };
-      const result = await helm.run([
-        'template',
-        release,
-        CHART,
-        '-n',
-        namespace,
-        '--kube-version',
-        KUBE_VERSION,
-        ...helm.valuesArgs(values),
-      ]);
+      const result = await helm.templateRun(values, { release, namespace });
       expect(result.code, `deliverEnv ${deliverEnv}`).not.toBe(0);
       expect(result.stderr).toContain('networkPolicy.apiServerCidrs is empty');
       expect(result.stderr).toContain(
@@ -227,16 +218,7 @@ describe('helm template foo -n agents with deliverEnv, monitoring and networkPol
     }
     // An address that is not a CIDR is refused by the schema; without the policies, none is needed.
     const bare = { networkPolicy: { enabled: true, apiServerCidrs: ['10.0.0.10'] } };
-    const refused = await helm.run([
-      'template',
-      release,
-      CHART,
-      '-n',
-      namespace,
-      '--kube-version',
-      KUBE_VERSION,
-      ...helm.valuesArgs(bare),
-    ]);
+    const refused = await helm.templateRun(bare, { release, namespace });
     expect(refused.stderr).toContain("at '/networkPolicy/apiServerCidrs/0'");
     expect(refused.code).not.toBe(0);
     const off = await helm.template({ deliverEnv: { enabled: true } }, { release, namespace });

@@ -215,6 +215,35 @@ describe('kubectl kustomize manifests/', () => {
     expect(stored.code).not.toBe(0);
   });
 
+  it("runs at priority system-cluster-critical: the Deployment's pods are admitted in sandbox-system with it", async () => {
+    const c = cluster();
+    // The pod's namespace and its service account, for real (the RBAC tests below apply the same objects).
+    await c.kubectlOk(['apply', '--server-side', '-f', '-'], {
+      input: asYaml([find(base, 'Namespace', NS), find(base, 'ServiceAccount', 'sandbox-injector')]),
+    });
+    const template = at(find(base, 'Deployment', 'sandbox-injector'), 'spec', 'template');
+    const pod = (priorityClassName: string): KubeObject => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'sandbox-injector-priority', namespace: NS },
+      spec: { ...(at(template, 'spec') as Record<string, unknown>), priorityClassName },
+    });
+    expect(at(template, 'spec', 'priorityClassName')).toBe('system-cluster-critical');
+    // The Priority admission plugin resolves the class to its value; a dry run stores nothing.
+    const admitted = await c.kubectl(['create', '--dry-run=server', '-o', 'json', '-f', '-'], {
+      input: asYaml([pod('system-cluster-critical')]),
+    });
+    expect(admitted.stderr).toBe('');
+    expect(admitted.code).toBe(0);
+    expect(at(JSON.parse(admitted.stdout), 'spec', 'priority')).toBe(2000000000);
+    // Control: the plugin is on, and refuses a class that does not exist.
+    const refused = await c.kubectl(['create', '--dry-run=server', '-f', '-'], {
+      input: asYaml([pod('no-such-class')]),
+    });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('no PriorityClass with name no-such-class was found');
+  });
+
   it('would be warned about by Pod Security if the container were less locked down (control for the check above)', async () => {
     const deployment = structuredClone(find(base, 'Deployment', 'sandbox-injector'));
     const securityContext = at(deployment, 'spec', 'template', 'spec', 'containers', 0, 'securityContext');

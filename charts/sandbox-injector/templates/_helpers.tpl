@@ -107,3 +107,22 @@ matchExpressions:
     values: [{{ include "sandbox-injector.namespace" . }}, kube-system]
 {{- end -}}
 {{- end -}}
+
+{{/*
+A pod spec's nodeSelector, tolerations and affinity from a values map that has them (.Values for the webhook,
+.Values.deliverEnv for deliver-env), each left out when empty. Indented for a Deployment's pod spec.
+*/}}
+{{- define "sandbox-injector.podPlacement" -}}
+{{- with .nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}

@@ -65,9 +65,20 @@ export async function kustomize(kubeBinDir: string, dir: string): Promise<KubeOb
  * Renders `resource` (manifests/ by default) with the given components, as a user's kustomization would;
  * `ownFiles` (file name to text) are written beside the kustomization and listed in its resources too.
  */
-export async function renderWithComponents(
+export function renderWithComponents(
   kubeBinDir: string,
   components: readonly ComponentName[],
+  resource = MANIFESTS,
+  ownFiles: Readonly<Record<string, string>> = {},
+): Promise<KubeObject[]> {
+  const dirs = components.map((name) => path.join(MANIFESTS, 'components', name));
+  return renderWithComponentDirs(kubeBinDir, dirs, resource, ownFiles);
+}
+
+/** renderWithComponents() for components named by their folders, any folder. */
+export async function renderWithComponentDirs(
+  kubeBinDir: string,
+  componentDirs: readonly string[],
   resource = MANIFESTS,
   ownFiles: Readonly<Record<string, string>> = {},
 ): Promise<KubeObject[]> {
@@ -79,7 +90,7 @@ export async function renderWithComponents(
       apiVersion: 'kustomize.config.k8s.io/v1beta1',
       kind: 'Kustomization',
       resources: [path.relative(dir, resource), ...Object.keys(ownFiles)],
-      components: components.map((name) => path.relative(dir, path.join(MANIFESTS, 'components', name))),
+      components: componentDirs.map((component) => path.relative(dir, component)),
     };
     writeFileSync(path.join(dir, 'kustomization.yaml'), toYaml(kustomization));
     return await kustomize(kubeBinDir, dir);

@@ -41,6 +41,8 @@ export interface Helm {
   template(values?: Record<string, unknown>, where?: ReleaseWhere): Promise<KubeObject[]>;
   /** The same render as template(), as helm prints it. */
   templateText(values?: Record<string, unknown>, where?: ReleaseWhere, extraArgs?: string[]): Promise<string>;
+  /** The same `helm template`, whatever its exit: for renders the chart must refuse. */
+  templateRun(values?: Record<string, unknown>, where?: ReleaseWhere, extraArgs?: string[]): Promise<KubectlResult>;
   dispose(): void;
 }
 
@@ -74,28 +76,29 @@ export function makeHelm(kubeconfigPath?: string): Helm {
     writeFileSync(file, JSON.stringify(values));
     return ['-f', file];
   };
+  const templateArgs = (values: Record<string, unknown>, where: ReleaseWhere, extraArgs: string[]): string[] => [
+    'template',
+    where.release ?? RELEASE,
+    CHART,
+    '--namespace',
+    where.namespace ?? NAMESPACE,
+    '--kube-version',
+    KUBE_VERSION,
+    ...valuesArgs(values),
+    ...extraArgs,
+  ];
   const templateText = (
     values: Record<string, unknown> = {},
     where: ReleaseWhere = {},
     extraArgs: string[] = [],
-  ): Promise<string> =>
-    runOk([
-      'template',
-      where.release ?? RELEASE,
-      CHART,
-      '--namespace',
-      where.namespace ?? NAMESPACE,
-      '--kube-version',
-      KUBE_VERSION,
-      ...valuesArgs(values),
-      ...extraArgs,
-    ]);
+  ): Promise<string> => runOk(templateArgs(values, where, extraArgs));
   return {
     run,
     runOk,
     start,
     valuesArgs,
     templateText,
+    templateRun: (values = {}, where = {}, extraArgs = []) => run(templateArgs(values, where, extraArgs)),
     template: async (values = {}, where = {}) => parseObjects(await templateText(values, where)),
     dispose: () => rmSync(home, { recursive: true, force: true }),
   };
