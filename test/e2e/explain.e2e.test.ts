@@ -240,7 +240,7 @@ describe('explain an unselected pod', () => {
     expect(explained.webhook).toMatchObject({ selected: false });
     expect(at(explained.webhook, 'webhooks', 0, 'namespaceSelector', 'failed')).toEqual([
       {
-        term: 'matchExpressions[0] kubernetes.io/metadata.name NotIn (sandbox-system, kube-system)',
+        term: 'matchExpressions[0] kubernetes.io/metadata.name NotIn (sandbox-injector-system, kube-system)',
         reason: 'label kubernetes.io/metadata.name is "kube-system", one of the excluded values',
       },
     ]);
