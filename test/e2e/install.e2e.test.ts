@@ -215,7 +215,7 @@ describe('kubectl kustomize manifests/', () => {
     expect(stored.code).not.toBe(0);
   });
 
-  it("runs at priority system-cluster-critical: the Deployment's pods are admitted in sandbox-system with it", async () => {
+  it("runs at priority system-cluster-critical: the Deployment's pods are admitted in sandbox-injector-system with it", async () => {
     const c = cluster();
     // The pod's namespace and its service account, for real (the RBAC tests below apply the same objects).
     await c.kubectlOk(['apply', '--server-side', '-f', '-'], {
