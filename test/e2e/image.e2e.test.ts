@@ -645,6 +645,21 @@ describe('deliver-env, from the same image', () => {
         '-p',
         JSON.stringify({ status: { phase: 'Running', podIP: '127.0.0.1', podIPs: [{ ip: '127.0.0.1' }] } }),
       ]);
+      // The Sandbox names its pod, as upstream's controller writes it: deliver-env decides the pod by this alone.
+      const podUid = (
+        await cluster.kubectlOk(['-n', DELIVER_NS, 'get', 'pod', 'sbx-image-pod', '-o', 'jsonpath={.metadata.uid}'])
+      ).trim();
+      await cluster.kubectlOk([
+        '-n',
+        DELIVER_NS,
+        'patch',
+        'sandbox',
+        'sbx-image',
+        '--subresource=status',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ status: { podInfo: { podIP: '127.0.0.1', podUID: podUid } } }),
+      ]);
       await cluster.kubectlOk([
         '-n',
         DELIVER_NS,
