@@ -37,7 +37,7 @@ COPY --from=build /app/dist ./dist
 # Copied into pods by `install-wrapper`; the CLI finds it at this path, relative to dist/.
 COPY src/wrapper/run_with_envs.sh ./src/wrapper/run_with_envs.sh
 # The default --config-file of `serve` without a cluster; offline `inject`/`review` read it when given it.
-COPY manifests/injection-config.yaml ./manifests/injection-config.yaml
+COPY manifests/components/injection-config/injection-config.yaml ./manifests/components/injection-config/injection-config.yaml
 USER 65532:65532
 EXPOSE 8443 9090
 # Probes are the kubelet's job (/healthz, /readyz in manifests/base/deployment.yaml): no HEALTHCHECK.

@@ -59,7 +59,9 @@ export async function configFlipPhase(
   options: SoakOptions,
   timeoutMs: number,
 ): Promise<PhaseResult> {
-  const manifest = parse(await readFile(join(ROOT, 'manifests/injection-config.yaml'), 'utf8')) as JsonObject;
+  const manifest = parse(
+    await readFile(join(ROOT, 'manifests/components/injection-config/injection-config.yaml'), 'utf8'),
+  ) as JsonObject;
   const volume = join(dir, 'config');
   await createKubeVolume(volume, { [FILE]: versioned(manifest, 0) });
   const session = await Session.open({

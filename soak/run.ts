@@ -222,7 +222,7 @@ async function main(): Promise<number> {
 
   const configFile = join(work, 'config', 'injection-config.yaml');
   await mkdir(join(work, 'config'));
-  await copyFile(join(ROOT, 'manifests/injection-config.yaml'), configFile);
+  await copyFile(join(ROOT, 'manifests/components/injection-config/injection-config.yaml'), configFile);
   const withConfig: ServeSetup = { ...setup, args: [...setup.args, '--config-file', configFile] };
   const timeoutMs = limits.admissionTimeoutMs;
   const plainSession = (dir: string): Promise<Session> =>

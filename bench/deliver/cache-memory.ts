@@ -13,7 +13,7 @@ import { injectRuntimes, type Pod, type RuntimeConfig } from '../../src/injectio
 // Compiled to dist/bench-deliver/bench/deliver/: the repository is four levels up.
 const repo = new URL('../../../../', import.meta.url).pathname;
 const template = parse(readFileSync(`${repo}examples/pod.yaml`, 'utf8')) as Pod;
-const configMap = parse(readFileSync(`${repo}manifests/injection-config.yaml`, 'utf8')) as {
+const configMap = parse(readFileSync(`${repo}manifests/components/injection-config/injection-config.yaml`, 'utf8')) as {
   data: Record<string, string>;
 };
 const configs = new Map(Object.entries(configMap.data).map(([k, v]) => [k, JSON.parse(v) as RuntimeConfig]));

@@ -11,7 +11,7 @@ import { limitWarnings } from '../../src/admission/warnings.js';
 import { runCli } from '../support/cli.js';
 import { reviewFor } from '../support/conformance.js';
 
-const CONFIG = new URL('../../manifests/injection-config.yaml', import.meta.url).pathname;
+const CONFIG = new URL('../../manifests/components/injection-config/injection-config.yaml', import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), 'si-auto-advice-'));
 
 const HANDLERS: Record<say.NetworkProbeHandler, Record<string, unknown>> = {

@@ -9,7 +9,7 @@ import { BODY_LIMIT_BYTES } from '../../src/server/app.js';
 import { runCli } from '../support/cli.js';
 import { reviewFor } from '../support/conformance.js';
 
-const CONFIG = new URL('../../manifests/injection-config.yaml', import.meta.url).pathname;
+const CONFIG = new URL('../../manifests/components/injection-config/injection-config.yaml', import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), 'si-cli-'));
 
 const cli = runCli;

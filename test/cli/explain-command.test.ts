@@ -8,7 +8,7 @@ import type { Explanation } from '../../src/cli/explain/explanation.js';
 import type { Pod } from '../../src/injection/index.js';
 import { runCli } from '../support/cli.js';
 
-const CONFIG = new URL('../../manifests/injection-config.yaml', import.meta.url).pathname;
+const CONFIG = new URL('../../manifests/components/injection-config/injection-config.yaml', import.meta.url).pathname;
 const fixture = (name: string): string => new URL(`fixtures/explain/${name}`, import.meta.url).pathname;
 
 const cli = runCli;

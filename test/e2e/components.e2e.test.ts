@@ -22,7 +22,7 @@ import {
 import { at } from './support/json.js';
 
 const CRDS = path.join(repoRoot, 'test', 'fixtures', 'e2e', 'prometheus-operator-crds.yaml');
-const NS = 'sandbox-system';
+const NS = 'sandbox-injector-system';
 const NAME = 'sandbox-injector';
 
 let current: TestCluster | undefined;
@@ -209,6 +209,8 @@ describe('on the API server', () => {
     await cluster().kubectlOk(['apply', '--server-side', '-f', '-'], {
       input: asYaml([findObject(both, 'Namespace', NS)]),
     });
+    // A stand-in of upstream's namespace: the Role that reads the injection ConfigMap goes there.
+    await cluster().ensureNamespace('sandbox-system');
   });
 
   it('accepts everything with both components: server-side apply, strict validation, Pod Security restricted', async () => {

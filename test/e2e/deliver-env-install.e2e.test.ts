@@ -39,11 +39,11 @@ describe('manifests/components/deliver-env', () => {
       [
         `ClusterRole/${NAME}`,
         `ClusterRoleBinding/${NAME}`,
-        `Deployment/sandbox-system/${NAME}`,
-        `PodDisruptionBudget/sandbox-system/${NAME}`,
-        `Role/sandbox-system/${NAME}`,
-        `RoleBinding/sandbox-system/${NAME}`,
-        `ServiceAccount/sandbox-system/${NAME}`,
+        `Deployment/sandbox-injector-system/${NAME}`,
+        `PodDisruptionBudget/sandbox-injector-system/${NAME}`,
+        `Role/sandbox-injector-system/${NAME}`,
+        `RoleBinding/sandbox-injector-system/${NAME}`,
+        `ServiceAccount/sandbox-injector-system/${NAME}`,
       ].sort(),
     );
     const before = new Map(base.map((o) => [objectId(o), JSON.stringify(o)]));
@@ -61,13 +61,21 @@ describe('manifests/components/deliver-env', () => {
       { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create'] },
     ]);
-    expect(at(byId.get(`Role/sandbox-system/${NAME}`), 'rules')).toEqual([
+    expect(at(byId.get(`Role/sandbox-injector-system/${NAME}`), 'rules')).toEqual([
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [NAME], verbs: ['get', 'update'] },
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
     ]);
-    const args = at(byId.get(`Deployment/sandbox-system/${NAME}`), 'spec', 'template', 'spec', 'containers', 0, 'args');
+    const args = at(
+      byId.get(`Deployment/sandbox-injector-system/${NAME}`),
+      'spec',
+      'template',
+      'spec',
+      'containers',
+      0,
+      'args',
+    );
     expect(args).toEqual(
-      expect.arrayContaining(['deliver-env', '--lease-namespace=sandbox-system', `--lease-name=${NAME}`]),
+      expect.arrayContaining(['deliver-env', '--lease-namespace=sandbox-injector-system', `--lease-name=${NAME}`]),
     );
   });
 
@@ -78,7 +86,7 @@ describe('manifests/components/deliver-env', () => {
     await cluster.kubectlOk([
       'label',
       'namespace',
-      'sandbox-system',
+      'sandbox-injector-system',
       'pod-security.kubernetes.io/enforce=restricted',
       '--overwrite',
     ]);

@@ -13,7 +13,7 @@ import { startDeliverProcess, type DeliverProcess } from './support/deliver-proc
 import { controllerArgs, deliverCluster, deliverWorld, firstDeliveryIn, until } from './support/deliver-world.js';
 
 const NS = 'e2e-isolation';
-const LEASE_NS = 'sandbox-system';
+const LEASE_NS = 'sandbox-injector-system';
 const TOKEN = 'tok-isolation';
 const STATUS = 'agents.kruise.io/runtime-injection-status';
 

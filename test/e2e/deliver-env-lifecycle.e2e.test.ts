@@ -20,7 +20,7 @@ import {
 } from './support/deliver-world.js';
 
 const NS = 'e2e-deliver-life';
-const LEASE_NS = 'sandbox-system';
+const LEASE_NS = 'sandbox-injector-system';
 const TOKEN = 'tok-life-1';
 const TLS_SECRET = 'sandbox-runtime-tls';
 const TLS_COMPONENT = path.join(repoRoot, 'manifests', 'components', 'deliver-env-runtime-tls');

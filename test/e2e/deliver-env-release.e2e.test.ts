@@ -76,16 +76,16 @@ afterAll(async () => {
 const testFiles = (): string[] => readdirSync(TESTS_DIR).filter((name) => name.endsWith('.yaml'));
 
 /** `spec` as the rules file beside copies of the unit tests, their namespace changed to `namespace`. */
-function folderWith(spec: unknown, namespace = 'sandbox-system'): { dir: string; files: string[] } {
+function folderWith(spec: unknown, namespace = 'sandbox-injector-system'): { dir: string; files: string[] } {
   const dir = path.join(root, `run-${++runs}`);
   mkdirSync(dir);
   writeFileSync(path.join(dir, RULES_FILE), toYaml(spec));
   const files = testFiles();
   for (const name of files) {
     const text = readFileSync(path.join(TESTS_DIR, name), 'utf8')
-      .replaceAll('namespace="sandbox-system"', `namespace="${namespace}"`)
-      .replaceAll('namespace: sandbox-system', `namespace: ${namespace}`)
-      .replaceAll(' in sandbox-system ', ` in ${namespace} `);
+      .replaceAll('namespace="sandbox-injector-system"', `namespace="${namespace}"`)
+      .replaceAll('namespace: sandbox-injector-system', `namespace: ${namespace}`)
+      .replaceAll(' in sandbox-injector-system ', ` in ${namespace} `);
     writeFileSync(path.join(dir, name), text);
   }
   return { dir, files };
@@ -281,7 +281,7 @@ describe('manifests/components/deliver-env, deliver-env-monitoring and network-p
     expect(at(deliverPolicy, 'spec', 'egress', 1)).toEqual({ to: API_SERVER_PEERS, ports: API_SERVER_PORTS });
     expect(rendered.filter((o) => o.kind === 'ApiServerAddresses')).toEqual([]);
     expect(JSON.stringify(rendered)).not.toContain('API_SERVER_ADDRESSES');
-    await cluster.ensureNamespace('sandbox-system');
+    await cluster.ensureNamespace('sandbox-injector-system');
     const accepted = await cluster.kubectl(['apply', '--dry-run=server', '-f', '-'], {
       input: asYaml(policies),
     });
@@ -304,7 +304,7 @@ describe('manifests/components/deliver-env, deliver-env-monitoring and network-p
   });
 
   it('ship a placeholder that the API server refuses when networkpolicy.yaml is applied without kustomize', async () => {
-    await cluster.ensureNamespace('sandbox-system');
+    await cluster.ensureNamespace('sandbox-injector-system');
     const result = await cluster.kubectl([
       'apply',
       '--dry-run=server',
@@ -346,15 +346,17 @@ describe('two releases side by side on the real kube-apiserver', () => {
     ...extra,
   });
   const releases = [
-    { release: 'alpha', namespace: 'e2e-rel-a', values: values({}) },
-    // The injection ConfigMap lives where the Sandbox controller reads it, one for the cluster: one release owns it.
-    { release: 'beta', namespace: 'e2e-rel-b', values: values({ config: { create: false } }) },
+    // The injection ConfigMap lives where the Sandbox controller reads it, one for the cluster: at most one release
+    // creates it (config.create is off by default), and both read it.
+    { release: 'alpha', namespace: 'e2e-rel-a', values: values({ config: { create: true } }) },
+    { release: 'beta', namespace: 'e2e-rel-b', values: values({}) },
   ];
   const manifests = new Map<string, KubeObject[]>();
 
   beforeAll(async () => {
     await cluster.kubectlOk(['apply', '--server-side', '-f', CRDS]);
     await cluster.kubectlOk(['wait', '--for=condition=Established', 'crd', '--all', '--timeout=60s']);
+    // A stand-in of upstream's namespace: each release's Role that reads the injection ConfigMap goes there.
     await cluster.ensureNamespace('sandbox-system');
     for (const { namespace } of releases) await cluster.ensureNamespace(namespace);
   });

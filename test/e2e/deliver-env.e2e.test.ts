@@ -25,7 +25,7 @@ import {
 } from './support/deliver-world.js';
 
 const NS = 'e2e-deliver';
-const LEASE_NS = 'sandbox-system';
+const LEASE_NS = 'sandbox-injector-system';
 const WRAPPER = path.join(repoRoot, 'src', 'wrapper', 'run_with_envs.sh');
 const TOKEN = 'tok-e2e-1';
 let serviceAccountKubeconfig: string;

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
-import { asYaml, kustomize } from './support/components.js';
+import { asYaml, kustomize, MANIFESTS, renderWithComponentDirs } from './support/components.js';
 import { makeHelm, type Helm } from './support/helm.js';
 
 const EXAMPLES = path.join(repoRoot, 'examples');
@@ -24,6 +24,8 @@ beforeAll(async () => {
   await cluster.kubectlOk(['apply', '-f', path.join(FIXTURES, 'sandboxset-crd.yaml')]);
   await cluster.kubectlOk(['wait', '--for=condition=Established', 'crd/sandboxsets.agents.kruise.io', '--timeout=60s']);
   await cluster.ensureNamespace(NS);
+  // A stand-in of upstream's namespace: the install puts the Role that reads the injection ConfigMap there.
+  await cluster.ensureNamespace('sandbox-system');
 }, 120_000);
 
 afterAll(async () => {
@@ -46,11 +48,24 @@ describe('examples/ for EnvVarsInjectionPolicy Auto', () => {
         'ValidatingAdmissionPolicyBinding/sandbox-injector-pod-ownership',
       ]),
     );
+    // The injection ConfigMap is upstream's: the example leaves it alone.
+    expect(names(objects)).not.toContain('ConfigMap/sandbox-injection-config');
     const result = await cluster.kubectl(['apply', '--server-side', '--validate=strict', '-f', '-'], {
       input: asYaml(objects),
     });
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
+  });
+
+  it('examples/auto with components/injection-config adds the ConfigMap where upstream reads it', async () => {
+    const objects = await renderWithComponentDirs(
+      cluster.binDir,
+      [path.join(MANIFESTS, 'components', 'injection-config')],
+      path.join(EXAMPLES, 'auto'),
+    );
+    const configMaps = objects.filter((o) => o.kind === 'ConfigMap' && o.metadata.name === 'sandbox-injection-config');
+    expect(configMaps.map((o) => o.metadata.namespace)).toEqual(['sandbox-system']);
+    expect(names(objects)).toContain('Deployment/sandbox-injector-deliver-env');
   });
 
   it('examples/auto/values.yaml renders deliver-env beside the webhook', async () => {

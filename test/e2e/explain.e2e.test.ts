@@ -19,7 +19,7 @@ import type { KubectlResult as Run } from './support/kubectl.js';
 
 const NS = 'e2e-explain';
 const CONFIG_NS = 'sandbox-system';
-const CONFIGMAP = path.join(repoRoot, 'manifests', 'injection-config.yaml');
+const CONFIGMAP = path.join(repoRoot, 'manifests', 'components', 'injection-config', 'injection-config.yaml');
 const MANIFESTS = path.join(repoRoot, 'manifests');
 const CLI = path.join(repoRoot, 'dist', 'cli', 'main.js');
 const STATUS = 'agents.kruise.io/runtime-injection-status';
@@ -235,7 +235,7 @@ describe('explain an unselected pod', () => {
     expect(explained.webhook).toMatchObject({ selected: false });
     expect(at(explained.webhook, 'webhooks', 0, 'namespaceSelector', 'failed')).toEqual([
       {
-        term: 'matchExpressions[0] kubernetes.io/metadata.name NotIn (sandbox-system, kube-system)',
+        term: 'matchExpressions[0] kubernetes.io/metadata.name NotIn (sandbox-injector-system, kube-system)',
         reason: 'label kubernetes.io/metadata.name is "kube-system", one of the excluded values',
       },
     ]);

@@ -1,6 +1,6 @@
 // charts/sandbox-injector with the real helm (test/e2e/cluster/build.sh helm) on a real kube-apiserver:
 //   - helm lint, and helm template with several value sets, each checked for what its values asked;
-//   - the default render (release sandbox-injector in sandbox-system) against `kubectl kustomize manifests/`,
+//   - the default render (release sandbox-injector in sandbox-injector-system) against `kubectl kustomize manifests/`,
 //     cert-manager mode against manifests/overlays/cert-manager, and the components, object by object, Helm's
 //     standard labels aside (manifests/ is the source of truth; the chart follows it, its README.md);
 //   - another release in another namespace: every name and namespace follows the release;
@@ -15,7 +15,7 @@
 // wait for. The order of the uninstall is read from the API server's audit log.
 import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -44,6 +44,9 @@ import { podFromSandbox, type SandboxObject } from './support/sandbox-controller
 import { freePort, startWebhookProcess, type WebhookProcess } from './support/webhook-process.js';
 
 const NS = NAMESPACE;
+// Upstream's (OpenKruise Agents') namespace, where the injection ConfigMap is read (config.namespace).
+const CONFIG_NS = 'sandbox-system';
+const INJECTION_CONFIG = path.join(repoRoot, 'manifests', 'components', 'injection-config', 'injection-config.yaml');
 const PODS_NS = 'e2e-helm';
 /** The release another team would install: another name, another namespace. */
 const OTHER = { release: 'agents', namespace: 'team-a', fullname: 'agents-sandbox-injector' } as const;
@@ -62,6 +65,7 @@ const TRUSTED_CONTROLLER = 'system:serviceaccount:sandbox-system:sandbox-control
 const VALUE_SETS: Record<string, Record<string, unknown>> = {
   defaults: {},
   certManager: { certificates: { mode: 'cert-manager' } },
+  withConfig: { config: { create: true } },
   certManagerOwnIssuer: {
     certificates: { mode: 'cert-manager', certManagerIssuer: { name: 'corp-ca', kind: 'ClusterIssuer' } },
   },
@@ -88,6 +92,7 @@ const VALUE_SETS: Record<string, Record<string, unknown>> = {
     extraArgs: ['--allow-annotation-runtimes', '--cert-poll=30s'],
     // Maps merge with the defaults: null drops a default runtime; a new one may be a map.
     config: {
+      create: true,
       runtimes: {
         csi: null,
         'agent-runtime': '{"mainContainer": {"name": ""}}\n',
@@ -147,7 +152,9 @@ beforeAll(async () => {
   for (const [name, values] of Object.entries(VALUE_SETS)) rendered.set(name, await helm.template(values));
   await cluster.installSandboxCrd();
   await cluster.ensureNamespace(PODS_NS);
-  // Where the injection ConfigMap goes (config.namespace): the Sandbox controller's namespace, made beforehand.
+  // Where the injection ConfigMap is (config.namespace): the Sandbox controller's namespace, made beforehand,
+  // and the release's own.
+  await cluster.ensureNamespace(CONFIG_NS);
   await cluster.ensureNamespace(NS);
 });
 
@@ -265,10 +272,10 @@ describe('certificates.mode=cert-manager renders kubectl kustomize manifests/ove
   // chart's work; reported). The chart labels them like every other object. Listed here so that this test
   // fails, and the list goes, once the overlay labels them.
   const UNLABELLED_IN_OVERLAY = [
-    'Certificate/sandbox-system/sandbox-injector',
-    'Certificate/sandbox-system/sandbox-injector-ca',
-    'Issuer/sandbox-system/sandbox-injector-ca',
-    'Issuer/sandbox-system/sandbox-injector-selfsigned',
+    `Certificate/${NS}/sandbox-injector`,
+    `Certificate/${NS}/sandbox-injector-ca`,
+    `Issuer/${NS}/sandbox-injector-ca`,
+    `Issuer/${NS}/sandbox-injector-selfsigned`,
   ];
 
   it('object by object with config.create=false (the overlay leaves the ConfigMap out), Helm labels aside', async () => {
@@ -290,15 +297,18 @@ describe('certificates.mode=cert-manager renders kubectl kustomize manifests/ove
     }
   });
 
-  it('and with the ConfigMap, the one manifests/ installs', () => {
-    const configMap = 'ConfigMap/sandbox-system/sandbox-injection-config';
-    expect(releaseObjects(render('certManager')).get(configMap)).toEqual(byKey(kustomized).get(configMap));
+  it('config.create=true makes the ConfigMap of components/injection-config, in sandbox-system', () => {
+    const configMap = `ConfigMap/${CONFIG_NS}/sandbox-injection-config`;
+    expect(byKey(kustomized).has(configMap)).toBe(false);
+    expect(releaseObjects(render('certManager')).has(configMap)).toBe(false);
+    const sample = parseObjects(readFileSync(INJECTION_CONFIG, 'utf8'));
+    expect(at(releaseObjects(render('withConfig')).get(configMap), 'data')).toEqual(at(sample[0], 'data'));
   });
 
   it('signs with an issuer of your own: only the serving Certificate, pointing at it', () => {
     const objects = render('certManagerOwnIssuer');
     expect(objects.filter((o) => o.kind === 'Issuer' || o.kind === 'Certificate').map(objectKey)).toEqual([
-      'Certificate/sandbox-system/sandbox-injector',
+      `Certificate/${NS}/sandbox-injector`,
     ]);
     expect(at(find(objects, 'Certificate'), 'spec', 'issuerRef')).toEqual({
       group: 'cert-manager.io',
@@ -321,9 +331,9 @@ describe('another release in another namespace: every name and namespace follows
   const { release, namespace, fullname } = OTHER;
 
   it('puts every namespaced object in the release namespace but the injection ConfigMap and its Role, named from the release', async () => {
-    const objects = (await helm.template({ monitoring: { enabled: true } }, { release, namespace })).filter(
-      (o) => !isHook(o),
-    );
+    const objects = (
+      await helm.template({ monitoring: { enabled: true }, config: { create: true } }, { release, namespace })
+    ).filter((o) => !isHook(o));
     const configNamespace = new Set([
       'ConfigMap/sandbox-injection-config',
       `Role/${fullname}`,
@@ -331,7 +341,7 @@ describe('another release in another namespace: every name and namespace follows
     ]);
     for (const o of objects) {
       const where = configNamespace.has(`${o.kind}/${o.metadata.name}`)
-        ? NS
+        ? CONFIG_NS
         : o.kind.startsWith('Cluster') || o.kind.endsWith('WebhookConfiguration') || o.kind.startsWith('Validating')
           ? undefined
           : namespace;
@@ -346,14 +356,14 @@ describe('another release in another namespace: every name and namespace follows
         `ClusterRole//${fullname}-certs`,
         `ClusterRoleBinding//${fullname}`,
         `ClusterRoleBinding//${fullname}-certs`,
-        `ConfigMap/${NS}/sandbox-injection-config`,
+        `ConfigMap/${CONFIG_NS}/sandbox-injection-config`,
         `Deployment/${namespace}/${fullname}`,
         `MutatingWebhookConfiguration//${fullname}`,
         `PodDisruptionBudget/${namespace}/${fullname}`,
         `PrometheusRule/${namespace}/${fullname}`,
-        `Role/${NS}/${fullname}`,
+        `Role/${CONFIG_NS}/${fullname}`,
         `Role/${namespace}/${fullname}-certs`,
-        `RoleBinding/${NS}/${fullname}`,
+        `RoleBinding/${CONFIG_NS}/${fullname}`,
         `RoleBinding/${namespace}/${fullname}-certs`,
         `Secret/${namespace}/${fullname}-tls`,
         `Service/${namespace}/${fullname}`,
@@ -380,7 +390,7 @@ describe('another release in another namespace: every name and namespace follows
     });
     expect(args(objects)).toEqual(
       expect.arrayContaining([
-        `--config-namespace=${NS}`,
+        `--config-namespace=${CONFIG_NS}`,
         '--config-name=sandbox-injection-config',
         '--cert-mode=self-managed',
         `--cert-namespace=${namespace}`,
@@ -393,7 +403,7 @@ describe('another release in another namespace: every name and namespace follows
     const rules = JSON.stringify(at(find(objects, 'PrometheusRule', fullname), 'spec'));
     expect(rules).toContain(`namespace=\\"${namespace}\\", deployment=\\"${fullname}\\"`);
     expect(rules).toContain(`job=\\"sandbox-injector\\"`);
-    expect(rules).not.toContain('sandbox-system');
+    expect(rules).not.toContain(NS);
     expect(at(find(objects, 'ServiceMonitor', fullname), 'spec', 'selector', 'matchLabels')).toEqual({
       'app.kubernetes.io/name': 'sandbox-injector',
       'app.kubernetes.io/instance': release,
@@ -788,6 +798,7 @@ describe('helm install of another release into another namespace, --wait, a Sand
   // policy must trust as it trusts the Sandbox controller.
   const installValues = (): Record<string, unknown> => ({
     replicas: 0,
+    config: { create: true },
     webhook: { url: `https://127.0.0.1:${port}/mutate` },
     trustedCreators: [TRUSTED_CONTROLLER, 'group:system:masters'],
   });
@@ -1000,6 +1011,7 @@ describe('helm template | kubectl apply -f -', () => {
   it('applies one webhook configuration, the working one, and a Sandbox pod gets its runtimes through it', async () => {
     const values = {
       replicas: 0,
+      config: { create: true },
       webhook: { url: webhook.url, caBundle: Buffer.from(webhook.ca.certPem).toString('base64') },
       trustedCreators: [TRUSTED_CONTROLLER, 'group:system:masters'],
     };

@@ -65,7 +65,10 @@ const VERSION = `${PACKAGE.version}-e2e`;
 const BUDGET = { imageBytes: 288 * 1024 * 1024, appBytes: 96 * 1024 * 1024 };
 const UID = 65532;
 const NS = 'e2e-image';
+/** Upstream's namespace (a stand-in): the injection ConfigMap and the Sandbox controller's account. */
 const CONFIG_NS = 'sandbox-system';
+/** Ours, where `kubectl apply -k manifests/` puts the webhook. */
+const OWN_NS = 'sandbox-injector-system';
 const CONTROLLER_SA = 'sandbox-controller-manager';
 const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 const SHELLS = new Set(['sh', 'bash', 'dash', 'ash', 'zsh', 'ksh', 'mksh', 'csh', 'tcsh', 'fish', 'busybox', 'toybox']);
@@ -255,7 +258,11 @@ describe('the image built from the Dockerfile', () => {
     const app = path.join(image.rootfs, 'app');
     expect(readdirSync(app).sort()).toEqual(['dist', 'manifests', 'node_modules', 'package.json', 'src']);
     expect(walk(path.join(app, 'src'))).toEqual(['wrapper', path.join('wrapper', 'run_with_envs.sh')]);
-    expect(walk(path.join(app, 'manifests'))).toEqual(['injection-config.yaml']);
+    expect(walk(path.join(app, 'manifests'))).toEqual([
+      'components',
+      path.join('components', 'injection-config'),
+      path.join('components', 'injection-config', 'injection-config.yaml'),
+    ]);
     const dist = walk(path.join(app, 'dist'));
     expect(dist).toContain(path.join('cli', 'main.js'));
     expect(dist.filter((p) => p.endsWith('.map'))).toEqual([]);
@@ -270,7 +277,13 @@ describe('the image built from the Dockerfile', () => {
     const examples = path.join(repoRoot, 'examples');
     const result = await runContainer(
       asDeployed({
-        args: ['inject', '--config-file', '/app/manifests/injection-config.yaml', '-f', '/examples/pod.yaml'],
+        args: [
+          'inject',
+          '--config-file',
+          '/app/manifests/components/injection-config/injection-config.yaml',
+          '-f',
+          '/examples/pod.yaml',
+        ],
         volumes: [{ mountPath: '/examples', hostPath: examples, readOnly: true }],
       }),
     );
@@ -303,6 +316,13 @@ describe('serve from the image, run as manifests/base/deployment.yaml runs it, i
     await cluster.installSandboxCrd();
     webhookPort = await freePort();
     metricsPort = await freePort();
+    // Upstream's namespace and its injection ConfigMap, which the install reads and no longer applies.
+    await cluster.ensureNamespace(CONFIG_NS);
+    await cluster.kubectlOk([
+      'apply',
+      '-f',
+      path.join(repoRoot, 'manifests', 'components', 'injection-config', 'injection-config.yaml'),
+    ]);
     // Everything `kubectl apply -k manifests/` creates but the Deployment, which this test runs itself. There is
     // no Service routing here, so the webhook configuration calls the container on loopback by URL.
     for (const object of objects) {
@@ -344,10 +364,10 @@ describe('serve from the image, run as manifests/base/deployment.yaml runs it, i
     const saDir = scratchDir('si-e2e-image-sa-');
     writeFileSync(
       path.join(saDir, 'token'),
-      (await cluster.kubectlOk(['create', 'token', serviceAccount, '-n', CONFIG_NS, '--duration=1h'])).trim(),
+      (await cluster.kubectlOk(['create', 'token', serviceAccount, '-n', OWN_NS, '--duration=1h'])).trim(),
     );
     writeFileSync(path.join(saDir, 'ca.crt'), cluster.caPem);
-    writeFileSync(path.join(saDir, 'namespace'), CONFIG_NS);
+    writeFileSync(path.join(saDir, 'namespace'), OWN_NS);
     chmodSync(saDir, 0o755);
 
     const container = (podSpec.containers as Json[])[0] as Json;
@@ -421,7 +441,7 @@ describe('serve from the image, run as manifests/base/deployment.yaml runs it, i
       if (bundle === '') await new Promise((resolve) => setTimeout(resolve, 250));
     }
     expect(Buffer.from(bundle, 'base64').toString('utf8')).toContain('BEGIN CERTIFICATE');
-    const secret = await cluster.kubectlOk(['get', 'secret', 'sandbox-injector-tls', '-n', CONFIG_NS, '-o', 'name']);
+    const secret = await cluster.kubectlOk(['get', 'secret', 'sandbox-injector-tls', '-n', OWN_NS, '-o', 'name']);
     expect(secret.trim()).toBe('secret/sandbox-injector-tls');
     // Written into its in-memory volume, the one place the container can write.
     const pair = (): string[] => readdirSync(certVolumeHost).filter((name) => name === 'tls.crt' || name === 'tls.key');
@@ -545,7 +565,7 @@ describe('deliver-env, from the same image', () => {
       .flatMap((file) => rendered(readFileSync(path.join(COMPONENT, file), 'utf8')));
     const deployment = objects.find((o) => o.kind === 'Deployment');
     if (deployment === undefined) throw new Error('manifests/components/deliver-env has no Deployment');
-    const namespace = deployment.metadata.namespace ?? CONFIG_NS;
+    const namespace = deployment.metadata.namespace ?? OWN_NS;
     await cluster.installSandboxCrd();
     // The webhook container of the tests above has stopped: its configuration (failurePolicy Fail) would refuse
     // the Sandbox pod this test creates.

@@ -12,7 +12,9 @@ import { at } from './support/json.js';
 
 const BASE = path.join(repoRoot, 'manifests');
 const CERT_MANAGER = path.join(repoRoot, 'manifests', 'overlays', 'cert-manager');
-const NS = 'sandbox-system';
+// Ours, and upstream's (OpenKruise Agents'), where only the Role that reads the injection ConfigMap goes.
+const NS = 'sandbox-injector-system';
+const UPSTREAM_NS = 'sandbox-system';
 const SA = `system:serviceaccount:${NS}:sandbox-injector`;
 
 interface KubeObject {
@@ -68,21 +70,20 @@ afterAll(async () => {
 });
 
 describe('kubectl kustomize manifests/', () => {
-  it('renders the webhook, its RBAC and the injection config, all in sandbox-system', () => {
+  it('renders the webhook and its RBAC in sandbox-injector-system, the ConfigMap reader in sandbox-system', () => {
     expect(ids(base)).toEqual(
       [
         'ClusterRole/sandbox-injector',
         'ClusterRole/sandbox-injector-certs',
         'ClusterRoleBinding/sandbox-injector',
         'ClusterRoleBinding/sandbox-injector-certs',
-        `ConfigMap/${NS}/sandbox-injection-config`,
         `Deployment/${NS}/sandbox-injector`,
         'MutatingWebhookConfiguration/sandbox-injector',
-        'Namespace/sandbox-system',
+        `Namespace/${NS}`,
         `PodDisruptionBudget/${NS}/sandbox-injector`,
-        `Role/${NS}/sandbox-injector`,
+        `Role/${UPSTREAM_NS}/sandbox-injector`,
         `Role/${NS}/sandbox-injector-certs`,
-        `RoleBinding/${NS}/sandbox-injector`,
+        `RoleBinding/${UPSTREAM_NS}/sandbox-injector`,
         `RoleBinding/${NS}/sandbox-injector-certs`,
         // Made empty for self-managed certificates, which fill it: the webhook may not create Secrets.
         `Secret/${NS}/sandbox-injector-tls`,
@@ -103,9 +104,7 @@ describe('kubectl kustomize manifests/', () => {
     // The label the OpenKruise Agents Sandbox controller puts on every pod it creates.
     expect(at(webhook, 'objectSelector')).toEqual({ matchLabels: { 'agents.kruise.io/created-by': 'sandbox' } });
     expect(at(webhook, 'namespaceSelector')).toEqual({
-      matchExpressions: [
-        { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['sandbox-system', 'kube-system'] },
-      ],
+      matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [NS, 'kube-system'] }],
     });
     expect(at(webhook, 'clientConfig')).toEqual({
       service: { name: 'sandbox-injector', namespace: NS, path: '/mutate', port: 443 },
@@ -146,7 +145,7 @@ describe('kubectl kustomize manifests/', () => {
         '--config-namespace=sandbox-system',
         '--config-name=sandbox-injection-config',
         '--cert-mode=self-managed',
-        '--cert-namespace=sandbox-system',
+        '--cert-namespace=sandbox-injector-system',
         '--cert-secret-name=sandbox-injector-tls',
         '--service-name=sandbox-injector',
         '--webhook-config-name=sandbox-injector',
@@ -200,8 +199,9 @@ describe('kubectl kustomize manifests/', () => {
   it('is accepted by the API server: server-side apply, dry run, strict validation, Pod Security restricted', async () => {
     const c = cluster();
     // A dry run creates nothing, so objects in a namespace that does not exist yet would be refused for that
-    // reason alone: the Namespace is created for real first.
+    // reason alone: the Namespace is created for real first, and upstream's (which the install never creates).
     await c.kubectlOk(['apply', '--server-side', '-f', '-'], { input: asYaml([find(base, 'Namespace', NS)]) });
+    await c.ensureNamespace(UPSTREAM_NS);
     const result = await c.kubectl(['apply', '--server-side', '--dry-run=server', '--field-manager=e2e', '-f', '-'], {
       input: asYaml(base),
     });
@@ -215,7 +215,7 @@ describe('kubectl kustomize manifests/', () => {
     expect(stored.code).not.toBe(0);
   });
 
-  it("runs at priority system-cluster-critical: the Deployment's pods are admitted in sandbox-system with it", async () => {
+  it("runs at priority system-cluster-critical: the Deployment's pods are admitted in sandbox-injector-system with it", async () => {
     const c = cluster();
     // The pod's namespace and its service account, for real (the RBAC tests below apply the same objects).
     await c.kubectlOk(['apply', '--server-side', '-f', '-'], {
@@ -358,9 +358,9 @@ describe('kubectl kustomize manifests/overlays/cert-manager', () => {
     expect(at(certificate, 'spec', 'secretName')).toBe('sandbox-injector-tls');
     expect(at(certificate, 'spec', 'dnsNames')).toEqual([
       'sandbox-injector',
-      'sandbox-injector.sandbox-system',
-      'sandbox-injector.sandbox-system.svc',
-      'sandbox-injector.sandbox-system.svc.cluster.local',
+      'sandbox-injector.sandbox-injector-system',
+      'sandbox-injector.sandbox-injector-system.svc',
+      'sandbox-injector.sandbox-injector-system.svc.cluster.local',
     ]);
     expect(at(certificate, 'spec', 'issuerRef')).toEqual({
       group: 'cert-manager.io',
@@ -376,7 +376,9 @@ describe('kubectl kustomize manifests/overlays/cert-manager', () => {
 
   it('points the caBundle injection at the Certificate and serves the mounted Secret from files', () => {
     const mwc = find(overlay, 'MutatingWebhookConfiguration', 'sandbox-injector');
-    expect(mwc.metadata.annotations?.['cert-manager.io/inject-ca-from']).toBe('sandbox-system/sandbox-injector');
+    expect(mwc.metadata.annotations?.['cert-manager.io/inject-ca-from']).toBe(
+      'sandbox-injector-system/sandbox-injector',
+    );
     // The rest of the webhook is the base's.
     expect(at(mwc, 'webhooks')).toEqual(at(find(base, 'MutatingWebhookConfiguration', 'sandbox-injector'), 'webhooks'));
 
@@ -461,9 +463,9 @@ describe('RBAC of the sandbox-injector service account', () => {
   };
 
   const allowed: string[][] = [
-    ['get', 'configmaps/sandbox-injection-config', '-n', NS],
-    ['list', 'configmaps/sandbox-injection-config', '-n', NS],
-    ['watch', 'configmaps/sandbox-injection-config', '-n', NS],
+    ['get', 'configmaps/sandbox-injection-config', '-n', UPSTREAM_NS],
+    ['list', 'configmaps/sandbox-injection-config', '-n', UPSTREAM_NS],
+    ['watch', 'configmaps/sandbox-injection-config', '-n', UPSTREAM_NS],
     ['get', 'secrets/sandbox-injector-tls', '-n', NS],
     ['update', 'secrets/sandbox-injector-tls', '-n', NS],
     ['list', 'sandboxes.agents.kruise.io', '--all-namespaces'],
@@ -473,10 +475,11 @@ describe('RBAC of the sandbox-injector service account', () => {
     ['update', 'mutatingwebhookconfigurations/sandbox-injector'],
   ];
   const denied: string[][] = [
-    ['get', 'configmaps/other', '-n', NS],
-    ['list', 'configmaps', '-n', NS],
+    ['get', 'configmaps/other', '-n', UPSTREAM_NS],
+    ['list', 'configmaps', '-n', UPSTREAM_NS],
     ['get', 'configmaps/sandbox-injection-config', '-n', 'default'],
-    ['update', 'configmaps/sandbox-injection-config', '-n', NS],
+    ['get', 'configmaps/sandbox-injection-config', '-n', NS],
+    ['update', 'configmaps/sandbox-injection-config', '-n', UPSTREAM_NS],
     ['get', 'secrets/other', '-n', NS],
     ['list', 'secrets', '-n', NS],
     ['watch', 'secrets', '-n', NS],
@@ -495,6 +498,9 @@ describe('RBAC of the sandbox-injector service account', () => {
     ['delete', 'mutatingwebhookconfigurations/sandbox-injector'],
     ['patch', 'validatingwebhookconfigurations/sandbox-injector'],
     ['delete', 'namespaces/sandbox-system'],
+    ['delete', 'namespaces/sandbox-injector-system'],
+    ['patch', 'namespaces/sandbox-system'],
+    ['get', 'deployments.apps', '-n', UPSTREAM_NS],
     ['create', 'serviceaccounts/token', '-n', NS],
   ];
 
@@ -508,19 +514,23 @@ describe('RBAC of the sandbox-injector service account', () => {
 
   it('lists and watches the one ConfigMap through a metadata.name field selector, and nothing wider', async () => {
     const c = cluster();
-    await c.kubectlOk(['apply', '-f', path.join(repoRoot, 'manifests', 'injection-config.yaml')]);
+    await c.kubectlOk([
+      'apply',
+      '-f',
+      path.join(repoRoot, 'manifests', 'components', 'injection-config', 'injection-config.yaml'),
+    ]);
     const byName = await c.kubectl([
       'get',
       'configmaps',
       '-n',
-      NS,
+      UPSTREAM_NS,
       '--field-selector=metadata.name=sandbox-injection-config',
       '-o',
       'name',
       `--as=${SA}`,
     ]);
     expect([byName.code, byName.stdout.trim()]).toEqual([0, 'configmap/sandbox-injection-config']);
-    const all = await c.kubectl(['get', 'configmaps', '-n', NS, `--as=${SA}`]);
+    const all = await c.kubectl(['get', 'configmaps', '-n', UPSTREAM_NS, `--as=${SA}`]);
     expect(all.code).not.toBe(0);
     expect(all.stderr).toMatch(/forbidden/);
   });
@@ -534,7 +544,7 @@ describe('RBAC of the sandbox-injector service account', () => {
     const rbac = overlay.filter((o) => ['Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind));
     await c.kubectlOk(['apply', '--server-side', '-f', '-'], { input: asYaml(rbac) });
 
-    expect(await canI(['get', 'configmaps/sandbox-injection-config', '-n', NS])).toBe('yes');
+    expect(await canI(['get', 'configmaps/sandbox-injection-config', '-n', UPSTREAM_NS])).toBe('yes');
     expect(await canI(['watch', 'sandboxes.agents.kruise.io', '--all-namespaces'])).toBe('yes');
     expect(await canI(['get', 'secrets/sandbox-injector-tls', '-n', NS])).toBe('no');
     expect(await canI(['create', 'secrets', '-n', NS])).toBe('no');

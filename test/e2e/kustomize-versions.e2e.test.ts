@@ -113,6 +113,7 @@ describe.skipIf(machineKubectl === undefined && !inCi)("every kustomization, wit
         'manifests/base',
         'manifests/overlays/cert-manager',
         'manifests/components/deliver-env',
+        'manifests/components/injection-config',
         'manifests/components/network-policies',
       ]),
     );

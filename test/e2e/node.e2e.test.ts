@@ -410,7 +410,9 @@ async function containerCreatedMs(status: ContainerStatus | undefined): Promise<
 }
 
 function readInjectionConfig(): Record<string, string> {
-  const doc = parseYaml(readFileSync(path.join(repoRoot, 'manifests', 'injection-config.yaml'), 'utf8')) as {
+  const doc = parseYaml(
+    readFileSync(path.join(repoRoot, 'manifests', 'components', 'injection-config', 'injection-config.yaml'), 'utf8'),
+  ) as {
     data: Record<string, string>;
   };
   const agentRuntime = JSON.parse(doc.data['agent-runtime'] ?? '{}') as { csiSidecar: Json[] };

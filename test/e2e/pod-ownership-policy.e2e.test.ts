@@ -133,7 +133,11 @@ beforeAll(async () => {
   await c().installSandboxCrd();
   await c().ensureNamespace(NS);
   await c().ensureNamespace(CONFIG_NS);
-  await c().kubectlOk(['apply', '-f', path.join(repoRoot, 'manifests', 'injection-config.yaml')]);
+  await c().kubectlOk([
+    'apply',
+    '-f',
+    path.join(repoRoot, 'manifests', 'components', 'injection-config', 'injection-config.yaml'),
+  ]);
   await c().kubectlOk(['-n', CONFIG_NS, 'create', 'serviceaccount', CONTROLLER_SA]);
   // The same rights on pods for both: whatever refuses one of them below is the policy, not RBAC.
   await c().kubectlOk([

@@ -18,7 +18,7 @@ import { untilWebhookCalled } from './support/readiness.js';
 const NS = 'e2e-controller';
 const CONFIG_NS = 'sandbox-system';
 const CRD = path.join(repoRoot, 'test', 'fixtures', 'e2e', 'sandbox-crd-upstream.yaml');
-const CONFIGMAP = path.join(repoRoot, 'manifests', 'injection-config.yaml');
+const CONFIGMAP = path.join(repoRoot, 'manifests', 'components', 'injection-config', 'injection-config.yaml');
 const MANIFESTS = path.join(repoRoot, 'manifests');
 const STATUS = 'agents.kruise.io/runtime-injection-status';
 const POLICY = 'agents.kruise.io/env-vars-injection-policy';

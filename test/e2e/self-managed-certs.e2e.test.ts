@@ -24,10 +24,10 @@ import type { ReplicaLog } from './support/cert-replica-protocol.js';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
 import { startTlsFileServer, type TlsFileServer } from './support/tls-file-server.js';
 
-const NS = 'sandbox-system';
+const NS = 'sandbox-injector-system';
 const SECRET = 'sandbox-injector-tls';
 const MWC = 'sandbox-injector';
-const SERVER_NAME = 'sandbox-injector.sandbox-system.svc';
+const SERVER_NAME = 'sandbox-injector.sandbox-injector-system.svc';
 const POD_NS = 'e2e-certs';
 /** Long enough that only the test's clock jump promotes a staged CA. */
 const CA_OVERLAP_MS = 60_000;
@@ -194,6 +194,8 @@ beforeAll(async () => {
   );
   installSecret = rendered.find((o) => o.kind === 'Secret');
   const wanted = new Set(['Namespace', 'ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding']);
+  // A stand-in of upstream's namespace: the Role that reads the injection ConfigMap goes there.
+  await c().ensureNamespace('sandbox-system');
   await c().kubectlOk(['apply', '--server-side', '-f', '-'], {
     input: rendered
       .filter((o) => wanted.has(o.kind))
@@ -345,9 +347,9 @@ describe('self-managed certificates with two replicas', () => {
     expect(served.checkIssued(ca)).toBe(true);
     for (const name of [
       'sandbox-injector',
-      'sandbox-injector.sandbox-system',
+      'sandbox-injector.sandbox-injector-system',
       SERVER_NAME,
-      'sandbox-injector.sandbox-system.svc.cluster.local',
+      'sandbox-injector.sandbox-injector-system.svc.cluster.local',
     ]) {
       expect(served.checkHost(name), name).toBe(name);
     }

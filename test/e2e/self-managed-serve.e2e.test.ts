@@ -21,7 +21,7 @@ import { createSandbox, sandboxPod } from './support/sandbox-pods.js';
 import { freePort, startWebhookProcess, webhookConfiguration, type WebhookProcess } from './support/webhook-process.js';
 
 const NS = 'e2e-self-managed';
-const SERVICE_NAME = 'sandbox-injector.sandbox-system.svc';
+const SERVICE_NAME = 'sandbox-injector.sandbox-injector-system.svc';
 
 let cluster: TestCluster;
 const replicas: WebhookProcess[] = [];
@@ -52,9 +52,15 @@ async function caBundle(): Promise<string> {
 beforeAll(async () => {
   cluster = await startCluster();
   await cluster.installSandboxCrd();
+  // Upstream's namespace (a stand-in) holds the injection ConfigMap; ours holds the certificate Secret.
   await cluster.ensureNamespace('sandbox-system');
+  await cluster.ensureNamespace('sandbox-injector-system');
   await cluster.ensureNamespace(NS);
-  await cluster.kubectlOk(['apply', '-f', path.join(repoRoot, 'manifests', 'injection-config.yaml')]);
+  await cluster.kubectlOk([
+    'apply',
+    '-f',
+    path.join(repoRoot, 'manifests', 'components', 'injection-config', 'injection-config.yaml'),
+  ]);
   // The empty certificate Secret the install makes, which the replicas fill (they never create it).
   await cluster.kubectlOk(['apply', '-f', path.join(repoRoot, 'manifests', 'base', 'certificate-secret.yaml')]);
   // The webhook configuration exists before the servers, as `kubectl apply -k manifests/` creates it; it points
@@ -79,7 +85,7 @@ afterAll(async () => {
 
 describe('self-managed certificates, two serve processes started together', () => {
   it('end with one Secret, and a caBundle that verifies the certificate each replica serves', async () => {
-    const secrets = await cluster.kubectlOk(['get', 'secrets', '-n', 'sandbox-system', '-o', 'name']);
+    const secrets = await cluster.kubectlOk(['get', 'secrets', '-n', 'sandbox-injector-system', '-o', 'name']);
     expect(
       secrets
         .trim()
@@ -143,7 +149,7 @@ describe('self-managed certificates, two serve processes started together', () =
     // A third replica renews, as the first one to see the certificate near its expiry would.
     const other = startSelfManagedCertificates({
       clients: createKubeClients(cluster.kubeconfigPath),
-      namespace: 'sandbox-system',
+      namespace: 'sandbox-injector-system',
       secretName: 'sandbox-injector-tls',
       serviceName: 'sandbox-injector',
       webhookConfigName: 'sandbox-injector',
@@ -207,7 +213,7 @@ describe('a serve process whose certificate Secret is not there yet', () => {
         'the missing Secret reported',
       );
       expect(JSON.stringify(failed)).toContain(
-        'Secret sandbox-system/late-tls does not exist: self-managed certificates fill the Secret the install makes',
+        'Secret sandbox-injector-system/late-tls does not exist: self-managed certificates fill the Secret the install makes',
       );
       // Still waiting, not ended: the next retries are what it waits for.
       expect(child.exitCode).toBeNull();
@@ -215,13 +221,13 @@ describe('a serve process whose certificate Secret is not there yet', () => {
         input: JSON.stringify({
           apiVersion: 'v1',
           kind: 'Secret',
-          metadata: { name: 'late-tls', namespace: 'sandbox-system' },
+          metadata: { name: 'late-tls', namespace: 'sandbox-injector-system' },
           type: 'Opaque',
         }),
       });
       await log.logged((l) => l.msg === 'self-managed certificate ready', 'the certificate ready', 1, 60_000);
       const secret = JSON.parse(
-        await cluster.kubectlOk(['-n', 'sandbox-system', 'get', 'secret', 'late-tls', '-o', 'json']),
+        await cluster.kubectlOk(['-n', 'sandbox-injector-system', 'get', 'secret', 'late-tls', '-o', 'json']),
       ) as { type: string; data?: Record<string, string> };
       expect(secret.type).toBe('Opaque');
       expect(Object.keys(secret.data ?? {}).sort()).toEqual(['ca.crt', 'ca.key', 'tls.crt', 'tls.key']);

@@ -16,7 +16,7 @@ const CONTROLLER_SA = 'sandbox-controller-manager';
 const CONTROLLER = `system:serviceaccount:${CONFIG_NS}:${CONTROLLER_SA}`;
 const TRUSTED_GROUP = 'e2e-sandbox-controllers';
 const WEBHOOK = 'sandbox-injector-trust';
-const CONFIGMAP = path.join(repoRoot, 'manifests', 'injection-config.yaml');
+const CONFIGMAP = path.join(repoRoot, 'manifests', 'components', 'injection-config', 'injection-config.yaml');
 const STATUS = 'agents.kruise.io/runtime-injection-status';
 const CREATED_BY = 'agents.kruise.io/created-by';
 

@@ -11,7 +11,10 @@ import { decodePatch, reviewFor } from '../support/conformance.js';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
 import { probe, startWebhookProcess, type WebhookProcess } from './support/webhook-process.js';
 
+/** Upstream's namespace (a stand-in), where the injection ConfigMap and the Role that reads it are. */
 const NS = 'sandbox-system';
+/** Ours, where the webhook's service account is, as the install makes it. */
+const SA_NS = 'sandbox-injector-system';
 const SA = 'restricted-webhook';
 
 let cluster: TestCluster;
@@ -20,8 +23,13 @@ let webhook: WebhookProcess | undefined;
 beforeAll(async () => {
   cluster = await startCluster();
   await cluster.ensureNamespace(NS);
-  await cluster.kubectlOk(['apply', '-f', path.join(repoRoot, 'manifests', 'injection-config.yaml')]);
-  await cluster.kubectlOk(['create', 'serviceaccount', SA, '-n', NS]);
+  await cluster.ensureNamespace(SA_NS);
+  await cluster.kubectlOk([
+    'apply',
+    '-f',
+    path.join(repoRoot, 'manifests', 'components', 'injection-config', 'injection-config.yaml'),
+  ]);
+  await cluster.kubectlOk(['create', 'serviceaccount', SA, '-n', SA_NS]);
 });
 
 afterAll(async () => {
@@ -30,7 +38,7 @@ afterAll(async () => {
 });
 
 async function serviceAccountKubeconfig(): Promise<string> {
-  const token = (await cluster.kubectlOk(['create', 'token', SA, '-n', NS, '--duration=1h'])).trim();
+  const token = (await cluster.kubectlOk(['create', 'token', SA, '-n', SA_NS, '--duration=1h'])).trim();
   const file = path.join(mkdtempSync(path.join(tmpdir(), 'si-e2e-sa-')), 'kubeconfig');
   writeFileSync(
     file,
@@ -93,7 +101,7 @@ describe('the ConfigMap watch recovers from errors by itself', () => {
       '-n',
       NS,
       '--role=read-injection-config',
-      `--serviceaccount=${NS}:${SA}`,
+      `--serviceaccount=${SA_NS}:${SA}`,
     ]);
     let status = 0;
     while (status !== 200 && Date.now() - grantedAt < 60_000) {

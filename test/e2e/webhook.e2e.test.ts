@@ -12,7 +12,7 @@ import { startWebhookProcess, webhookConfiguration, type WebhookProcess } from '
 
 const NS = 'e2e-webhook';
 const CONFIG_NS = 'sandbox-system';
-const CONFIGMAP = path.join(repoRoot, 'manifests', 'injection-config.yaml');
+const CONFIGMAP = path.join(repoRoot, 'manifests', 'components', 'injection-config', 'injection-config.yaml');
 const STATUS = 'agents.kruise.io/runtime-injection-status';
 /** The annotation key of conformance case 14's generic template: not a valid Kubernetes qualified name. */
 const REFUSED_KEY = 'proxy.example.com/config~v2';

@@ -97,7 +97,7 @@ const ROWS = {
     DNS_SUBDOMAIN,
     'sandbox-injector-deliver-env',
   ),
-  leaseNamespace: option('lease-namespace', 'string', 'namespace of that Lease', DNS_LABEL, 'sandbox-system'),
+  leaseNamespace: option('lease-namespace', 'string', 'namespace of that Lease', DNS_LABEL, 'sandbox-injector-system'),
   // The Lease records its duration in whole seconds.
   leaseDurationMs: option(
     'lease-duration',

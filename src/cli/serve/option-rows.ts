@@ -24,7 +24,7 @@ export const CERT_MODES = ['auto', 'files', 'self-managed'] as const;
 
 /** `manifests/` ships with the package; resolve it from this file so `npm start` works from any directory. */
 const PACKAGE_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
-export const DEFAULT_CONFIG_FILE = `${PACKAGE_ROOT}manifests/injection-config.yaml`;
+export const DEFAULT_CONFIG_FILE = `${PACKAGE_ROOT}manifests/components/injection-config/injection-config.yaml`;
 
 const MIB = 1024 * 1024;
 const WITHIN_10M = { min: '0s', max: '10m' } as const;
@@ -201,7 +201,7 @@ const ROWS = {
     'string',
     'namespace of the certificate Secret and the Service',
     DNS_LABEL,
-    'sandbox-system',
+    'sandbox-injector-system',
   ),
   certSecretName: option(
     'cert-secret-name',

@@ -37,14 +37,14 @@ describe('the shipped MutatingWebhookConfiguration', () => {
     });
   });
 
-  it.each(['kube-system', 'sandbox-system'])(
+  it.each(['kube-system', 'sandbox-injector-system'])(
     'does not select a Sandbox pod in %s, naming the namespaceSelector term',
     (ns) => {
       const [verdict] = evaluateWebhooks(shipped.webhooks, { pod: SANDBOX_POD, namespace: nsLabels(ns) });
       expect(verdict?.selected).toBe(false);
       expect(verdict?.objectSelector.matches).toBe(true);
       expect(verdict?.namespaceSelector.failed.map((f) => f.term)).toEqual([
-        'matchExpressions[0] kubernetes.io/metadata.name NotIn (sandbox-system, kube-system)',
+        'matchExpressions[0] kubernetes.io/metadata.name NotIn (sandbox-injector-system, kube-system)',
       ]);
     },
   );

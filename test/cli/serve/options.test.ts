@@ -57,7 +57,7 @@ describe('parseServeOptions', () => {
       agentRuntimeHasWrapper: false,
       postStartConflict: 'skip',
       certMode: 'auto',
-      certNamespace: 'sandbox-system',
+      certNamespace: 'sandbox-injector-system',
       certSecretName: 'sandbox-injector-tls',
       serviceName: 'sandbox-injector',
       webhookConfigName: 'sandbox-injector',
@@ -67,7 +67,7 @@ describe('parseServeOptions', () => {
       trusted: undefined,
       warnUnwrapped: false,
     });
-    expect(DEFAULT_CONFIG_FILE).toMatch(/\/manifests\/injection-config\.yaml$/);
+    expect(DEFAULT_CONFIG_FILE).toMatch(/\/manifests\/components\/injection-config\/injection-config\.yaml$/);
   });
 
   it('parses the cluster-mode flags and checks the certificate mode against the files given', () => {

@@ -13,7 +13,7 @@ import { runCollecting } from './processes.js';
 export const CHART = path.join(repoRoot, 'charts', 'sandbox-injector');
 /** The release and namespace whose names are those of manifests/ (the chart derives every name from them). */
 export const RELEASE = 'sandbox-injector';
-export const NAMESPACE = 'sandbox-system';
+export const NAMESPACE = 'sandbox-injector-system';
 /**
  * The Kubernetes version `helm template` renders for: the e2e kube-apiserver's, said explicitly (build.sh stamps
  * helm with its client-go's minor, as a release build does, which need not be the server's); `helm install`
