@@ -64,7 +64,9 @@ function deployment(namespace: string, name: string, spec: Json): Json {
 }
 
 const configMap = (): Json =>
-  parseYaml(readFileSync(path.join(repoRoot, 'manifests', 'injection-config.yaml'), 'utf8')) as Json;
+  parseYaml(
+    readFileSync(path.join(repoRoot, 'manifests', 'components', 'injection-config', 'injection-config.yaml'), 'utf8'),
+  ) as Json;
 
 const controller = deployment(UPSTREAM_NS, 'sandbox-controller-manager', {
   serviceAccountName: 'sandbox-controller-manager',
@@ -129,7 +131,7 @@ function lease(agoS: number, durationS: number): Json {
   return {
     apiVersion: 'coordination.k8s.io/v1',
     kind: 'Lease',
-    metadata: { namespace: UPSTREAM_NS, name: 'sandbox-injector-deliver-env' },
+    metadata: { namespace: OUR_NS, name: 'sandbox-injector-deliver-env' },
     spec: {
       holderIdentity: 'deliver-env-0_e2e',
       leaseDurationSeconds: durationS,
@@ -209,7 +211,7 @@ describe('preflight on a real kube-apiserver', () => {
       `${CONTROLLER_USER} (Deployment ${UPSTREAM_NS}/sandbox-controller-manager) is trusted by Deployment ${OUR_NS}/sandbox-injector`,
     );
     expect(checks.get('deliver-env')?.message).toMatch(
-      /^1 Sandbox\(es\) use Auto, e2e-preflight\/wrapped first; Lease sandbox-system\/sandbox-injector-deliver-env is held by deliver-env-0_e2e$/,
+      /^1 Sandbox\(es\) use Auto, e2e-preflight\/wrapped first; Lease sandbox-injector-system\/sandbox-injector-deliver-env is held by deliver-env-0_e2e$/,
     );
   });
 
@@ -247,7 +249,7 @@ describe('preflight on a real kube-apiserver', () => {
   it('fails deliver-env when no replica holds the Lease', async () => {
     await c().applyObject(lease(120, 15));
     await expectOnlyFailure('deliver-env', /held by deliver-env-0_e2e expired \d+s ago: no replica delivers$/);
-    await c().kubectlOk(['-n', UPSTREAM_NS, 'delete', 'lease', 'sandbox-injector-deliver-env']);
+    await c().kubectlOk(['-n', OUR_NS, 'delete', 'lease', 'sandbox-injector-deliver-env']);
     await expectOnlyFailure('deliver-env', /does not exist: deliver-env has never run$/);
     await c().applyObject(lease(0, HOUR_S));
     expect((await report()).code).toBe(0);

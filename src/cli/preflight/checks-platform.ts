@@ -77,7 +77,7 @@ export function checkInjectionConfig({ configMap }: Pick<PreflightFacts, 'config
     return fail(
       name,
       `${where} does not exist: nothing is injected`,
-      'OpenKruise Agents creates it; on a cluster without one, apply manifests/injection-config.yaml (or give --config-namespace, --config-name)',
+      'OpenKruise Agents creates it; on a cluster without one, add the component manifests/components/injection-config (or give --config-namespace, --config-name)',
     );
   }
   const data = field(read.object, 'data');
