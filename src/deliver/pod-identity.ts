@@ -52,7 +52,7 @@ export function identifyPod(
   settings: IdentitySettings,
 ): PodIdentity {
   const named = sandbox.status?.podInfo?.podUID;
-  const live = candidates.filter((pod) => !isDeleting(pod) && !TERMINAL_PHASES.has(phaseOf(pod) ?? ''));
+  const live = candidates.filter((pod) => !isDeleting(pod) && !isTerminal(pod));
   if (typeof named !== 'string' || named === '') {
     if (live.length === 0) return { kind: 'none' };
     return undecided(
@@ -67,8 +67,8 @@ export function identifyPod(
     return undecided('pod-gone', named, `status.podInfo.podUID names pod ${named}, but ${why}`);
   }
   const phase = phaseOf(pod);
-  if (phase !== undefined && TERMINAL_PHASES.has(phase))
-    return undecided('terminal', named, `pod ${named} is ${phase}; its IP may belong to another pod by now`);
+  if (isTerminal(pod))
+    return undecided('terminal', named, `pod ${named} is ${phase ?? ''}; its IP may belong to another pod by now`);
   const others = live.filter((candidate) => candidate.metadata?.uid !== named);
   if (others.length > 0)
     return undecided(
@@ -112,6 +112,11 @@ function isDeleting(pod: DeliveryPod): boolean {
 function statusOf(pod: DeliveryPod): { phase?: unknown; podIP?: unknown } | undefined {
   const status: unknown = pod.status;
   return status !== null && typeof status === 'object' ? status : undefined;
+}
+
+/** Failed or Succeeded: Kubernetes keeps its podIP while the network hands the address on. */
+function isTerminal(pod: DeliveryPod): boolean {
+  return TERMINAL_PHASES.has(phaseOf(pod) ?? '');
 }
 
 function phaseOf(pod: DeliveryPod): string | undefined {
