@@ -8,9 +8,10 @@
 # and exec probes to
 #   /bin/bash /var/sandbox/run_with_envs.sh --probe -- <original probe command...>
 #
-# Main mode waits for "$SANDBOX_ENV_DIR/.env_ready", sources "$SANDBOX_ENV_DIR/env.sh" with every
-# assignment exported, then execs COMMAND so it keeps this PID: signals reach it directly and its
-# exit status is the container's.
+# Main mode waits for "$SANDBOX_ENV_DIR/.env_ready", then starts COMMAND with "$SANDBOX_ENV_DIR/env.sh"
+# sourced (every assignment exported) and stays its parent: it passes signals on, returns COMMAND's exit
+# status as the container's, and ends COMMAND when the claim ends (.env_recycled appears), so that the
+# container restarts into a new wait and nothing of the last claim runs on into the next one.
 # Probe mode succeeds at once while the sandbox is still unclaimed (the real process has not started,
 # so there is nothing to probe yet); once ready it runs the probe with the same environment.
 #
@@ -23,6 +24,7 @@ env_dir="${SANDBOX_ENV_DIR:-/var/sandbox}"
 ready_file="$env_dir/.env_ready"
 env_file="$env_dir/env.sh"
 wake_file="$env_dir/.env_wake"
+recycled_file="$env_dir/.env_recycled"
 script_file="$env_dir/run_with_envs.sh"
 # While a writer wakes the FIFO, the wait is a blocked read(); this bound only catches a writer that does not
 # (or a wake lost to another reader), at one stat a second.
@@ -30,6 +32,12 @@ wake_poll_seconds=1
 # Without the FIFO, a read on a descriptor that never becomes readable is the pause: no process, but a
 # shorter bound, since nothing else ends the wait.
 fallback_poll_seconds=0.1
+# While COMMAND runs, the watch for the claim's end: the wake makes it prompt, this bound catches a lost wake.
+recycle_poll_seconds=5
+# How long COMMAND has to end after SIGTERM once its claim ended, before it is killed.
+recycle_stop_seconds=3
+# The container's exit status when the wrapper ended COMMAND because its claim ended.
+recycled_status=75
 
 usage() {
   echo "usage: run_with_envs.sh [--probe] -- COMMAND [ARG...]" >&2
@@ -140,6 +148,100 @@ wait_for_ready() {
   fi
 }
 
+# Sources env.sh into this shell, every assignment exported. Only ever run in the shell that then becomes
+# COMMAND (a probe, or the supervised command's own subshell): nothing env.sh sets reaches the supervisor.
+load_env() {
+  if [ -f "$env_file" ] && [ "$EUID" -eq 0 ] && [ ! -O "$env_file" ]; then
+    # Run as root, a file another user could have written is never sourced: nothing it says would be the claim's.
+    echo "run_with_envs.sh: $env_file is not owned by root, so it is not loaded; running the command without extra variables" >&2
+  elif [ -f "$env_file" ]; then
+    # set -a exports every assignment in env.sh, whether or not the writer used "export".
+    set -a
+    # shellcheck disable=SC1090
+    if ! . "$env_file"; then
+      echo "run_with_envs.sh: $env_file did not load cleanly; running the command with what was set" >&2
+    fi
+    set +a
+  else
+    echo "run_with_envs.sh: $ready_file exists but $env_file does not; running the command without extra variables" >&2
+  fi
+}
+
+# Runs COMMAND as this shell's child and waits for it; see the top of this file. COMMAND starts in a subshell
+# that loads env.sh and execs it: its stdin is the container's (not /dev/null, as for other background jobs),
+# and SIGINT and SIGQUIT are its own to handle (not ignored, as for other background jobs).
+supervise() {
+  local status
+  ( trap - INT QUIT; load_env; exec "$@" ) <&0 &
+  app_pid=$!
+  # Every signal a container is sent goes on to COMMAND; a wait the signal interrupted is taken up again.
+  for signal in TERM INT HUP QUIT USR1 USR2 WINCH; do
+    # shellcheck disable=SC2064
+    trap "kill -$signal \"\$app_pid\" 2>/dev/null" "$signal"
+  done
+  watch_for_recycle &
+  watch_pid=$!
+  while :; do
+    wait "$app_pid" 2>/dev/null
+    status=$?
+    # Above 128, either COMMAND died of a signal or a trapped one interrupted the wait: the job is still
+    # known to a second wait in the one case (which then returns its status), not in the other.
+    if [ "$status" -le 128 ]; then
+      break
+    fi
+    if kill -0 "$app_pid" 2>/dev/null; then
+      continue
+    fi
+    wait "$app_pid" 2>/dev/null
+    local again=$?
+    if [ "$again" -ne 127 ]; then
+      status=$again
+    fi
+    break
+  done
+  kill "$watch_pid" 2>/dev/null
+  if [ -e "$recycled_file" ]; then
+    echo "run_with_envs.sh: the claim ended ($recycled_file): the command was stopped, and the container ends so that it restarts into a new wait" >&2
+    exit "$recycled_status"
+  fi
+  exit "$status"
+}
+
+# The watch for the claim's end, in a child of its own while COMMAND runs: a blocked read of the wake FIFO
+# (a byte at each wake, none otherwise), the mark looked at after each byte and each poll bound. Once the
+# mark is there, COMMAND gets SIGTERM, then SIGKILL if it has not ended within recycle_stop_seconds; the
+# supervisor, waiting on COMMAND, then ends the container. Without the FIFO and /dev/ptmx there is no
+# pause that costs nothing, and nothing is watched: deliver-env then sees the container never restarted,
+# and gives the pod no further claim (docs/deliver-env.md).
+watch_for_recycle() {
+  local byte status waited=0
+  trap - TERM INT HUP QUIT USR1 USR2 WINCH
+  open_wait_fd
+  if [ -z "$wake_fd" ]; then
+    exit 0
+  fi
+  while [ ! -e "$recycled_file" ]; do
+    read -r -N 1 -t "$recycle_poll_seconds" -u "$wake_fd" byte
+    status=$?
+    if [ "$status" -ne 0 ] && [ "$status" -le 128 ]; then
+      # An end of file or a read error would return at once, every time: nothing to pause on.
+      exit 0
+    fi
+  done
+  kill -TERM "$app_pid" 2>/dev/null
+  while kill -0 "$app_pid" 2>/dev/null; do
+    if [ "$waited" -ge $((recycle_stop_seconds * 10)) ]; then
+      kill -KILL "$app_pid" 2>/dev/null
+      break
+    fi
+    read -r -N 1 -t 0.1 -u "$wake_fd" byte
+    waited=$((waited + 1))
+  done
+  # Pass a wake on, as a waiting wrapper does: another wrapper of the pod may watch the same FIFO.
+  printf '\n' >&"$wake_fd" 2>/dev/null
+  exit 0
+}
+
 mode=main
 while [ "$#" -gt 0 ]; do
   case "$1" in
@@ -186,7 +288,8 @@ if [ "$mode" = probe ]; then
   fi
 else
   # As PID 1 of a container, bash would ignore SIGTERM without a handler, and the pod would hang for
-  # its whole termination grace period while unclaimed. exec resets these traps for COMMAND.
+  # its whole termination grace period while unclaimed. Once COMMAND runs, the supervisor's traps pass
+  # signals on instead.
   trap 'exit 143' TERM
   trap 'exit 130' INT
   if [ ! -e "$ready_file" ]; then
@@ -199,21 +302,8 @@ else
   trap - TERM INT
 fi
 
-if [ -f "$env_file" ] && [ "$EUID" -eq 0 ] && [ ! -O "$env_file" ]; then
-  # Run as root, a file another user could have written is never sourced: nothing it says would be the claim's.
-  echo "run_with_envs.sh: $env_file is not owned by root, so it is not loaded; running the command without extra variables" >&2
-elif [ -f "$env_file" ]; then
-  # set -a exports every assignment in env.sh, whether or not the writer used "export".
-  set -a
-  # shellcheck disable=SC1090
-  if ! . "$env_file"; then
-    echo "run_with_envs.sh: $env_file did not load cleanly; running the command with what was set" >&2
-  fi
-  set +a
-else
-  echo "run_with_envs.sh: $ready_file exists but $env_file does not; running the command without extra variables" >&2
+if [ "$mode" = probe ]; then
+  load_env
+  exec "$@"
 fi
-
-# Nothing below reads a variable env.sh could have replaced, except PATH, which is meant to decide
-# where COMMAND is found. exec keeps this PID; if COMMAND cannot be run, bash exits 126/127.
-exec "$@"
+supervise "$@"

@@ -209,7 +209,9 @@ describe('what was planted in the folder before the wrapper took it', () => {
 
 describe('the take is done once', () => {
   it('a run after the take starts no chown, chmod, rm or mkfifo, and changes nothing in the folder', async () => {
-    expect((await runWrapper(['--probe', '--', 'true'], options())).code).toBe(0);
+    // The pod's first wrapper takes the folder and makes its FIFO while it waits; the claim ends the wait.
+    const first = startWrapper(['--', 'true'], options());
+    expect(await waitUntilWaiting(first.child.pid ?? -1, dir)).toBe('fifo');
     // Each of these, if run, leaves its name in the log.
     const stubs = path.join(os.tmpdir(), `stubs-${path.basename(dir)}`);
     await mkdir(stubs);
@@ -220,6 +222,8 @@ describe('the take is done once', () => {
       }
       const env = { PATH: `${stubs}:${process.env.PATH ?? '/usr/bin:/bin'}` };
       await deliverAsRoot('');
+      expect(await writeWake(dir)).toBe(true);
+      expect((await within(first.done, DEADLINE_MS, 'the first wrapper')).code).toBe(0);
       const before = await stat(dir);
       for (const mode of [['--probe'], []]) {
         const result = await runWrapper([...mode, '--', 'true'], options({ env }));

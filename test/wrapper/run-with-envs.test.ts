@@ -99,14 +99,14 @@ describe('run_with_envs.sh main mode', () => {
     expect((await runWrapper(['--', 'no-such-command-for-wrapper-test'], { envDir: dir })).code).toBe(127);
   });
 
-  it('execs the command, so it keeps the wrapper process id', async () => {
+  it("runs the command as its child, with the container's stdin, and stays its parent", async () => {
     await signalReady(dir, '');
-    const pidFile = path.join(dir, 'pid');
-    const run = startWrapper(['--', 'bash', '-c', 'echo $$ > "$1"', 'bash', pidFile], { envDir: dir });
+    const out = path.join(dir, 'out');
+    const script = 'read -r line; printf "%s %s" "$PPID" "$line" > "$1"';
+    const run = startWrapper(['--', 'bash', '-c', script, 'bash', out], { envDir: dir, stdin: 'from the container\n' });
     const result = await run.done;
     expect(result.code).toBe(0);
-    expect(run.child.pid).toBeTypeOf('number');
-    expect(Number((await readFile(pidFile, 'utf8')).trim())).toBe(run.child.pid);
+    expect(await readFile(out, 'utf8')).toBe(`${run.child.pid} from the container`);
   });
 
   it("delivers signals to the command and returns the command's status", async () => {

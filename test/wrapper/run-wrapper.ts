@@ -32,6 +32,8 @@ export interface WrapperOptions {
   script?: string;
   /** Runs the wrapper as this uid and gid (no supplementary groups), as a container's non-root user. */
   user?: number;
+  /** What the wrapper reads on stdin (as a container with `stdin: true`); none when undefined. */
+  stdin?: string;
 }
 
 export function startWrapper(args: readonly string[], options: WrapperOptions): RunningWrapper {
@@ -46,8 +48,9 @@ export function startWrapper(args: readonly string[], options: WrapperOptions): 
     env,
     // libuv drops the supplementary groups when it changes the ids.
     ...(options.user === undefined ? {} : { uid: options.user, gid: options.user }),
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
+  if (options.stdin !== undefined) child.stdin?.end(options.stdin);
   const stdout: Buffer[] = [];
   const stderr: Buffer[] = [];
   child.stdout?.on('data', (chunk: Buffer) => stdout.push(chunk));
