@@ -45,6 +45,7 @@ import {
   type IdentitySettings,
   type UndecidedCase,
 } from './pod-identity.js';
+import { wrappedInstances, type WrappedInstance } from './recycle.js';
 import { accessToken, runtimeBase, type EndpointSettings, type RuntimeEndpoint } from './runtime-endpoint.js';
 
 /**
@@ -90,6 +91,8 @@ export interface DeliveryTarget {
   empty: boolean;
   /** The claim's time from `claim-timestamp`, ms since the epoch (upstream writes whole seconds). */
   claimedAtMs: number | undefined;
+  /** The pod's wrapped containers now: whether they restarted since an earlier claim ended (recycle.ts). */
+  containers: readonly WrappedInstance[];
 }
 
 export type ClaimDecision = { inputs: string } & (
@@ -99,7 +102,8 @@ export type ClaimDecision = { inputs: string } & (
    * waiting on it, or the case is one no normal life produces.
    */
   | { kind: 'held'; case: UndecidedCase; podUid: string | undefined; reason: string; warn: boolean }
-  | { kind: 'unclaimed'; podUid: string; endpoint: RuntimeEndpoint }
+  /** `containers`: the pod's wrapped containers now, which the recycled mark names if it served a claim. */
+  | { kind: 'unclaimed'; podUid: string; endpoint: RuntimeEndpoint; containers: readonly WrappedInstance[] }
   | { kind: 'refused'; podUid: string; event: RefusalReason; reason: string }
   | { kind: 'deliver'; target: DeliveryTarget }
 );
@@ -159,6 +163,7 @@ export function claimDecision(
       kind: 'unclaimed',
       podUid,
       endpoint: { url: base.url, tlsAgent: base.tlsAgent, accessToken: undefined },
+      containers: wrappedInstances(pod),
     };
   const token = claimToken(sandbox);
   if (token !== undefined && !/^[\x21-\x7e]+$/.test(token)) {
@@ -195,6 +200,7 @@ export function claimDecision(
       variableCount: pairs.length,
       empty: !hasRequest,
       claimedAtMs: claimTime(annotations[CLAIM_TIMESTAMP]),
+      containers: wrappedInstances(pod),
     },
   };
 }
@@ -217,7 +223,8 @@ function inputsOf(sandbox: DeliverySandbox, candidates: readonly DeliveryPod[], 
         sandbox.metadata?.labels?.[SANDBOX_CLAIMED] ?? null,
         info?.podUID ?? null,
         sandbox.spec?.paused === true,
-        [...candidates].sort(byUid).map((pod) => [...podFacts(pod), recordedStatus(pod).wrapped]),
+        // A wrapped container's restart is an input: a recycled pod's next claim waits for it (recycle.ts).
+        [...candidates].sort(byUid).map((pod) => [...podFacts(pod), wrappedInstances(pod)]),
         tls,
         settings.trustRuntimeUrl,
         settings.requireTls,

@@ -1,24 +1,26 @@
 /**
  * The pod lives but carries no claim (a pool's sandbox, or one recycled): the files of an earlier claim must
  * go. ListDir, then Remove .env_ready (so nothing starts on the way), env.sh and any temporary file an
- * interrupted attempt left; then .env_recycled, when the pod served a claim. With the last claim's token, when this process saw that claim; else without one,
- * which a never-claimed envd accepts and one initialised for an earlier claim refuses (then an Event says the
- * files could not be cleared).
+ * interrupted attempt left; then, when the pod served a claim, .env_recycled and a wake, which end that
+ * claim's commands (recycle.ts). With the last claim's token, when this process saw that claim; else without
+ * one, which a never-claimed envd accepts and one initialised for an earlier claim refuses (then an Event
+ * says the files could not be cleared).
  */
 import type { ClaimDecision } from './claim.js';
-import type { StepDeps } from './deliver-claim.js';
+import { wakeWrappers, type StepDeps } from './deliver-claim.js';
 import { EnvdError } from './envd-files.js';
+import { failed, refuse, type Attempt, type LastClaim } from './memory.js';
 import { clearingSteps } from './plan.js';
+import { recycledMark } from './recycle.js';
 import type { RuntimeEndpoint } from './runtime-endpoint.js';
-import { failed, refuse, type Attempt } from './memory.js';
 import type { ReconcileResult } from './work-queue.js';
 
 export async function clearClaim(
   deps: StepDeps & { nonce: string },
   attempt: Attempt,
   decision: Extract<ClaimDecision, { kind: 'unclaimed' }>,
-  /** The Sandbox's last claim as this process saw it (its token, if it had one); undefined when it saw none. */
-  lastClaim: { token: string | undefined } | undefined,
+  /** The Sandbox's last claim as this process saw it; undefined when it saw none. */
+  lastClaim: LastClaim | undefined,
 ): Promise<ReconcileResult> {
   const { term, envd, paths } = deps;
   const knownToken = lastClaim?.token;
@@ -34,13 +36,17 @@ export async function clearClaim(
     const steps = clearingSteps(
       paths,
       entries.map((entry) => entry.name),
-      lastClaim !== undefined,
+      lastClaim?.podUid === decision.podUid,
+      recycledMark(decision.containers),
       deps.nonce,
     );
     for (const step of steps) {
       await envd.run(endpoint, step, term);
       requests += 1;
     }
+    if (term.signal.aborted) return { kind: 'done' };
+    const marked = steps.some((step) => step.op === 'move' && step.destination === paths.recycledFile);
+    if (marked) requests += await wakeWrappers(deps, endpoint, entries);
     if (term.signal.aborted) return { kind: 'done' };
     memory.cleared(key, done);
     if (steps.length > 0) {

@@ -25,6 +25,7 @@ import { envPaths, type EnvPaths } from './plan.js';
 import type { RuntimeTls } from './runtime-endpoint.js';
 import { TRANSIENT_CASES } from './pod-identity.js';
 import { refuse, SeenClaims, TermMemory, type Attempt } from './memory.js';
+import type { RecycledPodMode } from './recycle.js';
 import { WorkQueue, type QueueFigures, type ReconcileResult } from './work-queue.js';
 
 /**
@@ -47,8 +48,8 @@ export interface ControllerSettings {
   trustRuntimeUrl: boolean;
   requireTls: boolean;
   allowHostNetwork: boolean;
-  /** Deliver into a pod that served an earlier claim: the operator's recycler restarts the sandbox. */
-  deliverToRecycledPods: boolean;
+  /** When a pod that served an earlier claim takes the next one (recycle.ts). */
+  recycledPods: RecycledPodMode;
   concurrency: number;
   backoff: BackoffSettings;
 }
@@ -179,7 +180,7 @@ export class Controller {
       envd: this.deps.envd,
       paths: this.paths,
       clock: this.deps.clock,
-      deliverToRecycledPods: this.deps.settings.deliverToRecycledPods,
+      recycledPods: this.deps.settings.recycledPods,
     };
     switch (decision.kind) {
       case 'wait':
@@ -192,17 +193,13 @@ export class Controller {
         const event = decision.event === 'EnvRequestRefused' ? 'EnvDeliveryFailed' : decision.event;
         return refuse(attempt(decision.podUid), 'refused', event, REFUSALS[decision.event](decision.reason));
       }
-      case 'unclaimed': {
-        const lastClaim = this.seenClaims.lastClaim(key);
-        const result = await clearClaim(
+      case 'unclaimed':
+        return clearClaim(
           { ...steps, nonce: this.nonce() },
           attempt(decision.podUid),
           decision,
-          lastClaim,
+          this.seenClaims.lastClaim(key),
         );
-        if (lastClaim !== undefined && memory.of(key).cleared !== undefined) this.seenClaims.used(key, lastClaim);
-        return result;
-      }
       case 'deliver':
         return deliverClaim({ ...steps, nonce: this.nonce() }, attempt(decision.target.podUid), decision, since);
     }

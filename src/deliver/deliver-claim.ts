@@ -5,8 +5,10 @@
  * moved into place, env.sh first (plan.ts). When .env_ready was not there before, one byte then wakes the
  * wrappers, if the listing showed their FIFO. So a first delivery is four requests, five with the wake, and a
  * pod checked again (a new term, a restart) two.
- * A listing that shows .env_recycled (clearing left it: the pod served an earlier claim) ends the delivery
- * there, refused, unless the operator's recycler restarts sandboxes (`--deliver-to-recycled-pods`).
+ * A listing that shows .env_recycled (clearing left it: the pod served an earlier claim) is decided by
+ * recycle.ts: with `restart`, the mark is read (one GET), and the delivery goes on, the mark removed first, only
+ * once every wrapped container has restarted since; until then the claim waits, and past a grace it is refused
+ * with a Warning.
  * The listing is a step like the others, and its failure fails the delivery; the wake is best effort, and never
  * counted as a failure: a wrapper that made its FIFO after the listing, or missed the byte, looks again within
  * a second without it.
@@ -19,6 +21,7 @@ import { REFUSALS, type DeliveryKind } from './outcome.js';
 import { deliverySteps, wakeStep, type DeliveryStep, type EnvPaths, type ReadyState } from './plan.js';
 import type { RuntimeEndpoint } from './runtime-endpoint.js';
 import { failed, refuse, type Attempt } from './memory.js';
+import { restartedSince, type RecycledPodMode } from './recycle.js';
 import type { ReconcileResult } from './work-queue.js';
 
 export interface StepDeps {
@@ -26,9 +29,16 @@ export interface StepDeps {
   envd: EnvdFiles;
   paths: EnvPaths;
   clock: Clock;
-  /** `--deliver-to-recycled-pods`: a pod that served an earlier claim takes the next one. */
-  deliverToRecycledPods: boolean;
+  /** `--recycled-pods`: when a pod that served an earlier claim takes the next one (recycle.ts). */
+  recycledPods: RecycledPodMode;
 }
+
+/**
+ * How long a claim waits for a recycled pod's containers to restart before a Warning says they did not: the
+ * wrapper gives its command 3 s to end, and the kubelet restarts the container at once, or within its crash
+ * backoff (10 s after a restart less than 10 minutes before).
+ */
+const RESTART_GRACE_MS = 30_000;
 
 export async function deliverClaim(
   deps: StepDeps & { nonce: string },
@@ -48,8 +58,13 @@ export async function deliverClaim(
   try {
     const entries = await envd.list(target.endpoint, paths.dir, term);
     requests += 1;
-    if (!deps.deliverToRecycledPods && entries.some((entry) => entry.name === RECYCLED_FILE_NAME))
-      return refuse(attempt, 'refused', 'EnvPodRecycled', REFUSALS.EnvPodRecycled(recycledReason(target.podUid)));
+    if (entries.some((entry) => entry.name === RECYCLED_FILE_NAME)) {
+      const verdict = await recycled(deps, attempt, decision);
+      requests += verdict.requests;
+      if (verdict.result !== undefined) return verdict.result;
+      await envd.run(target.endpoint, { op: 'remove', path: paths.recycledFile }, term);
+      requests += 1;
+    }
     // Read only when listed: a first delivery, the common case, needs no GET.
     let ready: ReadyState = { found: false };
     if (entries.some((entry) => entry.name === READY_FILE_NAME)) {
@@ -64,7 +79,7 @@ export async function deliverClaim(
       if (step.op === 'move') temps.splice(temps.indexOf(step.source), 1);
     }
     if (term.signal.aborted) return { kind: 'done' };
-    if (!ready.found && steps.length > 0) requests += await wake(deps, target.endpoint, entries);
+    if (!ready.found && steps.length > 0) requests += await wakeWrappers(deps, target.endpoint, entries);
     if (term.signal.aborted) return { kind: 'done' };
     const previousPod = memory.delivered(key, want, target.podUid);
     if (steps.length === 0 && !retrying) {
@@ -100,13 +115,51 @@ export async function deliverClaim(
   }
 }
 
-/** Why a recycled pod gets no claim, and what to do; names no value. */
-function recycledReason(podUid: string): string {
-  return `pod ${podUid} served an earlier claim and was not recreated since (${RECYCLED_FILE_NAME}): its processes may still hold that claim's variables, so nothing is sent. Recreate the pod (delete it; its Sandbox controller makes a new one), or run deliver-env with --deliver-to-recycled-pods if your recycler restarts the sandbox`;
+/**
+ * A claim into a pod marked recycled: `result` when it stops there (refused, or waiting for the containers to
+ * restart), none when it goes on; `requests` sent to decide.
+ */
+async function recycled(
+  deps: StepDeps,
+  attempt: Attempt,
+  decision: Extract<ClaimDecision, { kind: 'deliver' }>,
+): Promise<{ result?: ReconcileResult; requests: number }> {
+  const { target } = decision;
+  if (deps.recycledPods === 'any') return { requests: 0 };
+  if (deps.recycledPods === 'recreate')
+    return {
+      result: refuse(attempt, 'refused', 'EnvPodRecycled', REFUSALS.EnvPodRecycled(recreateReason(target.podUid))),
+      requests: 0,
+    };
+  const mark = await deps.envd.readReady(target.endpoint, deps.paths.recycledFile, deps.term);
+  if (!mark.found || restartedSince(mark.body, target.containers)) return { requests: 1 };
+  if (attempt.memory.awaitsRestart(attempt.key, attempt.inputs))
+    return { result: { kind: 'requeue-after', ms: RESTART_GRACE_MS }, requests: 1 };
+  return {
+    result: refuse(attempt, 'refused', 'EnvPodRecycled', REFUSALS.EnvPodRecycled(notRestartedReason(target.podUid))),
+    requests: 1,
+  };
 }
 
-/** The wake, when the listing showed the FIFO: how many requests were sent. Nothing of it fails the delivery. */
-async function wake(deps: StepDeps, endpoint: RuntimeEndpoint, entries: readonly FolderEntry[]): Promise<number> {
+/** Why a recycled pod gets no claim with `--recycled-pods=recreate`, and what to do; names no value. */
+function recreateReason(podUid: string): string {
+  return `pod ${podUid} served an earlier claim (${RECYCLED_FILE_NAME}), and --recycled-pods=recreate gives such a pod no other: recreate the pod (delete it; its Sandbox controller makes a new one)`;
+}
+
+/** Why a recycled pod whose containers did not restart gets no claim, and what to do; names no value. */
+function notRestartedReason(podUid: string): string {
+  return `pod ${podUid} served an earlier claim (${RECYCLED_FILE_NAME}), and its wrapped containers have not restarted since, so processes of that claim may still run there with its variables: nothing is sent until they restart. A wrapper older than this deliver-env, or one that cannot watch the folder, does not end them: recreate the pod (delete it; its Sandbox controller makes a new one)`;
+}
+
+/**
+ * The wake, when the listing showed the wrappers' FIFO: how many requests were sent. Best effort: nothing of it
+ * fails a delivery or a clearing, and a wrapper that misses it looks again within its poll bound.
+ */
+export async function wakeWrappers(
+  deps: StepDeps,
+  endpoint: RuntimeEndpoint,
+  entries: readonly FolderEntry[],
+): Promise<number> {
   const step = wakeStep(deps.paths, entries);
   if (step === undefined) return 0;
   try {

@@ -7,7 +7,7 @@
  *   the pod (.env_ready's marker), which a new term reads.
  * - SeenClaims: the last claimed version of each Sandbox that this process saw, leading or not, kept across
  *   terms. It is the one thing known only from memory: the token clearing needs once the claim's annotations are
- *   gone. A replica elected after the claim clears with it all the same.
+ *   gone, and the pod the claim was in. A replica elected after the claim clears with it all the same.
  *
  * A record changes only through the transitions named below, each of which says what it is for.
  */
@@ -33,6 +33,8 @@ export interface SandboxRecord {
   readonly firstSeen?: { readonly want: string; readonly at: number };
   /** The inputs of a pod that could not be decided, and whether a Warning said so. */
   readonly held?: { readonly inputs: string; readonly reported: boolean };
+  /** The inputs on which a claim began to wait for a recycled pod's containers to restart (recycle.ts). */
+  readonly restartWait?: string;
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -55,7 +57,7 @@ export class TermMemory {
   /** The inputs a key waiting out a backoff or a hold's grace was last decided on, if it waits. */
   waitingOn(key: string): string | undefined {
     const record = this.of(key);
-    return record.failing ?? record.held?.inputs;
+    return record.failing ?? record.held?.inputs ?? record.restartWait;
   }
 
   /** What a waiting key would be decided on changed: its failure streak is over, it runs at once. */
@@ -94,6 +96,16 @@ export class TermMemory {
     this.change(key, (record) => (record.held = { inputs, reported }));
   }
 
+  /**
+   * A claim found its pod recycled, and its containers not restarted since, on `inputs`. True the first time
+   * for these inputs: it waits out the grace. False once it has: the wait is over, and is refused.
+   */
+  awaitsRestart(key: string, inputs: string): boolean {
+    if (this.of(key).restartWait === inputs) return false;
+    this.change(key, (record) => (record.restartWait = inputs));
+    return true;
+  }
+
   /** `want` is in pod `podUid`. Returns the pod delivered to before, if any: another pod is a resume. */
   delivered(key: string, want: string, podUid: string): string | undefined {
     const previous = this.of(key).lastPod;
@@ -103,6 +115,7 @@ export class TermMemory {
       delete record.cleared;
       delete record.failing;
       delete record.firstSeen;
+      delete record.restartWait;
     });
     return previous;
   }
@@ -113,6 +126,7 @@ export class TermMemory {
       record.cleared = done;
       delete record.delivered;
       delete record.failing;
+      delete record.restartWait;
     });
   }
 
@@ -139,25 +153,34 @@ export class TermMemory {
   }
 }
 
+/** A Sandbox's last claim as this process saw it. */
+export interface LastClaim {
+  /** Its access token, if it had one: what clearing authenticates with once the claim's annotations are gone. */
+  token: string | undefined;
+  /** The pod it was seen with (`status.podInfo.podUID`): a pod that served it is marked recycled when cleared. */
+  podUid: string | undefined;
+}
+
 /** The last claimed version of each Sandbox this process saw, leading or not; see the top of this file. */
 export class SeenClaims {
   private readonly last = new Map<string, DeliverySandbox>();
 
-  /** A change of `key` was seen: a claimed version is kept (a reference, nothing parsed on the event path). */
+  /**
+   * A change of `key` was seen: a claimed version is kept (a reference, nothing parsed on the event path) until
+   * the next claimed one or the Sandbox's deletion. Kept after clearing too: envd keeps the token it was
+   * initialised with until its container restarts, and a later term may have to list the folder again.
+   */
   saw(key: string, sandbox: DeliverySandbox | undefined): void {
     if (sandbox === undefined) this.last.delete(key);
     else if (isClaimed(sandbox)) this.last.set(key, sandbox);
   }
 
-  /** The Sandbox's last claim as this process saw it (its token, if it had one); undefined when it saw none. */
-  lastClaim(key: string): { token: string | undefined; seen: DeliverySandbox } | undefined {
+  /** The Sandbox's last claim as this process saw it; undefined when it saw none. */
+  lastClaim(key: string): LastClaim | undefined {
     const seen = this.last.get(key);
-    return seen === undefined ? undefined : { token: claimToken(seen), seen };
-  }
-
-  /** That claim's pod was cleared with it: a later claim brings its own token. */
-  used(key: string, claim: { seen: DeliverySandbox }): void {
-    if (this.last.get(key) === claim.seen) this.last.delete(key);
+    if (seen === undefined) return undefined;
+    const podUid = seen.status?.podInfo?.podUID;
+    return { token: claimToken(seen), podUid: typeof podUid === 'string' ? podUid : undefined };
   }
 }
 

@@ -16,7 +16,8 @@
  *
  * Clearing (the claim ended while the pod lives) goes the other way: .env_ready first, so nothing starts on
  * the way, then env.sh, then any temporary file an interrupted attempt left; last, when the pod served a claim,
- * .env_recycled, which keeps the next claim out of it (deliver-claim.ts).
+ * .env_recycled, which ends that claim's commands and keeps the next claim out until their containers have
+ * restarted (recycle.ts), and a wake, so that the wrappers see it at once.
  */
 import { posix } from 'node:path';
 import { ENV_FILE_NAME, READY_FILE_NAME, RECYCLED_FILE_NAME, WAKE_FILE_NAME } from '../wrapper/env-dir.js';
@@ -95,13 +96,15 @@ export function deliverySteps(
 }
 
 /**
- * Removes the claim's files; `present` are the names the folder holds (from a listing). The pod is marked
- * recycled when it served a claim: its files were there, or `sawClaim` (this process saw it claimed).
+ * Removes the claim's files; `present` are the names the folder holds (from a listing). A pod that `served` a
+ * claim (this process saw it claimed, or its files were there) is then marked recycled, with `mark` as the
+ * mark's content (recycle.ts); a mark already there is left as it is.
  */
 export function clearingSteps(
   paths: EnvPaths,
   present: readonly string[],
-  sawClaim: boolean,
+  served: boolean,
+  mark: string,
   nonce: string,
 ): DeliveryStep[] {
   const steps: DeliveryStep[] = [];
@@ -110,11 +113,10 @@ export function clearingSteps(
   if (names.has(ENV_FILE_NAME)) steps.push({ op: 'remove', path: paths.envFile });
   for (const name of [...names].filter(isTempName).sort())
     steps.push({ op: 'remove', path: posix.join(paths.dir, name) });
-  const served = sawClaim || names.has(READY_FILE_NAME) || names.has(ENV_FILE_NAME);
-  if (served && !names.has(RECYCLED_FILE_NAME)) {
+  if ((served || names.has(READY_FILE_NAME) || names.has(ENV_FILE_NAME)) && !names.has(RECYCLED_FILE_NAME)) {
     const temp = tempPath(paths.recycledFile, nonce);
     steps.push(
-      { op: 'upload', files: [{ path: temp, body: 'a claim ended here; the next one waits for a new pod\n' }] },
+      { op: 'upload', files: [{ path: temp, body: mark }] },
       { op: 'move', source: temp, destination: paths.recycledFile },
     );
   }

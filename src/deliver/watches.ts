@@ -58,6 +58,10 @@ export const POD_FIELDS: readonly FieldPath[] = [
   ['spec', 'hostNetwork'],
   ['status', 'podIP'],
   ['status', 'phase'],
+  // Which instance of each container runs: a recycled pod's next claim waits for its restart (recycle.ts).
+  ['status', 'containerStatuses', EACH, 'name'],
+  ['status', 'containerStatuses', EACH, 'containerID'],
+  ['status', 'containerStatuses', EACH, 'state', 'running'],
 ];
 
 const keepSandboxFields = fieldKeeper<SandboxObject>(SANDBOX_FIELDS);

@@ -64,7 +64,7 @@ export const DELIVERY_FAILURES = {
     'SI_POD_RECYCLED',
     NO_STATUS,
     'delivery',
-    'a claim for a pod that served an earlier claim and was not recreated since (.env_recycled), without --deliver-to-recycled-pods: nothing is sent',
+    'a claim for a pod that served an earlier claim (.env_recycled) whose wrapped containers have not restarted since, or with --recycled-pods=recreate: nothing is sent',
     refusalMessage,
   ),
   runtimeTlsRequired: define(

@@ -23,6 +23,7 @@ import type { DeliveryPod, DeliverySandbox } from '../../src/deliver/claim.js';
 import { Controller, type SandboxCache } from '../../src/deliver/controller.js';
 import { envdFiles } from '../../src/deliver/envd-files.js';
 import type { DeliveryOutcome } from '../../src/deliver/outcome.js';
+import type { RecycledPodMode } from '../../src/deliver/recycle.js';
 import { renderEnvFile } from '../../src/envfile/render-env-file.js';
 import { startEnvdDouble, type EnvdDouble } from '../support/envd-double.js';
 import { ManualClock } from '../support/manual-clock.js';
@@ -48,12 +49,16 @@ function claimAnnotations(port: number, vars: Record<string, string>, token = 't
   };
 }
 
-/** `ip` null: a pod that does not run yet, so has no IP. */
-function pod(uid = 'pod-1', ip: string | null = '127.0.0.1'): DeliveryPod {
+/**
+ * `ip` null: a pod that does not run yet, so has no IP. `main`: the instance of its wrapped container that
+ * runs, as the kubelet reports it (a restart gives another).
+ */
+function pod(uid = 'pod-1', ip: string | null = '127.0.0.1', main = 'containerd://main-1'): DeliveryPod {
+  const running = { name: 'main', containerID: main, state: { running: { startedAt: '2026-12-04T00:00:00Z' } } };
   return {
     metadata: { uid, annotations: { [STATUS]: JSON.stringify({ wrapped: ['main'] }) } },
     spec: { containers: [] },
-    status: ip === null ? { phase: 'Pending' } : { phase: 'Running', podIP: ip },
+    status: ip === null ? { phase: 'Pending' } : { phase: 'Running', podIP: ip, containerStatuses: [running] },
   };
 }
 
@@ -101,7 +106,7 @@ function harness(
     runtimePort?: number;
     cache?: SandboxCache;
     concurrency?: number;
-    deliverToRecycledPods?: boolean;
+    recycledPods?: RecycledPodMode;
   } = {},
 ) {
   const clock = new ManualClock();
@@ -121,7 +126,7 @@ function harness(
       trustRuntimeUrl: false,
       requireTls: false,
       allowHostNetwork: false,
-      deliverToRecycledPods: options.deliverToRecycledPods ?? false,
+      recycledPods: options.recycledPods ?? 'restart',
       concurrency: options.concurrency ?? 4,
       backoff: { minMs: 100, maxMs: 1000 },
     },
@@ -479,6 +484,8 @@ describe('Controller: the claim ends', () => {
     controller.enqueue(KEY);
     await settled(controller);
     expect(readdirSync(dir).sort()).toEqual(['.env_recycled', 'run_with_envs.sh']);
+    // The mark names the instance that served the claim: the next claim waits until it is not the one running.
+    expect(readFileSync(path.join(dir, '.env_recycled'), 'utf8')).toContain('container main containerd://main-1\n');
     expect(ops(double).slice(before)).toEqual([
       'list /var/sandbox 200',
       'remove /var/sandbox/.env_ready 200',
@@ -494,15 +501,47 @@ describe('Controller: the claim ends', () => {
     expect(double.requests).toHaveLength(before + 6);
   });
 
-  it("refuses the next claim into a recycled pod, says what to do, and delivers into the pod's replacement", async () => {
-    const { dir, double, state, controller, outcomes } = await delivered();
-    const unclaimed = sandbox({ 'agents.kruise.io/runtime-url': `http://127.0.0.1:${double.port}` });
-    state.current = { ...state.current, sandbox: unclaimed };
+  /** The claim of `delivered()` ended: the pod is cleared and marked; the next tenant claims the same pod. */
+  async function recycledThenClaimed(h: Awaited<ReturnType<typeof delivered>>) {
+    const { double, state, controller } = h;
+    state.current = {
+      ...state.current,
+      sandbox: sandbox({ 'agents.kruise.io/runtime-url': `http://127.0.0.1:${double.port}` }),
+    };
     controller.enqueue(KEY);
     await settled(controller);
-    // The next tenant's claim, into the same pod: its processes may still hold the last claim's variables.
     state.current = { ...state.current, sandbox: sandbox(claimAnnotations(double.port, { B: 'secret-b' })) };
     controller.enqueue(KEY);
+    await settled(controller);
+  }
+
+  it("waits for a recycled pod's containers to restart, then delivers the next claim, mark removed first", async () => {
+    const h = await delivered();
+    const { dir, double, state, controller, outcomes } = h;
+    await recycledThenClaimed(h);
+    // The instance that served A's claim still runs: nothing of B's goes in, and no Warning yet.
+    expect(existsSync(path.join(dir, 'env.sh'))).toBe(false);
+    expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered', delivery: 'cleared' });
+    // The wrapper ended A's command; the kubelet restarted the container: another instance runs.
+    state.current = { ...state.current, pod: pod('pod-1', '127.0.0.1', 'containerd://main-2') };
+    const before = double.requests.length;
+    controller.enqueue(KEY);
+    await settled(controller);
+    expect(readFileSync(path.join(dir, 'env.sh'), 'utf8')).toContain('secret-b');
+    expect(existsSync(path.join(dir, '.env_recycled'))).toBe(false);
+    expect(ops(double).slice(before, before + 3)).toEqual([
+      'list /var/sandbox 200',
+      'get /var/sandbox/.env_recycled 200',
+      'remove /var/sandbox/.env_recycled 200',
+    ]);
+    expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered', delivery: 'claim' });
+  });
+
+  it('refuses a claim into a recycled pod whose containers have not restarted within the grace, and says why', async () => {
+    const h = await delivered();
+    const { dir, state, controller, clock, outcomes } = h;
+    await recycledThenClaimed(h);
+    clock.advance(30_000);
     await settled(controller);
     expect(outcomes.at(-1)).toMatchObject({
       kind: 'failed',
@@ -512,25 +551,70 @@ describe('Controller: the claim ends', () => {
       retrying: false,
     });
     expect(outcomes.at(-1)?.kind === 'failed' && outcomes.at(-1)).toMatchObject({
-      message: expect.stringMatching(/Recreate the pod/) as unknown,
+      message: expect.stringMatching(/have not restarted since.*recreate the pod/) as unknown,
     });
     expect(existsSync(path.join(dir, 'env.sh'))).toBe(false);
-    // Upstream's controller makes a new pod (a new UID, an empty volume): the claim goes there.
-    rmSync(path.join(dir, '.env_recycled'));
-    state.current = { ...state.current, pod: pod('pod-2') };
+    // A restart, however late, is a change: the claim goes in then.
+    state.current = { ...state.current, pod: pod('pod-1', '127.0.0.1', 'containerd://main-2') };
     controller.enqueue(KEY);
     await settled(controller);
     expect(readFileSync(path.join(dir, 'env.sh'), 'utf8')).toContain('secret-b');
   });
 
-  it('delivers into a recycled pod when the operator says their recycler restarts it', async () => {
+  it('refuses every claim into a recycled pod with --recycled-pods=recreate, restarted or not', async () => {
+    const { dir, double } = await envd();
+    const state = { current: { sandbox: sandbox(claimAnnotations(double.port, { B: 'b' })), pod: pod() } };
+    writeFileSync(path.join(dir, '.env_recycled'), 'container main containerd://main-0\n');
+    const { controller, outcomes } = harness(state, { recycledPods: 'recreate' });
+    controller.setTerm(term());
+    await settled(controller);
+    expect(outcomes).toEqual([expect.objectContaining({ kind: 'failed', event: 'EnvPodRecycled', retrying: false })]);
+    expect(outcomes[0]?.kind === 'failed' && outcomes[0]).toMatchObject({
+      message: expect.stringMatching(/--recycled-pods=recreate.*recreate the pod/) as unknown,
+    });
+    expect(existsSync(path.join(dir, 'env.sh'))).toBe(false);
+  });
+
+  it('delivers into a recycled pod at once with --recycled-pods=any, the mark removed so that no wrapper ends the new claim', async () => {
     const { dir, double } = await envd();
     const state = { current: { sandbox: sandbox(claimAnnotations(double.port, { A: 'a' })), pod: pod() } };
-    writeFileSync(path.join(dir, '.env_recycled'), 'x\n');
-    const { controller, outcomes } = harness(state, { deliverToRecycledPods: true });
+    writeFileSync(path.join(dir, '.env_recycled'), 'container main containerd://main-1\n');
+    const { controller, outcomes } = harness(state, { recycledPods: 'any' });
     controller.setTerm(term());
     await settled(controller);
     expect(outcomes).toEqual([expect.objectContaining({ kind: 'delivered', delivery: 'claim' })]);
+    expect(existsSync(path.join(dir, '.env_recycled'))).toBe(false);
+  });
+
+  it("lists a recycled pod again in a later term with the last claim's token, which envd still holds", async () => {
+    const { double, state, controller, outcomes } = await delivered();
+    state.current = {
+      ...state.current,
+      sandbox: sandbox({ 'agents.kruise.io/runtime-url': `http://127.0.0.1:${double.port}` }),
+    };
+    controller.enqueue(KEY);
+    await settled(controller);
+    const before = double.requests.length;
+    controller.setTerm(term());
+    await settled(controller);
+    expect(ops(double).slice(before)).toEqual(['list /var/sandbox 200']);
+    expect(outcomes.filter((o) => o.kind === 'failed')).toEqual([]);
+  });
+
+  it("does not mark a Sandbox's next pod recycled: only the pod the claim was in served it", async () => {
+    const { dir, double, state, controller } = await delivered();
+    // Paused and resumed, then recycled: the Sandbox's pod is another, which never served a claim.
+    const fresh = await envd({ host: '127.0.0.2' });
+    state.current = {
+      sandbox: sandbox({ 'agents.kruise.io/runtime-url': `http://127.0.0.2:${fresh.double.port}` }),
+      pod: pod('pod-2', '127.0.0.2'),
+    };
+    controller.enqueue(KEY);
+    await settled(controller);
+    expect(readdirSync(fresh.dir)).toEqual([]);
+    expect(readdirSync(dir).sort()).toEqual(['.env_ready', 'env.sh']);
+    expect(ops(fresh.double)).toEqual(['list /var/sandbox 200']);
+    expect(double.requests.length).toBeGreaterThan(0);
   });
 
   it('clears after a leader change: a replica that followed while the claim was on knows its token', async () => {

@@ -289,7 +289,7 @@ describe('delivery fuzz: a hostile envd', () => {
           trustRuntimeUrl: false,
           requireTls: false,
           allowHostNetwork: false,
-          deliverToRecycledPods: false,
+          recycledPods: 'restart',
           concurrency: 2,
           backoff: { minMs: 10, maxMs: 100 },
         },

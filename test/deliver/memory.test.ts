@@ -80,15 +80,10 @@ describe('SeenClaims', () => {
     expect(seen.lastClaim(KEY)).toBeUndefined();
   });
 
-  it('drops a claim once its pod was cleared with it, but not a newer claim seen meanwhile', () => {
+  it('keeps the pod a claim was seen in, for clearing to tell whether that pod served it', () => {
     const seen = new SeenClaims();
-    seen.saw(KEY, claimed('t1'));
-    const used = seen.lastClaim(KEY);
-    seen.saw(KEY, claimed('t2'));
-    if (used !== undefined) seen.used(KEY, used);
-    expect(seen.lastClaim(KEY)?.token).toBe('t2');
-    const latest = seen.lastClaim(KEY);
-    if (latest !== undefined) seen.used(KEY, latest);
-    expect(seen.lastClaim(KEY)).toBeUndefined();
+    seen.saw(KEY, { ...claimed('t1'), status: { podInfo: { podUID: 'pod-1' } } });
+    seen.saw(KEY, unclaimed);
+    expect(seen.lastClaim(KEY)).toEqual({ token: 't1', podUid: 'pod-1' });
   });
 });

@@ -190,7 +190,7 @@ describe('clearingSteps, carried out on what a ListDir shows', () => {
         const pod = podWith([ENV, { file: before }], [READY, { file: markerOf(before) }]);
         const delivery = deliverySteps(paths, { found: true, body: markerOf(before) }, text, markerOf(text), n);
         perform(pod, actions(delivery).slice(0, done));
-        const seen = carryOut(pod, clearingSteps(paths, listing(pod), false, m));
+        const seen = carryOut(pod, clearingSteps(paths, listing(pod), false, 'the mark\n', m));
         expect(pod).toEqual(podWith([RECYCLED, { file: expect.any(String) as unknown as string }]));
         // .env_ready goes first: no wrapper starts with what is being taken away.
         for (const state of seen) expect(state.has(READY)).toBe(false);
@@ -199,18 +199,18 @@ describe('clearingSteps, carried out on what a ListDir shows', () => {
   });
 
   it('are none in a folder without the claim files, of a pod this process never saw claimed', () => {
-    expect(clearingSteps(paths, listing(podWith()), false, '0123456789abcdef')).toEqual([]);
+    expect(clearingSteps(paths, listing(podWith()), false, 'the mark\n', '0123456789abcdef')).toEqual([]);
   });
 
   it('mark a pod recycled once, through a temporary name, when it was seen claimed even without files', () => {
     const pod = podWith();
-    const steps = clearingSteps(paths, listing(pod), true, '0123456789abcdef');
+    const steps = clearingSteps(paths, listing(pod), true, 'the mark\n', '0123456789abcdef');
     expect(steps).toEqual([
-      { op: 'upload', files: [{ path: tempPath(RECYCLED, '0123456789abcdef'), body: expect.any(String) as unknown }] },
+      { op: 'upload', files: [{ path: tempPath(RECYCLED, '0123456789abcdef'), body: 'the mark\n' }] },
       { op: 'move', source: tempPath(RECYCLED, '0123456789abcdef'), destination: RECYCLED },
     ]);
     carryOut(pod, steps);
-    expect(clearingSteps(paths, listing(pod), true, 'fedcba9876543210')).toEqual([]);
+    expect(clearingSteps(paths, listing(pod), true, 'another mark\n', 'fedcba9876543210')).toEqual([]);
   });
 
   it("know every temporary name a plan makes, and none of the folder's own", () => {

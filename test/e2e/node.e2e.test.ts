@@ -7,7 +7,7 @@
 //
 // The tests look into the containers from the host, as root: a container's processes are in /proc, with their
 // command lines, their environments and, under /proc/<pid>/root, their files.
-import { readFileSync, existsSync, statSync } from 'node:fs';
+import { readFileSync, readdirSync, existsSync, statSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
@@ -310,11 +310,25 @@ function startedAt(pid: number): string | undefined {
     .at(22 - 3);
 }
 
-/** Whether containerd still has a task (a running process) for the container. */
-async function hasTask(containerId: string): Promise<boolean> {
-  if (node === undefined) throw new Error('no node');
-  return (await node.containerd.ctr(['tasks', 'ls'])).split('\n').some((l) => l.startsWith(`${containerId} `));
+/** The app the wrapper (host pid `wrapper`) started: its child whose command line is APP_COMMAND. */
+function appOf(wrapper: number): number | undefined {
+  let children: number[];
+  try {
+    children = readFileSync(`/proc/${wrapper}/task/${wrapper}/children`, 'utf8').trim().split(/\s+/).map(Number);
+  } catch {
+    return undefined;
+  }
+  return children.find((pid) => {
+    try {
+      return JSON.stringify(cmdline(pid)) === JSON.stringify(APP_COMMAND);
+    } catch {
+      return false;
+    }
+  });
 }
+
+/** The app's line, with the pid it has in the container: never 1, the wrapper's. */
+const APP_STARTED = new RegExp(`^${APP_LINE} as pid ([2-9]|[1-9][0-9]+)$`);
 
 /** The Events deliver-env recorded on a Sandbox (its pod has the same name, and Events of its own). */
 async function sandboxEvents(sandbox: string): Promise<EventItem[]> {
@@ -569,7 +583,7 @@ describe('Auto on a real node', () => {
     waitingEnv = environ(pid);
   });
 
-  it("a claim starts the app, as PID 1, with exactly the claim's variables", async () => {
+  it("a claim starts the app, as the wrapper's child, with exactly the claim's variables", async () => {
     const pid = await hostPid(statusOf(podA, 'main'));
     const recorded = await claim('sbx-app', CLAIM_VARS);
     const first = await until('the app printed', () =>
@@ -580,32 +594,37 @@ describe('Auto on a real node', () => {
       const tail = JSON.stringify(deliver?.logs.slice(-15));
       throw new Error(`${String(error)}; pod IP ${pod?.status?.podIP}; deliver-env: ${tail}`, { cause: error });
     });
-    expect(first.text).toBe(`${APP_LINE} as pid 1`);
+    expect(first.text).toMatch(APP_STARTED);
     claimToStartMs.push(first.at.getTime() - recorded);
     process.stdout.write(`node e2e: claim recorded -> app's first output ${first.at.getTime() - recorded} ms\n`);
-    // The same process, now the app: the wrapper exec'd it.
-    expect(cmdline(pid)).toEqual(APP_COMMAND);
-    expect(added(waitingEnv, environ(pid))).toEqual(CLAIM_VARS);
+    // The wrapper stays PID 1, the app's parent, to end it when the claim ends.
+    expect(pidInContainer(pid)).toBe(1);
+    expect(cmdline(pid)).toEqual([...W, '--', ...APP_COMMAND]);
+    const app = await until('the app, a child of the wrapper', () => appOf(pid));
+    expect(added(waitingEnv, environ(app))).toEqual(CLAIM_VARS);
     expect(readFileSync(`/proc/${pid}/root/var/sandbox/.env_ready`, 'utf8')).toMatch(/^sha256:/);
     podA = await untilPod('sbx-app', 'Ready after the claim', isReady);
   });
 
   it('a killed app restarts its container, and the app starts again at once with the same variables', async () => {
     const pid = await hostPid(statusOf(podA, 'main'));
-    process.kill(pid, 'SIGKILL');
+    const app = appOf(pid);
+    if (app === undefined) throw new Error(`no app under the wrapper, pid ${pid}`);
+    process.kill(app, 'SIGKILL');
     podA = await untilPod('sbx-app', 'restarted and running', (p) => {
       const s = statusOf(p, 'main');
       return s?.restartCount === 1 && s.state?.running !== undefined;
     });
+    // The wrapper exits with its app's status, as the shell would: 128 + SIGKILL.
     expect(statusOf(podA, 'main')?.lastState?.terminated?.exitCode).toBe(137);
     const line = await until('the restarted app printed', () =>
       containerLog(podA, 'main', 1).find((l) => l.text.startsWith(APP_LINE)),
     );
-    expect(line.text).toBe(`${APP_LINE} as pid 1`);
+    expect(line.text).toMatch(APP_STARTED);
     const again = await hostPid(statusOf(podA, 'main'));
     expect(again).not.toBe(pid);
-    expect(cmdline(again)).toEqual(APP_COMMAND);
-    expect(added(waitingEnv, environ(again))).toEqual(CLAIM_VARS);
+    const restarted = await until('the restarted app, a child of the wrapper', () => appOf(again));
+    expect(added(waitingEnv, environ(restarted))).toEqual(CLAIM_VARS);
   });
 
   it("uid 1000 in the main container cannot replace, move or remove the wrapper's script, env.sh or .env_ready", async () => {
@@ -832,37 +851,38 @@ describe('Auto on a real node', () => {
     });
   });
 
-  describe("recycle: the next claim goes to a new pod, never to the last claim's app", () => {
-    // docs/deliver-env.md, "Recycle: what a pod keeps": a recycle clears the claim's files, but the app that
-    // claim started keeps running with its variables, so the next claim of that pod is not delivered until the
-    // pod is recreated. Here on a kubelet: the app of tenant A, the Warning tenant B's claim gets, and B's app in
-    // the new pod.
+  describe("recycle: the last claim's processes end with a restart, and the next claim starts its own app", () => {
+    // docs/deliver-env.md, "Recycle: what a pod keeps": clearing marks the pod recycled and wakes the wrapper,
+    // which ends its app and exits; the kubelet restarts the container into a new wait, with every process of
+    // the claim gone; the next claim goes into the same pod once the restarted container runs.
     const SANDBOX = 'sbx-recycle';
     const TENANT_A: Record<string, string> = { TENANT: 'a', A_SECRET: 'sk-tenant-a-0001' };
     const TENANT_B: Record<string, string> = { TENANT: 'b', B_SECRET: 'sk-tenant-b-0002' };
-    /** The pod of A's claim, and A's app: the main container's PID 1 once the wrapper exec'd it. */
+    /** What tenant A's claim started: its app, and a process of its own as uid 1000 (as through envd). */
+    const ORPHAN_COMMAND = ['/bin/bash', '-c', 'exec -a tenant-a-leftover sleep 3600'];
     let podA: Pod;
-    let appA: {
-      pid: number;
-      started: string;
-      container: string;
+    let served: {
+      wrapper: number;
+      app: { pid: number; started: string };
+      leftover: { pid: number; started: string };
       restart: number;
       waitingEnv: Record<string, string>;
     };
 
     /**
-     * The pod `uid` once its main container runs with envd up: the restart whose log says envd listens. The
-     * kubelet may start the main container while the agent-runtime sidecar still copies envd-run.sh (nothing
-     * waits for the copy); its postStart then fails and the kubelet restarts the container (FailedPostStartHook),
-     * so the restart to look at is the one whose postStart started envd.
+     * The pod `uid` once its main container runs with envd up, at a restart after `after`: the restart whose log
+     * says envd listens. The kubelet may start the main container while the agent-runtime sidecar still copies
+     * envd-run.sh (nothing waits for the copy); its postStart then fails and the kubelet restarts the container
+     * (FailedPostStartHook), so the restart to look at is the one whose postStart started envd.
      */
-    function untilEnvdUp(uid: string): Promise<{ pod: Pod; restart: number }> {
+    function untilEnvdUp(uid: string, after = -1): Promise<{ pod: Pod; restart: number }> {
       return until(
-        `${SANDBOX} (${uid}): main running, envd listening`,
+        `${SANDBOX} (${uid}): main running after restart ${after}, envd listening`,
         async () => {
           const pod = await getPod(SANDBOX);
           const main = pod === undefined ? undefined : statusOf(pod, 'main');
-          if (pod?.metadata.uid !== uid || main?.state?.running === undefined) return undefined;
+          if (pod?.metadata.uid !== uid || main?.state?.running === undefined || main.restartCount <= after)
+            return undefined;
           const log = containerLog(pod, 'main', main.restartCount);
           return log.some((l) => l.text.startsWith('envd stand-in listening'))
             ? { pod, restart: main.restartCount }
@@ -877,20 +897,37 @@ describe('Auto on a real node', () => {
       const pid = await hostPid(statusOf(pod, 'main'));
       expect(pidInContainer(pid)).toBe(1);
       expect(cmdline(pid)).toEqual([...W, '--', ...APP_COMMAND]);
+      expect(appOf(pid)).toBeUndefined();
       expect(existsSync(`/proc/${pid}/root/tmp/app-running`)).toBe(false);
       expect(containerLog(pod, 'main', restart).filter((l) => l.text.startsWith(APP_LINE))).toEqual([]);
       return { pid, env: environ(pid) };
     }
 
+    /** The one process on the host whose command line is `command`, with its start. */
+    function processOf(command: readonly string[]): { pid: number; started: string } | undefined {
+      for (const entry of readdirSync('/proc')) {
+        const pid = Number(entry);
+        if (!Number.isInteger(pid)) continue;
+        try {
+          if (JSON.stringify(cmdline(pid)) !== JSON.stringify(command)) continue;
+        } catch {
+          continue;
+        }
+        const started = startedAt(pid);
+        if (started !== undefined) return { pid, started };
+      }
+      return undefined;
+    }
+
     const folderOf = (pid: number): string => `/proc/${pid}/root/var/sandbox`;
     const claimFiles = (pid: number): string[] =>
       ['env.sh', '.env_ready'].filter((f) => existsSync(`${folderOf(pid)}/${f}`));
+    const gone = (p: { pid: number; started: string }): boolean => startedAt(p.pid) !== p.started;
 
-    it("tenant A's claim starts the app, as PID 1, with A's variables", async () => {
+    it("tenant A's claim starts the app with A's variables, and A starts a process of its own", async () => {
       const { pod: created } = await sandboxPod({
         name: SANDBOX,
         envdPort: await freePort(),
-        // The app is bash as PID 1 without a handler: it ignores SIGTERM, so a deletion waits out the grace.
         grace: 3,
         main: { name: 'main', image: IMAGES.app, command: APP_COMMAND },
       });
@@ -901,89 +938,75 @@ describe('Auto on a real node', () => {
       const first = await until("A's app printed", () =>
         containerLog(podA, 'main', up.restart).find((l) => l.text.startsWith(APP_LINE)),
       );
-      expect(first.text).toBe(`${APP_LINE} as pid 1`);
-      // The wrapper exec'd the app: the same process.
-      expect(cmdline(waiting.pid)).toEqual(APP_COMMAND);
-      expect(added(waiting.env, environ(waiting.pid))).toEqual(TENANT_A);
-      const started = startedAt(waiting.pid);
-      if (started === undefined) throw new Error(`A's app, pid ${waiting.pid}, is gone`);
-      const container = statusOf(podA, 'main')?.containerID?.replace(/^containerd:\/\//, '') ?? '';
-      appA = { pid: waiting.pid, started, container, restart: up.restart, waitingEnv: waiting.env };
+      expect(first.text).toMatch(APP_STARTED);
+      const app = await until("A's app, a child of the wrapper", () => appOf(waiting.pid));
+      expect(added(waiting.env, environ(app))).toEqual(TENANT_A);
+      // Tenant code as uid 1000, as envd's commands.run starts it: not a child of the wrapper.
+      const id = statusOf(podA, 'main')?.containerID?.replace(/^containerd:\/\//, '') ?? '';
+      await node?.containerd.ctr([
+        ...['tasks', 'exec', '--detach', '--exec-id', `tenant-a-${Date.now()}`],
+        ...['--user', `${TENANT_UID}:${TENANT_UID}`, id, ...ORPHAN_COMMAND],
+      ]);
+      const leftover = await until("A's own process", () => processOf(['tenant-a-leftover', '3600']));
+      const appStarted = startedAt(app);
+      if (appStarted === undefined) throw new Error(`A's app, pid ${app}, is gone`);
+      served = {
+        wrapper: waiting.pid,
+        app: { pid: app, started: appStarted },
+        leftover,
+        restart: up.restart,
+        waitingEnv: waiting.env,
+      };
     }, 300_000);
 
-    it("a recycle clears the claim's files, while A's app runs on with A's variables", async () => {
+    it("a recycle clears A's files, ends A's app and A's own process, and the wrapper waits again", async () => {
       // Recycle, as upstream's resetMetadataForPool does it, in one update: the label back to false, the claim's
       // annotations gone. The pod stays.
       const reset = {
         metadata: { labels: { [SANDBOX_CLAIMED]: 'false' }, annotations: { [REQUEST]: null, [CLAIM_TIMESTAMP]: null } },
       };
       await cluster.kubectlOk(['-n', NS, 'patch', 'sandbox', SANDBOX, '--type=merge', '-p', JSON.stringify(reset)]);
-      // Recorded once the whole clearing is done, .env_recycled included.
       const cleared = await untilSandboxEvent(SANDBOX, 'EnvCleared', (e) =>
         (e.message ?? '').includes(podA.metadata.uid),
       );
       expect(cleared.type).toBe('Normal');
-      expect(claimFiles(appA.pid)).toEqual([]);
-      expect(existsSync(`${folderOf(appA.pid)}/.env_recycled`)).toBe(true);
-      // What the pod keeps: the app of the claim, the same process, with the claim's variables.
-      expect(startedAt(appA.pid)).toBe(appA.started);
-      expect(added(appA.waitingEnv, environ(appA.pid))).toEqual(TENANT_A);
-    });
-
-    it("tenant B's claim into the recycled pod gets nothing, and a Warning: A's app still runs there", async () => {
-      await claim(SANDBOX, TENANT_B);
-      const refused = await untilSandboxEvent(SANDBOX, 'EnvPodRecycled', () => true);
-      expect(refused.type).toBe('Warning');
-      expect(refused.message).toContain(`pod ${podA.metadata.uid} served an earlier claim`);
-      expect(refused.message).toContain('Recreate the pod');
-      // Nothing of B's was written, and nothing started again.
-      expect(claimFiles(appA.pid)).toEqual([]);
-      expect(containerLog(podA, 'main', appA.restart).filter((l) => l.text.startsWith(APP_LINE))).toHaveLength(1);
-      // Why: the pod's app is A's, with A's variables, which B's would have joined.
-      expect(startedAt(appA.pid)).toBe(appA.started);
-      const env = environ(appA.pid);
-      expect(added(appA.waitingEnv, env)).toEqual(TENANT_A);
-      expect(env.B_SECRET).toBeUndefined();
-      const pod = await getPod(SANDBOX);
-      expect(pod?.metadata.uid).toBe(podA.metadata.uid);
-      expect(pod === undefined ? undefined : statusOf(pod, 'main')?.restartCount).toBe(appA.restart);
-    });
-
-    it("recreated as the Warning says, the new pod's wrapper waits, and B's claim starts B's app alone", async () => {
-      await cluster.kubectlOk(['-n', NS, 'delete', 'pod', SANDBOX, '--wait=false']);
-      // The kubelet deletes the pod once its containers are down: then the Sandbox's controller makes another.
-      await until('the recycled pod is gone', async () => ((await getPod(SANDBOX)) === undefined ? true : undefined));
-      await until("A's app is gone", () => (startedAt(appA.pid) === appA.started ? undefined : true));
-      await until("A's container has no task", async () => ((await hasTask(appA.container)) ? undefined : true));
-      const sandbox = JSON.parse(
-        await cluster.kubectlOk(['-n', NS, 'get', 'sandbox', SANDBOX, '-o', 'json']),
-      ) as SandboxObject;
-      const { pod: created } = await createPodOf(sandbox);
-      expect(created.metadata.uid).not.toBe(podA.metadata.uid);
-      const up = await untilEnvdUp(created.metadata.uid);
-      // An empty env folder: no claim's files, no recycled mark. While the Sandbox's status still names the
-      // deleted pod, B's claim waits (deliver-env decides the pod by that UID), and so does the wrapper.
+      // The wrapper ended its app and exited 75; the kubelet restarted the container, in the same pod.
+      const up = await untilEnvdUp(podA.metadata.uid, served.restart);
+      expect(statusOf(up.pod, 'main')?.lastState?.terminated?.exitCode).toBe(75);
+      expect(containerLog(up.pod, 'main', served.restart).some((l) => l.text.includes('the claim ended'))).toBe(true);
+      await until("A's app is gone", () => (gone(served.app) ? true : undefined));
+      await until("A's own process is gone", () => (gone(served.leftover) ? true : undefined));
+      // A new wait, with none of the claim's files, and no process of A's anywhere.
       const waiting = await wrapperWaits(up.pod, up.restart);
+      expect(waiting.pid).not.toBe(served.wrapper);
       expect(claimFiles(waiting.pid)).toEqual([]);
-      expect(existsSync(`${folderOf(waiting.pid)}/.env_recycled`)).toBe(false);
-      // The controller syncs the Sandbox's status to its new pod: the claim goes there.
-      await namePod(SANDBOX, created.metadata.uid);
+      expect(processOf(['tenant-a-leftover', '3600'])).toBeUndefined();
+      expect(Object.values(environ(waiting.pid))).not.toContain(TENANT_A.A_SECRET);
+      podA = up.pod;
+      served = { ...served, wrapper: waiting.pid, restart: up.restart, waitingEnv: waiting.env };
+    });
+
+    it("tenant B's claim into the same pod starts B's app alone", async () => {
+      await claim(SANDBOX, TENANT_B);
       const first = await until("B's app printed", () =>
-        containerLog(up.pod, 'main', up.restart).find((l) => l.text.startsWith(APP_LINE)),
+        containerLog(podA, 'main', served.restart).find((l) => l.text.startsWith(APP_LINE)),
       );
-      expect(first.text).toBe(`${APP_LINE} as pid 1`);
-      expect(cmdline(waiting.pid)).toEqual(APP_COMMAND);
-      const env = environ(waiting.pid);
-      expect(added(waiting.env, env)).toEqual(TENANT_B);
+      expect(first.text).toMatch(APP_STARTED);
+      const app = await until("B's app, a child of the wrapper", () => appOf(served.wrapper));
+      const env = environ(app);
+      expect(added(served.waitingEnv, env)).toEqual(TENANT_B);
       expect(env.A_SECRET).toBeUndefined();
       expect(env.TENANT).toBe('b');
       const delivered = await untilSandboxEvent(SANDBOX, 'EnvDelivered', (e) =>
-        (e.message ?? '').includes(created.metadata.uid),
+        (e.message ?? '').includes(podA.metadata.uid),
       );
       expect(delivered.type).toBe('Normal');
-      // And A's app did not come back.
-      expect(startedAt(appA.pid)).not.toBe(appA.started);
-    }, 300_000);
+      // The same pod, and the mark gone with the delivery: nothing ends B's app.
+      const pod = await getPod(SANDBOX);
+      expect(pod?.metadata.uid).toBe(podA.metadata.uid);
+      expect(existsSync(`${folderOf(served.wrapper)}/.env_recycled`)).toBe(false);
+      expect((await sandboxEvents(SANDBOX)).filter((e) => e.reason === 'EnvPodRecycled')).toEqual([]);
+    });
   });
 
   it('stops, and leaves no process, mount, cgroup, path or kernel setting behind', async () => {

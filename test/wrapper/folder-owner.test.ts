@@ -24,7 +24,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
-import { ENV_FILE_NAME, READY_FILE_NAME, WAKE_FILE_NAME, WRAPPER_SCRIPT } from '../../src/wrapper/env-dir.js';
+import {
+  ENV_FILE_NAME,
+  READY_FILE_NAME,
+  RECYCLED_FILE_NAME,
+  WAKE_FILE_NAME,
+  WRAPPER_SCRIPT,
+} from '../../src/wrapper/env-dir.js';
 import {
   TENANT_UID,
   WRAPPER_PATH,
@@ -132,6 +138,16 @@ describe('the env folder after the wrapper ran as root', () => {
     await unlink(at(READY_FILE_NAME));
     await writeFile(at('note.txt'), 'root may\n');
     expect(await readFile(at(ENV_FILE_NAME), 'utf8')).toBe("export CLAIM='again'\n");
+  });
+
+  it('uid 1000 cannot remove, rewrite or replace the recycled mark that ends its claim', async () => {
+    expect((await runWrapper(['--probe', '--', 'true'], options())).code).toBe(0);
+    // Clearing's mark, as envd (root) writes it: a temporary name renamed into place.
+    await writeFile(at('.env_recycled.0123456789abcdef.tmp'), 'container main containerd://1\n', { mode: 0o644 });
+    await rename(at('.env_recycled.0123456789abcdef.tmp'), at(RECYCLED_FILE_NAME));
+    const steps = everyChange([RECYCLED_FILE_NAME]);
+    expect(await attack(steps)).toEqual(deniedEach(steps));
+    expect(await readFile(at(RECYCLED_FILE_NAME), 'utf8')).toBe('container main containerd://1\n');
   });
 
   it('an unclaimed exec probe takes the folder too: uid 1000 cannot start the sandbox early or plant an env', async () => {

@@ -22,6 +22,7 @@ import {
   type ParsedOptions,
 } from '../../options/read-rows.js';
 import { hasInClusterCredentials } from '../../sources/kube/in-cluster.js';
+import { RECYCLED_POD_MODES } from '../../deliver/recycle.js';
 import { ENV_DIR } from '../../wrapper/env-dir.js';
 
 // An absolute path of printable ASCII but for `"` and `\`: every upload names its files' paths in multipart
@@ -68,12 +69,12 @@ const ROWS = {
     'refuse runtimes that serve plain HTTP, with a Warning [default: on when --runtime-tls-secret is set]',
     {},
   ),
-  deliverToRecycledPods: option(
-    'deliver-to-recycled-pods',
-    'boolean',
-    "deliver a claim into a pod that served an earlier claim (set it only when your recycler restarts the sandbox's processes)",
-    {},
-    false,
+  recycledPods: option(
+    'recycled-pods',
+    'string',
+    `${RECYCLED_POD_MODES.join('|')}: when a pod that served an earlier claim takes the next (restart: once its wrapped containers restarted; recreate: never; any: at once, your recycler restarts the sandbox)`,
+    { enum: RECYCLED_POD_MODES },
+    'restart',
   ),
   allowHostNetwork: option(
     'allow-host-network',

@@ -87,7 +87,7 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
       trustRuntimeUrl: options.trustRuntimeUrl,
       requireTls: requiresRuntimeTls(options),
       allowHostNetwork: options.allowHostNetwork,
-      deliverToRecycledPods: options.deliverToRecycledPods,
+      recycledPods: options.recycledPods,
       concurrency: options.concurrency,
       backoff: { minMs: options.backoffMinMs, maxMs: options.backoffMaxMs },
     },
