@@ -21,6 +21,9 @@ import type { DeliveryPod } from './claim.js';
 export const RECYCLED_POD_MODES = ['restart', 'recreate', 'any'] as const;
 export type RecycledPodMode = (typeof RECYCLED_POD_MODES)[number];
 
+/** One word of printable ASCII: what a mark's line holds in each of its fields. */
+const WORD = /^[\x21-\x7e]+$/;
+
 /** A wrapped container as the kubelet reports it: the instance (its container ID), and whether it runs. */
 export interface WrappedInstance {
   name: string;
@@ -33,7 +36,9 @@ export function wrappedInstances(pod: DeliveryPod): WrappedInstance[] {
   const statuses = containerStatuses(pod);
   return recordedStatus(pod).wrapped.map((name) => {
     const status = statuses.find((candidate) => candidate.name === name);
-    const id = typeof status?.containerID === 'string' && status.containerID !== '' ? status.containerID : undefined;
+    // A container ID is `runtime://hex`; anything else (a space, a line break) could not be written in the mark.
+    const id =
+      typeof status?.containerID === 'string' && WORD.test(status.containerID) ? status.containerID : undefined;
     const running = status?.state?.running !== undefined && status.state.running !== null;
     return { name, id, running };
   });
@@ -42,7 +47,7 @@ export function wrappedInstances(pod: DeliveryPod): WrappedInstance[] {
 /** The mark's content: a line for people, then one `container NAME ID` line per wrapped container seen. */
 export function recycledMark(instances: readonly WrappedInstance[]): string {
   const lines = instances
-    .filter((instance) => instance.id !== undefined)
+    .filter((instance) => instance.id !== undefined && WORD.test(instance.name))
     .map((instance) => `container ${instance.name} ${instance.id}\n`);
   return `a claim ended here; the next one waits until these containers have restarted\n${lines.join('')}`;
 }

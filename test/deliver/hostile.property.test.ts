@@ -100,6 +100,19 @@ const otherPod = fc.record({
   hostNetwork: fc.boolean(),
   ip: podIP,
 });
+/** What the kubelet reports of the containers, and shapes it never would: which instance runs (recycle.ts). */
+const containerStatuses = fc.oneof(
+  fc.constant(undefined),
+  fc.anything(),
+  fc.array(
+    fc.record({
+      name: fc.oneof(fc.constantFrom('main', 'other'), fc.anything()),
+      containerID: fc.oneof(fc.constantFrom('containerd://a', ''), fc.anything()),
+      state: fc.oneof(fc.record({ running: fc.anything() }), fc.anything()),
+    }),
+    { maxLength: 3 },
+  ),
+);
 const status = fc.oneof(
   fc.constant(JSON.stringify({ wrapped: ['main'] })),
   fc.string({ maxLength: 30 }),
@@ -135,6 +148,7 @@ describe('delivery fuzz: malformed annotations', () => {
             // UIDs are unique in a cluster, so they are here.
             others: fc.uniqueArray(otherPod, { maxLength: 2, selector: (o) => o.uid }),
             podStatus: status,
+            statuses: containerStatuses,
             trust: fc.boolean(),
             bundle: fc.boolean(),
           }),
@@ -163,7 +177,7 @@ describe('delivery fuzz: malformed annotations', () => {
                   ...(deleting ? { deletionTimestamp: '2026-01-01T00:00:00Z' } : {}),
                 },
                 spec: { containers: [], hostNetwork },
-                status: { phase: podPhase, podIP: ip },
+                status: { phase: podPhase, podIP: ip, containerStatuses: c.statuses },
               }) as unknown as Pod;
             const pods = [
               ...(c.ownListed ? [candidate('u', c.ownPhase, c.ownDeleting, c.ownHostNetwork, c.ownIp)] : []),
@@ -192,6 +206,13 @@ describe('delivery fuzz: malformed annotations', () => {
                   ? decision.endpoint
                   : undefined;
             if (endpoint === undefined) return;
+            // The instances a recycled pod's next claim is decided on: names, IDs and states, whatever was there.
+            const containers = decision.kind === 'deliver' ? decision.target.containers : decision.containers;
+            for (const instance of containers) {
+              expect(typeof instance.name).toBe('string');
+              expect(instance.id === undefined || (typeof instance.id === 'string' && instance.id !== '')).toBe(true);
+              expect(typeof instance.running).toBe('boolean');
+            }
             expect(endpoint.url).toMatch(/^https?:\/\/[^/@?#]+(\/[^?#]*)?$/);
             if (decision.kind === 'deliver') expect(decision.target.marker).toBe(markerOf(decision.target.content));
             // Never another pod: only the one pod that podInfo.podUID names, running, not being deleted, not on the

@@ -41,6 +41,11 @@ describe('wrappedInstances', () => {
     for (const statuses of [undefined, null, 'x', [null, 7], [{ name: 'main', containerID: 7, state: null }]])
       expect(wrappedInstances(podWith(['main'], statuses))).toEqual([{ name: 'main', id: undefined, running: false }]);
   });
+
+  it('takes no container ID that could not be one word of the mark', () => {
+    const forged = podWith(['main'], [running('main', 'c://1\ncontainer main c://2')]);
+    expect(wrappedInstances(forged)).toEqual([{ name: 'main', id: undefined, running: true }]);
+  });
 });
 
 describe('the recycled mark', () => {
