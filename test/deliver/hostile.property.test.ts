@@ -207,7 +207,12 @@ describe('delivery fuzz: malformed annotations', () => {
                   : undefined;
             if (endpoint === undefined) return;
             // The instances a recycled pod's next claim is decided on: names, IDs and states, whatever was there.
-            const containers = decision.kind === 'deliver' ? decision.target.containers : decision.containers;
+            const containers =
+              decision.kind === 'deliver'
+                ? decision.target.containers
+                : decision.kind === 'unclaimed'
+                  ? decision.containers
+                  : [];
             for (const instance of containers) {
               expect(typeof instance.name).toBe('string');
               expect(instance.id === undefined || (typeof instance.id === 'string' && instance.id !== '')).toBe(true);
