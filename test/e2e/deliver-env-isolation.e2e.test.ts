@@ -135,6 +135,7 @@ describe('deliver-env: a claim reaches only its own pod', () => {
     const double = await envdAt('127.0.4.1');
     recycled = double;
     await world.createSandbox({ name: 'sbx-recycle', podIP: '127.0.4.1' });
+    await world.setRunning('sbx-recycle-pod', 'main', 'containerd://served-1');
     await world.claim('sbx-recycle', { API_KEY: 'sk-isolation-recycle' }, TOKEN);
     await until('delivered', () => firstDeliveryIn(double.double));
     // replica-b has watched the Sandbox from before the claim, so it saw the claimed version.
@@ -158,17 +159,30 @@ describe('deliver-env: a claim reaches only its own pod', () => {
       '/var/sandbox/env.sh 200',
     ]);
     expect((await world.event('sbx-recycle', 'EnvCleared')).type).toBe('Normal');
-    expect(existsSync(path.join(double.dir, '.env_recycled'))).toBe(true);
+    // The mark names the instance that served the claim, as the kubelet reported it.
+    expect(readFileSync(path.join(double.dir, '.env_recycled'), 'utf8')).toContain(
+      'container main containerd://served-1\n',
+    );
   });
 
-  it("the next tenant's claim into the recycled pod gets nothing, and a Warning that says to recreate it", async () => {
+  it("the next tenant's claim into the recycled pod waits until its container has restarted, then goes in", async () => {
     const double = recycled;
     const from = double.double.requests.length;
     await world.claim('sbx-recycle', { API_KEY: 'sk-isolation-next-tenant' }, TOKEN);
-    const refused = await world.event('sbx-recycle', 'EnvPodRecycled');
-    expect(refused.message).toContain('Recreate the pod');
-    expect(double.double.requests.slice(from).map((r) => r.operation)).toEqual(['list']);
+    // The listing finds the mark, the mark is read: the instance that served the last claim still runs.
+    await until('the mark read', () =>
+      double.double.requests.slice(from).some((r) => r.operation === 'get' && r.path.endsWith('.env_recycled'))
+        ? true
+        : undefined,
+    );
     expect(envSh(double.dir)).toBeUndefined();
+    // The wrapper ended the last claim's app; the kubelet restarted the container: another instance runs.
+    await world.setRunning('sbx-recycle-pod', 'main', 'containerd://restarted-2');
+    await until("the next tenant's env", () =>
+      envSh(double.dir)?.includes('sk-isolation-next-tenant') === true ? true : undefined,
+    );
+    expect(existsSync(path.join(double.dir, '.env_recycled'))).toBe(false);
+    expect(envSh(double.dir)).not.toContain('sk-isolation-recycle');
   });
 
   it('--require-runtime-tls: a runtime without a TLS port gets nothing in clear, and a Warning', async () => {

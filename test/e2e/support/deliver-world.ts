@@ -154,6 +154,8 @@ export interface DeliverWorld {
   /** Writes the Sandbox's status.podInfo, as upstream's controller does. */
   setPodInfo: (sandbox: string, podInfo: { podIP?: string; podUID?: string }) => Promise<void>;
   setPodIp: (pod: string, podIP: string) => Promise<void>;
+  /** The kubelet's word that container `name` of `pod` runs as instance `id`: a restart gives another ID. */
+  setRunning: (pod: string, name: string, id: string) => Promise<void>;
   claim: (sandbox: string, vars: Record<string, string>, accessToken: string) => Promise<void>;
   events: (sandbox: string) => Promise<EventItem[]>;
   /** The first Event of `reason` on the Sandbox, waited for. */
@@ -231,6 +233,15 @@ export function deliverWorld(cluster: () => TestCluster, namespace: string): Del
     },
     createPod,
     setPodIp,
+    async setRunning(pod, name, id) {
+      const running = { startedAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z') };
+      const status = {
+        containerStatuses: [
+          { name, image: 'app:1', imageID: '', ready: true, restartCount: 0, containerID: id, state: { running } },
+        ],
+      };
+      await kubectl(['patch', 'pod', pod, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status })]);
+    },
     setPodInfo,
     async claim(sandbox, vars, accessToken) {
       const request = JSON.stringify({ envVars: vars, accessToken });
