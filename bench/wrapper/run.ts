@@ -10,7 +10,10 @@
  *                 for the shipped way, also the CPU of each wake: the woken wrapper and its command, counted in a
  *                 cgroup (bench/cpu-group.ts), beside bash's own fork and exec of the same command;
  *   probe cost    WRAPPER_BENCH_PROBES (200) unclaimed exec probes in a row, CPU and time per probe, beside
- *                 bare bash starts.
+ *                 bare bash starts;
+ *   supervising   WRAPPER_BENCH_COUNT claimed wrappers, each the parent of its command and of its watch for the
+ *                 claim's end, for WRAPPER_BENCH_SECONDS: the CPU of both (not the command's), and their memory
+ *                 (PSS, so the pages the wrappers share are split among them).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -266,6 +269,63 @@ function probes(command: string): { cpuMs: number; wallMs: number } {
   }
 }
 
+/** utime + stime of the process itself, in seconds: not its children's. */
+function ownCpuSeconds(pid: number): number {
+  const fields = statFields(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+/** Proportional set size, in KiB: the process's private pages and its share of the shared ones. */
+function pssKiB(pid: number): number {
+  const match = /^Pss:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+  return Number(match?.[1] ?? 0);
+}
+
+/** COUNT claimed wrappers supervising `sleep`: what the wrapper and its watch cost while the command runs. */
+async function supervising(): Promise<{ cpuSeconds: number; coreShare: number; pssKiBEach: number }> {
+  const dir = mkdtempSync(path.join(work, 'claimed-'));
+  writeFileSync(path.join(dir, 'env.sh'), '');
+  writeFileSync(path.join(dir, '.env_ready'), '');
+  const wrappers = Array.from({ length: COUNT }, () =>
+    spawn('bash', [WRAPPER, '--', 'sleep', '100000'], {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', SANDBOX_ENV_DIR: dir },
+      stdio: 'ignore',
+    }),
+  );
+  try {
+    // Each wrapper's two children: the command (sleep) and the watch (a bash like the wrapper).
+    const watched: number[] = [];
+    for (const wrapper of wrappers) {
+      const pid = wrapper.pid ?? -1;
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const kids = await childrenOf(pid);
+        const watch = kids.find((kid) => readFileSync(`/proc/${kid}/cmdline`, 'utf8').startsWith('bash\0'));
+        if (kids.length >= 2 && watch !== undefined) {
+          watched.push(pid, watch);
+          break;
+        }
+        if (Date.now() > deadline) throw new Error(`wrapper ${pid} never started its command and its watch`);
+        await sleep(10);
+      }
+    }
+    const before = watched.reduce((sum, pid) => sum + ownCpuSeconds(pid), 0);
+    const started = performance.now();
+    await sleep(SECONDS * 1000);
+    const cpuSeconds = watched.reduce((sum, pid) => sum + ownCpuSeconds(pid), 0) - before;
+    const elapsed = (performance.now() - started) / 1000;
+    const pss = watched.reduce((sum, pid) => sum + pssKiB(pid), 0);
+    return { cpuSeconds, coreShare: cpuSeconds / elapsed, pssKiBEach: pss / COUNT };
+  } finally {
+    for (const wrapper of wrappers) wrapper.kill('SIGTERM');
+    await Promise.all(
+      wrappers.map((wrapper) =>
+        wrapper.exitCode !== null ? Promise.resolve() : new Promise((resolve) => wrapper.once('exit', resolve)),
+      ),
+    );
+  }
+}
+
 async function main(): Promise<void> {
   const list = ways();
   const isolated = await canUnshare();
@@ -329,6 +389,11 @@ async function main(): Promise<void> {
     `probe while unclaimed (${PROBES} in a row): ${probe.cpuMs.toFixed(2)} ms CPU, ${probe.wallMs.toFixed(2)} ms each; ` +
       `a bare bash start: ${bare.cpuMs.toFixed(2)} ms CPU, ${bare.wallMs.toFixed(2)} ms\n`,
   );
+  const supervised = await supervising();
+  process.stdout.write(
+    `supervising (${COUNT} claimed wrappers for ${SECONDS} s, each with its watch): CPU ${supervised.cpuSeconds.toFixed(2)} s ` +
+      `(${(supervised.coreShare * 100).toFixed(3)}% of a core), ${supervised.pssKiBEach.toFixed(0)} KiB PSS per sandbox\n`,
+  );
   const chosen = wakeResults[0];
   const result = {
     count: COUNT,
@@ -337,6 +402,7 @@ async function main(): Promise<void> {
     wake: wakeResults,
     wakeCpu: wakeCpuResult,
     probe: { wrapper: probe, bareBash: bare },
+    supervising: supervised,
     wakeTargetMet: chosen !== undefined && chosen.p99Ms <= 20,
   };
   process.stdout.write(`  wake target (p99 <= 20 ms, FIFO + wake): ${result.wakeTargetMet ? 'met' : 'NOT met'}\n`);
