@@ -32,9 +32,9 @@ import type { InjectionReport, ProbeRewrite, ProxiedProbe } from './report.js';
 import type { Container, ContainerList, JsonObject, Pod } from './types.js';
 
 /** Upstream's defaults, fixed in its code: the proxy's name, the variable it reads, and its status port. */
-export const DEFAULT_PROXY = 'istio-proxy';
-export const PROBERS_ENV = 'ISTIO_KUBE_APP_PROBERS';
-export const STATUS_PORT = 15020;
+const DEFAULT_PROXY = 'istio-proxy';
+const PROBERS_ENV = 'ISTIO_KUBE_APP_PROBERS';
+const STATUS_PORT = 15020;
 
 /** In the order upstream visits them within a container, with the path the proxy serves for each. */
 const PROBES = [
@@ -92,6 +92,7 @@ export function rewriteProbesThroughProxy(editor: PodEditor, report: InjectionRe
   return { proxy, probes: pass.probes };
 }
 
+/** The admission's warning when the pod asks for the rewrite but has no proxy to take the probes. */
 export function noProxyWarning(proxy: string): string {
   return `${TRAFFIC_PROXY}: health probes not rewritten, the pod has no proxy container "${proxy}"`;
 }
