@@ -13,26 +13,32 @@ export type ProbeName = 'startupProbe' | 'livenessProbe' | 'readinessProbe';
 export type NetworkProbeHandler = 'httpGet' | 'tcpSocket' | 'grpc';
 
 export const NETWORK_PROBE_HANDLERS: readonly NetworkProbeHandler[] = ['httpGet', 'tcpSocket', 'grpc'];
+/**
+ * How the kubelet reaches the app: the probe's handler, or `via proxy` for one that traffic-proxy's rewrite sends
+ * through the proxy, which still asks the waiting app (the status annotation names the proxy).
+ */
+export type ProbeWay = NetworkProbeHandler | 'via proxy';
+export const VIA_PROXY: ProbeWay = 'via proxy';
 
 /** A network readiness probe on a wrapped container: the app is held until the claim, so the pod is never Ready. */
-export function readinessProbeWarning(container: string, handler: NetworkProbeHandler): string {
-  return `Auto: not Ready until claimed, pool never fills: "${container}" readinessProbe ${handler}; use an exec probe`;
+export function readinessProbeWarning(container: string, way: ProbeWay): string {
+  return `Auto: not Ready until claimed, pool never fills: "${container}" readinessProbe ${way}; use an exec probe`;
 }
 
 /** A network liveness or startup probe on a wrapped container: it fails while the app waits, and the kubelet restarts it. */
 export function restartingProbeWarning(
   container: string,
   probe: 'startupProbe' | 'livenessProbe',
-  handler: NetworkProbeHandler,
+  way: ProbeWay,
 ): string {
-  return `Auto: restarted until claimed: "${container}" ${probe} ${handler} fails meanwhile; use an exec probe`;
+  return `Auto: restarted until claimed: "${container}" ${probe} ${way} fails meanwhile; use an exec probe`;
 }
 
 /** The text for any network probe: readiness and the two that restart differ in what they do to the pod. */
-export function networkProbeWarning(container: string, probe: ProbeName, handler: NetworkProbeHandler): string {
+export function networkProbeWarning(container: string, probe: ProbeName, way: ProbeWay): string {
   return probe === 'readinessProbe'
-    ? readinessProbeWarning(container, handler)
-    : restartingProbeWarning(container, probe, handler);
+    ? readinessProbeWarning(container, way)
+    : restartingProbeWarning(container, probe, way);
 }
 
 /** A container of the pod's own with no `command`: it runs its image's entrypoint at once, unclaimed. */

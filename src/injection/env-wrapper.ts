@@ -2,7 +2,7 @@ import { ENV_DIR, WRAPPER_PATH } from '../wrapper/env-dir.js';
 import * as say from './auto-warnings.js';
 import { relativePath, type PodEditor } from './editor.js';
 import { addMissingVolumes, appendContainers, appendMounts, containerPath } from './merge.js';
-import type { InjectionReport } from './report.js';
+import type { InjectionReport, ProbeRewrite } from './report.js';
 import type { Container, Pod, Volume, VolumeMount } from './types.js';
 
 /**
@@ -40,6 +40,8 @@ export interface EnvWrapperInput {
   injectedContainerNames: ReadonlySet<string>;
   /** Installs the wrapper, for clusters whose agent-runtime image does not carry it. */
   wrapper: WrapperInstaller | undefined;
+  /** The probes traffic-proxy's rewrite sent through the proxy, when it applied. */
+  proxied?: ProbeRewrite | undefined;
 }
 
 /**
@@ -82,7 +84,7 @@ export function wrapForEnvInjection(editor: PodEditor, input: EnvWrapperInput, r
     }
     wrapped.push(index);
     report.wrapped.push(container.name);
-    adviseOnNetworkProbes(container, report);
+    adviseOnNetworkProbes(container, input.proxied, report);
   });
   // envd writes the environment from inside the main container, so it mounts the volume even when not wrapped.
   if (main !== undefined && !wrapped.includes(0) && !hasSandboxEnvMount(main)) {
@@ -153,13 +155,18 @@ function wrapContainer(editor: PodEditor, index: number, container: Container): 
   }
 }
 
-/** The kubelet runs network probes itself, so the wrapper cannot answer them while the app waits for its claim. */
-function adviseOnNetworkProbes(container: Container, report: InjectionReport): void {
+/**
+ * The kubelet runs network probes itself, so the wrapper cannot answer them while the app waits for its claim;
+ * nor can the proxy a rewritten probe now goes through, which asks the same waiting app.
+ */
+function adviseOnNetworkProbes(container: Container, proxied: ProbeRewrite | undefined, report: InjectionReport): void {
   for (const { name } of PROBES) {
     const probe = container[name];
     if (probe === undefined) continue;
     const handler = say.NETWORK_PROBE_HANDLERS.find((kind) => probe[kind] !== undefined && probe[kind] !== null);
-    if (handler !== undefined) report.advice.push(say.networkProbeWarning(container.name, name, handler));
+    if (handler === undefined) continue;
+    const viaProxy = proxied?.probes.some((p) => p.container === container.name && p.probe === name) === true;
+    report.advice.push(say.networkProbeWarning(container.name, name, viaProxy ? say.VIA_PROXY : handler));
   }
 }
 

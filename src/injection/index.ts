@@ -17,15 +17,19 @@
  *    ignores postStart. A generic runtime (generic.ts) is also skipped for a volume name the pod has; it adds the
  *    labels and annotations the pod lacks and appends its containers. All add only the volumes the pod lacks, and
  *    agent-runtime and csi are skipped in a pod without containers.
- * 5. Auto (env-wrapper.ts). Decided once every runtime is done, since it needs agent-runtime's sidecars in the
+ * 5. traffic-proxy's health-probe rewrite (traffic-proxy-probes.ts). With traffic-proxy in the pod (injected now
+ *    or before, or present) and the pod asking for it, the other containers' network probes and hooks are sent
+ *    through the proxy, and the proxy is told where the app answers them. Before Auto, so that Auto sees the
+ *    probes as the kubelet will run them.
+ * 6. Auto (env-wrapper.ts). Decided once every runtime is done, since it needs agent-runtime's sidecars in the
  *    pod (injected now or before); without them, or with the main container holding /var/sandbox with another
  *    volume, nothing is wrapped and a warning says why. Otherwise the sandbox-env volume and the mounts of the
  *    main container and the sidecars are added, the pod's own containers with a command are chosen for wrapping
  *    (not those a runtime brought, nor one with another volume at /var/sandbox), and the wrapper's installer is
  *    added when one is given and a command uses the wrapper.
- * 6. The status. When runtimes were asked, the annotation records this admission's outcome beside the earlier
+ * 7. The status. When runtimes were asked, the annotation records this admission's outcome beside the earlier
  *    ones, unless it already says exactly that.
- * 7. Wrapping, last. The chosen containers' commands and exec probes are wrapped as the editor's final edits,
+ * 8. Wrapping, last. The chosen containers' commands and exec probes are wrapped as the editor's final edits,
  *    which copy nothing and after which no other edit is made (editor.ts).
  *
  * Every edit is recorded as the operation that makes it as it is made, so the patch is ready when the edit ends.
@@ -38,7 +42,8 @@ import type { JsonPointers } from './pointers.js';
 import { wrapForEnvInjection, type WrapperInstaller } from './env-wrapper.js';
 import { injectGeneric } from './generic.js';
 import { emptyReport, type InjectionReport } from './report.js';
-import { recordedStatus, settledRuntimes, statusAfter } from './status.js';
+import { recordedStatus, settledRuntimes, statusAfter, type RecordedStatus } from './status.js';
+import { rewriteProbesThroughProxy } from './traffic-proxy-probes.js';
 import {
   AGENT_RUNTIME,
   CSI,
@@ -47,6 +52,7 @@ import {
   type EnvVarsInjectionPolicy,
   type Pod,
   type RuntimeConfig,
+  TRAFFIC_PROXY,
 } from './types.js';
 
 export interface RequestedRuntime {
@@ -105,6 +111,9 @@ export function injectRuntimes(pod: Pod, input: InjectionInput): InjectionResult
     }
   }
 
+  // Only a pod with traffic-proxy in it pays for the look at its annotations.
+  if (runtimeInPod(TRAFFIC_PROXY, before, report)) report.probeRewrite = rewriteProbesThroughProxy(editor, report);
+
   let wrapContainers: (() => void) | undefined;
   if (input.policy === 'Auto') {
     const agentRuntime =
@@ -117,6 +126,7 @@ export function injectRuntimes(pod: Pod, input: InjectionInput): InjectionResult
         injectedNow: report.injected.includes(AGENT_RUNTIME),
         injectedContainerNames: templateContainerNames(input.runtimes, inPod),
         wrapper: input.wrapper,
+        proxied: report.probeRewrite,
       },
       report,
     );
@@ -147,6 +157,16 @@ class EditedPod implements InjectionResult {
   get pod(): Pod {
     return this.editor.result();
   }
+}
+
+/** Whether an earlier admission or this one injected the runtime or found it present. */
+function runtimeInPod(runtime: string, before: RecordedStatus, report: InjectionReport): boolean {
+  return (
+    report.injected.includes(runtime) ||
+    report.present.includes(runtime) ||
+    before.injected.includes(runtime) ||
+    before.present.includes(runtime)
+  );
 }
 
 function inOrder(runtimes: readonly RequestedRuntime[]): RequestedRuntime[] {
@@ -209,6 +229,6 @@ export type { WrapperInstaller } from './env-wrapper.js';
 export { wrappedWithoutInstaller } from './env-wrapper.js';
 export * as autoWarnings from './auto-warnings.js';
 export { POSTSTART_CONFLICT_MODES } from './agent-runtime.js';
-export type { InjectionReport, RuntimeSkip, SkipReason } from './report.js';
+export type { InjectionReport, ProbeRewrite, ProxiedProbe, RuntimeSkip, SkipReason } from './report.js';
 export { STATUS_ANNOTATION } from '../shapes/sandbox-api.js';
 export * from './types.js';

@@ -24,6 +24,25 @@ export interface InjectionReport {
    * the spec's own cases expect none for such pods. Never a skip: no patch or status changes with them.
    */
   advice: string[];
+  /** What traffic-proxy's health-probe rewrite sent through the proxy, when it applied (traffic-proxy-probes.ts). */
+  probeRewrite?: ProbeRewrite;
+}
+
+/** A probe (`readinessProbe`, `livenessProbe`, `startupProbe`) or lifecycle handler (`preStop`, `postStart`). */
+export interface ProxiedProbe {
+  container: string;
+  probe: 'readinessProbe' | 'livenessProbe' | 'startupProbe' | 'preStop' | 'postStart';
+}
+
+/** The proxy the probes go through, and every network probe and handler of the other containers. */
+export interface ProbeRewrite {
+  proxy: string;
+  probes: ProxiedProbe[];
+}
+
+/** How the status annotation and `explain` name a probe or handler that goes through the proxy. */
+export function proxiedLabel({ container, probe }: ProxiedProbe): string {
+  return `${container}/${probe}`;
 }
 
 export function emptyReport(): InjectionReport {

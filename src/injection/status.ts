@@ -1,4 +1,4 @@
-import type { InjectionReport, RuntimeSkip } from './report.js';
+import { proxiedLabel, type InjectionReport, type RuntimeSkip } from './report.js';
 import { STATUS_ANNOTATION } from '../shapes/sandbox-api.js';
 import type { Pod } from './types.js';
 
@@ -7,6 +7,14 @@ export interface InjectionStatus {
   present: string[];
   skipped: RuntimeSkip[];
   wrapped: string[];
+  /** Only on a pod whose probes traffic-proxy's rewrite sent through the proxy. */
+  healthProbeRewrite?: ProbeRewriteRecord;
+}
+
+/** The proxy, and each probe or handler that goes through it as `container/probe` (e.g. `app/readinessProbe`). */
+export interface ProbeRewriteRecord {
+  proxy: string;
+  probes: string[];
 }
 
 /** What an earlier admission recorded. A status we cannot read records nothing. */
@@ -15,6 +23,7 @@ export interface RecordedStatus {
   present: readonly string[];
   skipped: readonly RuntimeSkip[];
   wrapped: readonly string[];
+  healthProbeRewrite?: ProbeRewriteRecord;
 }
 
 export function recordedStatus(pod: Pod): RecordedStatus {
@@ -31,6 +40,7 @@ export function recordedStatus(pod: Pod): RecordedStatus {
     present: names(status.present),
     skipped: skips(status.skipped),
     wrapped: names(status.wrapped),
+    ...probeRewrite(status.healthProbeRewrite),
   };
 }
 
@@ -49,6 +59,12 @@ function skips(value: unknown): RuntimeSkip[] {
       typeof (s as RuntimeSkip).reason === 'string' &&
       typeof (s as RuntimeSkip).message === 'string',
   );
+}
+
+function probeRewrite(value: unknown): { healthProbeRewrite?: ProbeRewriteRecord } {
+  if (value === null || typeof value !== 'object') return {};
+  const { proxy, probes } = value as Record<string, unknown>;
+  return typeof proxy === 'string' ? { healthProbeRewrite: { proxy, probes: names(probes) } } : {};
 }
 
 function names(value: unknown): string[] {
@@ -70,6 +86,14 @@ export function statusAfter(before: RecordedStatus, report: InjectionReport): st
     })),
     wrapped: union(before.wrapped, report.wrapped),
   };
+  // Made afresh on every pass while the rewrite applies: a rewritten probe still counts as going through the
+  // proxy, so a reinvocation records the same.
+  const rewrite = report.probeRewrite;
+  if (rewrite !== undefined) {
+    status.healthProbeRewrite = { proxy: rewrite.proxy, probes: rewrite.probes.map(proxiedLabel) };
+  } else if (before.healthProbeRewrite !== undefined) {
+    status.healthProbeRewrite = before.healthProbeRewrite;
+  }
   return JSON.stringify(status);
 }
 

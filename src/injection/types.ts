@@ -23,4 +23,4 @@ export type {
 export type EnvVarsInjectionPolicy = 'None' | 'Auto';
 export const ENV_VARS_INJECTION_POLICIES: readonly EnvVarsInjectionPolicy[] = ['None', 'Auto'];
 
-export { AGENT_RUNTIME, CSI } from '../shapes/sandbox-api.js';
+export { AGENT_RUNTIME, CSI, TRAFFIC_PROXY } from '../shapes/sandbox-api.js';

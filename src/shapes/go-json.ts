@@ -120,3 +120,78 @@ function setOwn(target: Record<string, unknown>, key: string, value: unknown): v
 function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
+
+/**
+ * Writes a value as Go's json.Marshal writes the same data, byte for byte, for a reader that may compare bytes
+ * (a proxy parsing an env var the Sandbox controller would have written):
+ * - a Map is a Go map: its keys sorted by their UTF-8 bytes;
+ * - a plain object is a Go struct: its keys in the order they were set, which the caller makes the struct's
+ *   field order, leaving out what `omitempty` leaves out (an undefined value is left out too);
+ * - strings are escaped as Go escapes them (see goString);
+ * - numbers are the integers Go's int32 fields hold, written in decimal.
+ */
+export function marshalLikeGo(value: unknown): string {
+  if (typeof value === 'string') return goString(value);
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (value === null || value === undefined) return 'null';
+  if (Array.isArray(value)) return `[${value.map(marshalLikeGo).join(',')}]`;
+  if (value instanceof Map) {
+    const keys = [...(value as Map<string, unknown>).keys()].sort(byUtf8);
+    return `{${keys.map((key) => `${goString(key)}:${marshalLikeGo(value.get(key))}`).join(',')}}`;
+  }
+  const members: string[] = [];
+  for (const [key, item] of Object.entries(value)) {
+    if (item !== undefined) members.push(`${goString(key)}:${marshalLikeGo(item)}`);
+  }
+  return `{${members.join(',')}}`;
+}
+
+const SHORT_ESCAPES: Readonly<Record<number, string>> = {
+  0x22: '\\"',
+  0x5c: '\\\\',
+  0x08: '\\b',
+  0x0c: '\\f',
+  0x0a: '\\n',
+  0x0d: '\\r',
+  0x09: '\\t',
+};
+
+/**
+ * A JSON string as Go's encoding/json writes it with its default HTML escaping: `<`, `>` and `&` as \u003c,
+ * \u003e and \u0026, U+2028 and U+2029 escaped, control characters as \b \f \n \r \t or \u00XX (lower-case hex),
+ * everything else as it is. A lone surrogate, which Go's decoder would have made U+FFFD, is U+FFFD. Runs of
+ * characters that need nothing are copied whole, as Go copies them.
+ */
+export function goString(text: string): string {
+  let out = '"';
+  let start = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= 0x20 && code !== 0x22 && code !== 0x5c && code !== 0x3c && code !== 0x3e && code !== 0x26) {
+      if (code < 0x2028 || (code > 0x2029 && code < 0xd800) || code > 0xdfff) continue;
+      if (code >= 0xd800 && code <= 0xdbff && isLowSurrogate(text.charCodeAt(i + 1))) {
+        i++;
+        continue;
+      }
+    }
+    out += text.slice(start, i) + escapeOne(code);
+    start = i + 1;
+  }
+  return `${out}${text.slice(start)}"`;
+}
+
+/** The escape of one UTF-16 unit that goString does not copy as it is. */
+function escapeOne(code: number): string {
+  // Go's decoder had already made a lone surrogate U+FFFD, which its encoder writes as it is.
+  if (code >= 0xd800 && code <= 0xdfff) return '\ufffd';
+  return SHORT_ESCAPES[code] ?? `\\u${code.toString(16).padStart(4, '0')}`;
+}
+
+function isLowSurrogate(code: number): boolean {
+  return code >= 0xdc00 && code <= 0xdfff;
+}
+
+/** Go's order of map keys: by their UTF-8 bytes, which is the order of their code points. */
+function byUtf8(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+}

@@ -33,6 +33,15 @@ export const SANDBOX_POD_SELECTOR = `${CREATED_BY}=${CREATED_BY_SANDBOX}`;
 /** The runtimes the injection rules treat apart; every other name is a generic runtime. */
 export const AGENT_RUNTIME = 'agent-runtime';
 export const CSI = 'csi';
+/**
+ * The generic runtime whose template brings an Istio-style proxy; with it in the pod, the controller also routes
+ * the pod's network probes through the proxy when the pod asks for it (upstream's traffic-proxy package).
+ */
+export const TRAFFIC_PROXY = 'traffic-proxy';
+/** `"true"` asks for that rewrite of the probes. */
+export const HEALTH_PROBE_REWRITE_ANNOTATION = 'networking.agents.kruise.io/health-probe-rewrite';
+/** The name of the proxy container that takes the probes over, when it is not the default. */
+export const SIDECAR_PROXY_ANNOTATION = 'networking.agents.kruise.io/sidecar-proxy';
 
 /** The pod's own choice of runtimes (comma-separated) and policy, where the operator lets a pod choose. */
 export const RUNTIMES_ANNOTATION = 'agents.kruise.io/runtimes';

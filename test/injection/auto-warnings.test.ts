@@ -36,6 +36,15 @@ describe('the texts of what Auto cannot hold until the claim', () => {
     }
   });
 
+  it('a probe that traffic-proxy sends through its proxy says so where the handler would be', () => {
+    expect(say.networkProbeWarning('app', 'readinessProbe', say.VIA_PROXY)).toBe(
+      'Auto: not Ready until claimed, pool never fills: "app" readinessProbe via proxy; use an exec probe',
+    );
+    expect(say.networkProbeWarning('app', 'livenessProbe', say.VIA_PROXY)).toBe(
+      'Auto: restarted until claimed: "app" livenessProbe via proxy fails meanwhile; use an exec probe',
+    );
+  });
+
   it('a container without command starts unclaimed', () => {
     expect(say.noCommandWarning('worker')).toBe(
       `Auto: starts unclaimed, without the claim's env: "worker" has no command to wrap; give it one`,
@@ -45,6 +54,7 @@ describe('the texts of what Auto cannot hold until the claim', () => {
   it('every text fits in 120 characters after the subject, and a cut keeps the reason', () => {
     const texts = [
       ...PROBES.flatMap((probe) => say.NETWORK_PROBE_HANDLERS.map((h) => say.networkProbeWarning('app', probe, h))),
+      ...PROBES.map((probe) => say.networkProbeWarning('app', probe, say.VIA_PROXY)),
       say.noCommandWarning('app'),
       say.noAgentRuntimeWarning(),
       say.mainMountBlocksWarning('app', 'data'),

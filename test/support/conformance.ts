@@ -28,6 +28,10 @@ export interface ConformanceCase {
     /** Ours only: each text is in one of the warnings. */
     warningsMention?: string[];
     messageMentions?: string[];
+    /** Ours only: the answer has no patch at all (a reinvocation of an admitted pod). */
+    noPatch?: boolean;
+    /** Ours only: the status annotation's record of traffic-proxy's probe rewrite; without it, no record. */
+    healthProbeRewrite?: { proxy: string; probes: string[] };
   };
 }
 
@@ -102,8 +106,11 @@ export function expectConformance(testCase: ConformanceCase, response: ReviewRes
   const admitted = admittedPod(testCase.pod, response);
   if (testCase.expect.changed !== undefined) {
     expect(admitted.pod).toEqual(testCase.expect.pod);
-    expect(isDeepStrictEqual(admitted.pod, testCase.pod)).toBe(!testCase.expect.changed);
+    // A reinvocation's input carries the status already: it too is compared without it.
+    const input = withoutStatus(testCase.pod, testCase.pod).pod;
+    expect(isDeepStrictEqual(admitted.pod, input)).toBe(!testCase.expect.changed);
   }
+  if (testCase.expect.noPatch === true) expect(response.patch).toBeUndefined();
   expect(response.patchType).toBe(response.patch === undefined ? undefined : 'JSONPatch');
   expect(admitted.pod).toEqual(testCase.expect.pod);
   if (testCase.expect.warnings !== undefined) {
@@ -132,5 +139,12 @@ function expectStatusRecorded(testCase: ConformanceCase, status: string | undefi
     return;
   }
   const parsed = JSON.parse(status ?? 'null') as Record<string, unknown>;
-  expect(Object.keys(parsed)).toEqual(['injected', 'present', 'skipped', 'wrapped']);
+  // The fifth key only on a pod whose probes traffic-proxy's rewrite sent through the proxy.
+  const keys = ['injected', 'present', 'skipped', 'wrapped'];
+  expect(Object.keys(parsed)).toEqual('healthProbeRewrite' in parsed ? [...keys, 'healthProbeRewrite'] : keys);
+  if (testCase.expect.healthProbeRewrite !== undefined) {
+    expect(parsed.healthProbeRewrite).toEqual(testCase.expect.healthProbeRewrite);
+  } else {
+    expect(parsed).not.toHaveProperty('healthProbeRewrite');
+  }
 }

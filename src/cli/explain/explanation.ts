@@ -37,6 +37,11 @@ export interface Explanation {
   denial?: { code: string; status: number; message: string };
   runtimes: RuntimeFate[];
   wrapped: string[];
+  /**
+   * traffic-proxy's health-probe rewrite, as the status annotation records it: the proxy, and each probe or hook
+   * (`container/probe`) that goes through it. Absent when the rewrite did not apply.
+   */
+  healthProbeRewrite?: { proxy: string; probes: string[] };
   /** The warnings answered, each whole (the answer itself cuts them at 120 characters). */
   warnings: string[];
   /** What Auto cannot hold until the claim; answered as warnings too when the server runs --warn-unwrapped. */
@@ -103,6 +108,7 @@ export async function explainPod(input: ExplainInput): Promise<Explanation> {
     ...(denial === undefined ? {} : { denial }),
     runtimes: fates(asked, recordedStatus(pod), recordedStatus(mutated), whyNoRecord(snapshot, denial)),
     wrapped: [...recordedStatus(mutated).wrapped],
+    ...probeRewriteOf(recordedStatus(mutated)),
     warnings: summary.warningMessages,
     advice: summary.advice,
     patch: decodePatch(response?.patch),
@@ -111,6 +117,11 @@ export async function explainPod(input: ExplainInput): Promise<Explanation> {
       to: `pod ${namespace}/${name} as admitted`,
     }),
   };
+}
+
+function probeRewriteOf(status: RecordedStatus): Pick<Explanation, 'healthProbeRewrite'> {
+  const rewrite = status.healthProbeRewrite;
+  return rewrite === undefined ? {} : { healthProbeRewrite: { proxy: rewrite.proxy, probes: [...rewrite.probes] } };
 }
 
 /** Long values (the status annotation) stay on one line, so each change is one diff line. */

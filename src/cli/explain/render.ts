@@ -100,6 +100,11 @@ function resultSection(explanation: Explanation): string[] {
   const outcome = denial === undefined ? decision : `denied, ${denial.code} (${denial.status}): ${denial.message}`;
   const lines = [`${heading}: ${outcome}`, ...explanation.runtimes.map(fateLine)];
   if (explanation.wrapped.length > 0) lines.push(`  wrapped for Auto: ${explanation.wrapped.join(', ')}`);
+  const rewrite = explanation.healthProbeRewrite;
+  if (rewrite !== undefined) {
+    const probes = rewrite.probes.length === 0 ? 'none (no network probe or hook)' : rewrite.probes.join(', ');
+    lines.push(`  health probes rewritten through proxy "${rewrite.proxy}": ${probes}`);
+  }
   return lines;
 }
 

@@ -90,6 +90,45 @@ describe('explainPod', () => {
     expect(explanation.diff).toContain('\n+        - /var/sandbox/run_with_envs.sh\n');
   });
 
+  it("shows traffic-proxy's health-probe rewrite: the proxy, and the probes and hooks it now takes", async () => {
+    const proxied = {
+      ...ALL_KEYS,
+      'traffic-proxy': JSON.stringify({ containers: [{ name: 'istio-proxy', image: 'proxy:1' }] }),
+    };
+    const input = pod(
+      [
+        {
+          name: 'main',
+          image: 'python:3.12',
+          readinessProbe: { tcpSocket: { port: 8080 } },
+          lifecycle: { preStop: { httpGet: { path: '/drain', port: 8080 } } },
+        },
+      ],
+      {},
+      {
+        name: 'p',
+        namespace: 'team-a',
+        annotations: { [RUNTIMES]: 'traffic-proxy', 'networking.agents.kruise.io/health-probe-rewrite': 'true' },
+      },
+    );
+    const explanation = await explain(input, storeOf(proxied));
+    expect(explanation.healthProbeRewrite).toEqual({
+      proxy: 'istio-proxy',
+      probes: ['main/readinessProbe', 'main/preStop'],
+    });
+    const text = renderText(explanation);
+    expect(text).toContain(
+      '  health probes rewritten through proxy "istio-proxy": main/readinessProbe, main/preStop\n',
+    );
+    expect(explanation.diff).toContain('+          path: /app-health/main/readyz\n');
+    expect(explanation.diff).toContain('+          value: \'{"/app-health/main/readyz":{"tcpSocket":{"port":8080}},');
+
+    // Not asked for: nothing said.
+    const plain = await explain(annotated('traffic-proxy'), storeOf(proxied));
+    expect(plain.healthProbeRewrite).toBeUndefined();
+    expect(renderText(plain)).not.toContain('health probes');
+  });
+
   it("says where the runtimes and the policy came from, through the server's own Sandbox resolution", async () => {
     const sandbox: Sandbox = {
       metadata: { name: 'sbx', namespace: 'team-a', uid: 'uid-1', annotations: { [POLICY]: 'Auto' } },
