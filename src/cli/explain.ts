@@ -7,6 +7,10 @@ import { CONFIG_FILE_HELP, offlineDeps, POSTSTART_CONFLICT_FLAG, POSTSTART_CONFL
 import { parsePod } from './pod-review.js';
 import { explainPod, type Explanation } from './explain/explanation.js';
 import { renderText } from './explain/render.js';
+import { explainDelivery } from './explain/delivery.js';
+import { DELIVERY_FLAG_NAMES, deliverySettings } from './explain/delivery-settings.js';
+import type { DeliverySandbox } from '../deliver/claim.js';
+import { systemClock } from '../util/clock.js';
 
 /** The name manifests/base/mutatingwebhookconfiguration.yaml installs (a test keeps the two equal). */
 export const DEFAULT_WEBHOOK_CONFIGURATION = 'sandbox-injector';
@@ -35,6 +39,21 @@ ${columns([
   ['--wrapper-image IMAGE', "as serve: the wrapper init container's image"],
   POSTSTART_CONFLICT_HELP,
   ['-o, --output text|json', 'the output format (default text)'],
+])}
+
+With --sandbox in a cluster it also says what deliver-env does with the Sandbox: whether it is claimed, which
+pod the claim goes to and why, deliver-env's last Event, whether the env is delivered, and what to do next.
+deliver-env's decision depends on its flags: give the ones it runs with (defaults as deliver-env's).
+
+${columns([
+  ['--runtime-port PORT', "as deliver-env: envd's port when only the pod's IP is known"],
+  ['--[no-]trust-runtime-url', "as deliver-env: follow runtime URLs whose host is not the pod's IP"],
+  ['--[no-]allow-host-network', 'as deliver-env: deliver to hostNetwork pods'],
+  ['--[no-]require-runtime-tls', 'as deliver-env: refuse runtimes that serve plain HTTP'],
+  ['--runtime-tls-secret NS/NAME', "as deliver-env: the runtimes' TLS bundle (explain reads the Secret)"],
+  ['--recycled-pods MODE', 'as deliver-env: restart, recreate or any'],
+  ['--lease-namespace NS', "namespace of deliver-env's Lease (default as deliver-env)"],
+  ['--lease-name NAME', "deliver-env's Lease (default as deliver-env)"],
 ])}`;
 
 const FLAGS = {
@@ -50,12 +69,20 @@ const FLAGS = {
   'wrapper-image': { type: 'string' },
   output: { type: 'string', short: 'o', default: 'text' },
   ...POSTSTART_CONFLICT_FLAG,
+  'runtime-port': { type: 'string' },
+  'trust-runtime-url': { type: 'boolean' },
+  'allow-host-network': { type: 'boolean' },
+  'require-runtime-tls': { type: 'boolean' },
+  'runtime-tls-secret': { type: 'string' },
+  'recycled-pods': { type: 'string' },
+  'lease-namespace': { type: 'string' },
+  'lease-name': { type: 'string' },
 } as const;
 
 export type ExplainFlags = ReturnType<typeof parseFlags>;
 
 function parseFlags(argv: string[]) {
-  return parseArgs({ args: argv, options: FLAGS, strict: true, allowPositionals: false }).values;
+  return parseArgs({ args: argv, options: FLAGS, strict: true, allowPositionals: false, allowNegative: true }).values;
 }
 
 /**
@@ -78,7 +105,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
 
 async function explainOffline(flags: ExplainFlags, io: CliIo): Promise<Explanation> {
   const clusterOnly = (
-    ['sandbox', 'pod', 'config-namespace', 'config-name', 'allow-annotation-runtimes'] as const
+    ['sandbox', 'pod', 'config-namespace', 'config-name', 'allow-annotation-runtimes', ...DELIVERY_FLAG_NAMES] as const
   ).filter((flag) => flags[flag] !== undefined && flags[flag] !== false);
   if (clusterOnly.length > 0) {
     const needs = clusterOnly.length === 1 ? 'needs' : 'need';
@@ -100,10 +127,22 @@ async function explainOffline(flags: ExplainFlags, io: CliIo): Promise<Explanati
 async function explainInCluster(kubeconfig: string, flags: ExplainFlags, io: CliIo): Promise<Explanation> {
   if (flags['config-file'] !== undefined)
     throw new UsageError('--config-file is for offline use; with --kubeconfig the ConfigMap is read from the cluster');
+  const delivery = flags.sandbox === undefined ? undefined : deliverySettings(flags);
+  if (delivery === undefined) {
+    const given = DELIVERY_FLAG_NAMES.filter((flag) => flags[flag] !== undefined);
+    if (given.length > 0) throw new UsageError(`--${given.join(', --')}: deliver-env's flags are for --sandbox`);
+  }
   // Imported here so offline runs never load @kubernetes/client-node.
   const { clusterTarget } = await import('./explain/cluster-target.js');
-  const target = await clusterTarget(kubeconfig, flags, io);
+  const { target, sandbox, reads } = await clusterTarget(kubeconfig, flags, io);
   // --poststart-conflict checked as review and inject check it; the config and runtime choice come from the cluster.
   const base: ReviewDeps = await offlineDeps(undefined, flags['poststart-conflict'], io);
-  return explainPod({ ...target, deps: { ...base, ...target.deps, ...wrapperFromImage(flags['wrapper-image']) } });
+  const explanation = await explainPod({
+    ...target,
+    deps: { ...base, ...target.deps, ...wrapperFromImage(flags['wrapper-image']) },
+  });
+  if (delivery === undefined || sandbox === undefined) return explanation;
+  const { deliveryFacts } = await import('./explain/delivery-reads.js');
+  const facts = await deliveryFacts(reads, sandbox as DeliverySandbox, delivery, () => systemClock.now());
+  return { ...explanation, delivery: explainDelivery(facts) };
 }

@@ -28,14 +28,21 @@ const MWC_PATH = '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigura
 
 type Target = Omit<ExplainInput, 'deps'> & { deps: Pick<ExplainInput['deps'], 'config' | 'selectRuntimes'> };
 
+/** The target, and for `--sandbox` the Sandbox as read, with the reader, for deliver-env's side (delivery-reads.ts). */
+export interface ClusterTarget {
+  target: Target;
+  sandbox: Sandbox | undefined;
+  reads: ClusterReads;
+}
+
 /**
  * Everything explain needs from the cluster, each read once with a GET: the pod (stored, from a file, or the one
  * a Sandbox's controller would create), its namespace, the webhook configuration, the injection ConfigMap and,
  * through the server's own runtimesFromOwner, the owning Sandbox.
  */
-export async function clusterTarget(kubeconfig: string, flags: ClusterTargetFlags, io: CliIo): Promise<Target> {
+export async function clusterTarget(kubeconfig: string, flags: ClusterTargetFlags, io: CliIo): Promise<ClusterTarget> {
   const reads = ClusterReads.fromFile(kubeconfig);
-  const { pod, origin, notes } = await targetPod(reads, flags, io);
+  const { pod, origin, notes, sandbox } = await targetPod(reads, flags, io);
   const namespace = pod.metadata.namespace ?? reads.defaultNamespace();
   const namespaceObject = await reads.get(`/api/v1/namespaces/${encodeURIComponent(namespace)}`);
   if (namespaceObject === undefined)
@@ -64,7 +71,7 @@ export async function clusterTarget(kubeconfig: string, flags: ClusterTargetFlag
     return sandbox?.metadata?.uid === uid ? sandbox : undefined;
   };
   const allowAnnotations = flags['allow-annotation-runtimes'];
-  return {
+  const target: Target = {
     pod,
     namespace,
     origin,
@@ -75,13 +82,14 @@ export async function clusterTarget(kubeconfig: string, flags: ClusterTargetFlag
       selectRuntimes: (candidate, request) => runtimesFromOwner(candidate, request, lookup, allowAnnotations),
     },
   };
+  return { target, sandbox, reads };
 }
 
 async function targetPod(
   reads: ClusterReads,
   flags: ClusterTargetFlags,
   io: CliIo,
-): Promise<{ pod: Pod; origin: string; notes: string[] }> {
+): Promise<{ pod: Pod; origin: string; notes: string[]; sandbox?: Sandbox }> {
   if (flags.filename !== undefined) {
     return {
       pod: parsePod(await readInput(flags.filename, io), flags.filename),
@@ -101,9 +109,15 @@ async function targetPod(
   // The controller names the pod after its Sandbox; the one found there counts only if the Sandbox owns it.
   const existing = (await reads.get(podPath(namespace, name))) as Pod | undefined;
   if (existing !== undefined && sandboxOwner(existing)?.uid === sandbox.metadata?.uid) {
-    return { pod: existing, origin: `the pod of Sandbox ${namespace}/${name}, reviewed as if created now`, notes: [] };
+    return {
+      pod: existing,
+      origin: `the pod of Sandbox ${namespace}/${name}, reviewed as if created now`,
+      notes: [],
+      sandbox,
+    };
   }
   return {
+    sandbox,
     pod: podFromSandboxTemplate(sandbox),
     origin: `the pod Sandbox ${namespace}/${name}'s controller would create`,
     notes: [

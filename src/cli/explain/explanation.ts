@@ -8,6 +8,7 @@ import { autoWarnings, wrappedWithoutInstaller, type Pod, type SkipReason } from
 import { recordedStatus, type RecordedStatus } from '../../injection/status.js';
 import { CliError } from '../io.js';
 import { applyResponsePatch, decodePatch, podCreateReview } from '../pod-review.js';
+import type { DeliveryExplanation } from './delivery.js';
 import { unifiedDiff } from './line-diff.js';
 import type { WebhookVerdict } from './webhook-match.js';
 
@@ -49,6 +50,8 @@ export interface Explanation {
   /** The JSON patch the webhook answers with, and the same change as a unified diff of the pod's YAML. */
   patch: Operation[];
   diff: string;
+  /** deliver-env's side of the Sandbox (`--sandbox` in a cluster only; delivery.ts). */
+  delivery?: DeliveryExplanation;
 }
 
 export interface ExplainInput {

@@ -1,3 +1,4 @@
+import { deliverySection } from './delivery-render.js';
 import type { KeyReport } from './explanation.js';
 import type { Explanation, RuntimeFate, WebhookCheck } from './explanation.js';
 import type { SelectorVerdict } from './label-selector.js';
@@ -25,6 +26,7 @@ export function renderText(explanation: Explanation): string {
       ...explanation.advice.map((a) => `  ${a}`),
     );
   lines.push('', ...patchSection(explanation));
+  if (explanation.delivery !== undefined) lines.push('', ...deliverySection(explanation.delivery));
   return `${lines.join('\n')}\n`;
 }
 

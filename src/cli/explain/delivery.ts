@@ -1,0 +1,259 @@
+/**
+ * deliver-env's side of a Sandbox, for `explain --sandbox`: is it claimed, which pod the claim goes to and why
+ * (or why none), what deliver-env decides, its last Event and whether the env is delivered, and what to do next.
+ *
+ * The decision is deliver-env's own (`claimDecision` in src/deliver/claim.ts, the pod by `identifyPod` in
+ * src/deliver/pod-identity.ts), made on the objects as the API server holds them, with the settings given as
+ * deliver-env's flags. What only deliver-env and the pod know (what is in the env folder) is read from deliver-env's
+ * Events on the Sandbox: the newest says what it last did. kube-apiserver keeps Events for an hour by default, so
+ * an older delivery may have none left. Pure: facts in, an explanation out.
+ */
+import { sandboxOwner } from '../../admission/sandbox-owner.js';
+import { claimDecision, isClaimed, type ClaimDecision, type ClaimSettings } from '../../deliver/claim.js';
+import type { DeliveryPod, DeliverySandbox } from '../../deliver/claim.js';
+import { COMPONENT } from '../../deliver/events.js';
+import { identifyPod } from '../../deliver/pod-identity.js';
+import type { RecycledPodMode } from '../../deliver/recycle.js';
+import { CLAIM_TIMESTAMP, INIT_RUNTIME_REQUEST, SANDBOX_CLAIMED } from '../../shapes/sandbox-api.js';
+import { nextSteps } from './delivery-next.js';
+
+/** An Event on the Sandbox as explain reads it back. */
+export interface SandboxEventRecord {
+  reason: string;
+  type: string;
+  message: string;
+  /** When it was recorded: lastTimestamp, else eventTime, else its creation. */
+  at: string | undefined;
+  /** Who recorded it (source.component, or reportingComponent). */
+  component: string | undefined;
+  /** The API server's order of writes, to order Events recorded within one second. */
+  resourceVersion: string | undefined;
+}
+
+/** deliver-env's Lease as read: held by whom until when, or why it cannot be told. */
+export type LeaseFacts =
+  | { state: 'held'; name: string; holder: string; endsAt: number }
+  | { state: 'not-held'; name: string; why: string }
+  | { state: 'unknown'; name: string; why: string };
+
+export interface DeliveryFacts {
+  sandbox: DeliverySandbox;
+  /** Pods of the Sandbox's namespace labelled as the Sandbox controller's; those it controls are the candidates. */
+  pods: readonly DeliveryPod[];
+  /** undefined when they could not be read (the reason is in `eventsProblem`). */
+  events: readonly SandboxEventRecord[] | undefined;
+  eventsProblem?: string;
+  lease: LeaseFacts;
+  settings: ClaimSettings;
+  recycledPods: RecycledPodMode;
+  /** Wall time of the reads, ms since the epoch: the Lease is judged against it. */
+  now: number;
+}
+
+/** Whether the claim's env is in the pod, as far as deliver-env's Events tell. */
+export type EnvState = 'delivered' | 'not-delivered' | 'cleared' | 'not-cleared' | 'none';
+
+export interface DeliveryExplanation {
+  leader: { state: LeaseFacts['state']; lease: string; holder?: string; why?: string };
+  claimed: boolean;
+  /** How it is claimed, and when (the claim-timestamp annotation), when it is. */
+  claim?: { by: string[]; at?: string };
+  /** The pod the claim goes to (unclaimed: the one an earlier claim's files are cleared from), or why none. */
+  pod: { name: string; uid: string; why: string } | { name?: undefined; uid?: string; why: string };
+  /** deliver-env's decision, by its name in src/deliver/claim.ts, and what it comes to. */
+  decision: { kind: ClaimDecision['kind']; case?: string; detail: string };
+  lastEvent?: { reason: string; type: string; message: string; at?: string };
+  env: EnvState;
+  next: string[];
+  notes: string[];
+}
+
+/** The Event reasons deliver-env records on a Sandbox (src/deliver/events.ts, outcome.ts). */
+export const DELIVERY_EVENT_REASONS: ReadonlySet<string> = new Set([
+  'EnvDelivered',
+  'EnvCleared',
+  'EnvDeliveryHeld',
+  'EnvDeliveryFailed',
+  'EnvNotCleared',
+  'EnvPodRecycled',
+  'RuntimeUrlRefused',
+  'RuntimeTlsUnconfigured',
+  'RuntimeTlsRequired',
+]);
+
+export function explainDelivery(facts: DeliveryFacts): DeliveryExplanation {
+  const { sandbox, settings } = facts;
+  const candidates = facts.pods.filter((pod) => controlledBy(pod, sandbox));
+  const decision = claimDecision(sandbox, candidates, settings);
+  const identity = identifyPod(sandbox, candidates, settings);
+  const claimed = isClaimed(sandbox);
+  const last = lastDeliveryEvent(facts.events ?? []);
+  const podUid =
+    identity.kind === 'pod' ? identity.podUid : identity.kind === 'undecided' ? identity.podUid : undefined;
+  const env = envState(claimed, decision, podUid, last);
+  const notes: string[] = [];
+  if (facts.events === undefined) notes.push(`deliver-env's Events could not be read: ${facts.eventsProblem ?? ''}`);
+  else if (last === undefined)
+    notes.push(
+      "no Event of deliver-env's on the Sandbox: none recorded yet, or expired (kube-apiserver keeps them an hour by default)",
+    );
+  const explanation: DeliveryExplanation = {
+    leader: leaderOf(facts.lease, facts.now),
+    claimed,
+    ...(claimed ? { claim: claimOf(sandbox) } : {}),
+    pod: podOf(identity, decision),
+    decision: decisionOf(decision, sandbox),
+    ...(last === undefined
+      ? {}
+      : {
+          lastEvent: {
+            reason: last.reason,
+            type: last.type,
+            message: last.message,
+            ...(last.at === undefined ? {} : { at: last.at }),
+          },
+        }),
+    env,
+    next: [],
+    notes,
+  };
+  explanation.next = nextSteps(explanation, {
+    namespace: sandbox.metadata?.namespace ?? 'default',
+    paused: sandbox.spec?.paused === true,
+    recycledPods: facts.recycledPods,
+    lastEventPodUid: last === undefined ? undefined : podUidIn(last.message),
+  });
+  return explanation;
+}
+
+/** The pods the Sandbox controls, as deliver-env's cache finds them: by the owner's name, and its UID when set. */
+function controlledBy(pod: DeliveryPod, sandbox: DeliverySandbox): boolean {
+  const owner = sandboxOwner(pod);
+  return (
+    owner !== undefined &&
+    owner.name === sandbox.metadata?.name &&
+    (owner.uid === undefined || owner.uid === sandbox.metadata?.uid)
+  );
+}
+
+function claimOf(sandbox: DeliverySandbox): NonNullable<DeliveryExplanation['claim']> {
+  const by: string[] = [];
+  if (sandbox.metadata?.labels?.[SANDBOX_CLAIMED] === 'true') by.push(`label ${SANDBOX_CLAIMED}=true`);
+  const request = sandbox.metadata?.annotations?.[INIT_RUNTIME_REQUEST];
+  if (typeof request === 'string' && request !== '') by.push(`annotation ${INIT_RUNTIME_REQUEST}`);
+  const at = sandbox.metadata?.annotations?.[CLAIM_TIMESTAMP];
+  return { by, ...(at === undefined || at === '' ? {} : { at }) };
+}
+
+function leaderOf(lease: LeaseFacts, now: number): DeliveryExplanation['leader'] {
+  if (lease.state !== 'held') return { state: lease.state, lease: lease.name, why: lease.why };
+  if (lease.endsAt < now) {
+    const ago = Math.round((now - lease.endsAt) / 1000);
+    return {
+      state: 'not-held',
+      lease: lease.name,
+      why: `held by ${lease.holder}, expired ${ago}s ago: no replica delivers`,
+    };
+  }
+  return { state: 'held', lease: lease.name, holder: lease.holder };
+}
+
+type Identity = ReturnType<typeof identifyPod>;
+
+function podOf(identity: Identity, decision: ClaimDecision): DeliveryExplanation['pod'] {
+  if (identity.kind === 'none') return { why: 'no pod claims the Sandbox, and its status.podInfo.podUID names none' };
+  if (identity.kind === 'undecided')
+    return {
+      ...(identity.podUid === undefined ? {} : { uid: identity.podUid }),
+      why: `${identity.case}: ${identity.reason}`,
+    };
+  const { pod, podUid, address } = identity;
+  const phase = phaseOf(pod) ?? 'no phase yet';
+  const where = address === undefined ? `${phase}, no IP of its own yet` : `${phase}, IP ${address}`;
+  const waits = decision.kind === 'wait' && decision.why === 'not-wrapped' ? '; no container of it is wrapped' : '';
+  return {
+    name: pod.metadata.name ?? '',
+    uid: podUid,
+    why: `the Sandbox's status.podInfo.podUID names it; ${where}${waits}`,
+  };
+}
+
+/** What each wait means, in the words a reader checks against the objects. */
+const WAITS: Record<Extract<ClaimDecision, { kind: 'wait' }>['why'], string> = {
+  'no-pod': 'no pod to deliver to',
+  'not-wrapped':
+    "the pod's status annotation lists no wrapped container: nothing in it waits for a claim, so nothing is sent",
+  'no-address': 'the pod does not run yet, or has no IP of its own: nothing is sent until it does',
+};
+
+function decisionOf(decision: ClaimDecision, sandbox: DeliverySandbox): DeliveryExplanation['decision'] {
+  switch (decision.kind) {
+    case 'wait': {
+      const paused = decision.why === 'no-pod' && sandbox.spec?.paused === true ? ' (the Sandbox is paused)' : '';
+      return { kind: 'wait', case: decision.why, detail: `${WAITS[decision.why]}${paused}` };
+    }
+    case 'held':
+      return { kind: 'held', case: decision.case, detail: `nothing is sent: ${decision.reason}` };
+    case 'refused':
+      return { kind: 'refused', case: decision.event, detail: `nothing is sent: ${decision.reason}` };
+    case 'unclaimed':
+      return {
+        kind: 'unclaimed',
+        detail: `not claimed: deliver-env only clears the pod of an earlier claim's files (${decision.endpoint.url})`,
+      };
+    case 'deliver': {
+      const { target } = decision;
+      const what = target.empty
+        ? 'an env.sh with no variables (claimed without a request)'
+        : `env.sh with ${target.variableCount} variable${target.variableCount === 1 ? '' : 's'}`;
+      return { kind: 'deliver', detail: `${what}, then .env_ready, through ${target.endpoint.url}` };
+    }
+  }
+}
+
+/** The newest Event deliver-env recorded on the Sandbox; Events recorded within one second by the write order. */
+export function lastDeliveryEvent(events: readonly SandboxEventRecord[]): SandboxEventRecord | undefined {
+  const ours = events.filter(
+    (event) =>
+      DELIVERY_EVENT_REASONS.has(event.reason) && (event.component === undefined || event.component === COMPONENT),
+  );
+  return ours.sort(byRecorded).at(-1);
+}
+
+function byRecorded(a: SandboxEventRecord, b: SandboxEventRecord): number {
+  const time = (event: SandboxEventRecord): number => (event.at === undefined ? 0 : Date.parse(event.at) || 0);
+  if (time(a) !== time(b)) return time(a) - time(b);
+  // Event times are whole seconds. Within one, the resourceVersion kube-apiserver gives each write (etcd's
+  // revision) is the order they were written in; where it is not a number, the two count as one moment.
+  const version = (event: SandboxEventRecord): number => Number(event.resourceVersion ?? '0') || 0;
+  return version(a) - version(b);
+}
+
+/** The pod UID an Event's message names (`in pod UID`, `from pod UID`, `names pod UID`), if any. */
+export function podUidIn(message: string): string | undefined {
+  return /\bpod ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b/.exec(message)?.[1];
+}
+
+function envState(
+  claimed: boolean,
+  decision: ClaimDecision,
+  podUid: string | undefined,
+  last: SandboxEventRecord | undefined,
+): EnvState {
+  if (last === undefined) return claimed ? 'not-delivered' : 'none';
+  // An Event that names a pod is about that pod only; a failure's names none, and is about the pod of its time.
+  const named = podUidIn(last.message);
+  const aboutPod = named === undefined ? podUid !== undefined : named === podUid;
+  if (claimed)
+    return decision.kind === 'deliver' && aboutPod && last.reason === 'EnvDelivered' ? 'delivered' : 'not-delivered';
+  if (!aboutPod) return 'none';
+  if (last.reason === 'EnvCleared') return 'cleared';
+  return last.reason === 'EnvDelivered' || last.reason === 'EnvNotCleared' ? 'not-cleared' : 'none';
+}
+
+function phaseOf(pod: DeliveryPod): string | undefined {
+  const status: unknown = pod.status;
+  if (status === null || typeof status !== 'object') return undefined;
+  const phase = (status as { phase?: unknown }).phase;
+  return typeof phase === 'string' ? phase : undefined;
+}
