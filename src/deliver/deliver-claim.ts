@@ -68,7 +68,7 @@ export async function deliverClaim(
     // Read only when listed: a first delivery, the common case, needs no GET.
     let ready: ReadyState = { found: false };
     if (entries.some((entry) => entry.name === READY_FILE_NAME)) {
-      ready = await envd.readReady(target.endpoint, paths.readyFile, term);
+      ready = await envd.readFile(target.endpoint, paths.readyFile, term);
       requests += 1;
     }
     const steps = deliverySteps(paths, ready, target.content, target.marker, deps.nonce);
@@ -131,7 +131,7 @@ async function recycled(
       result: refuse(attempt, 'refused', 'EnvPodRecycled', REFUSALS.EnvPodRecycled(recreateReason(target.podUid))),
       requests: 0,
     };
-  const mark = await deps.envd.readReady(target.endpoint, deps.paths.recycledFile, deps.term);
+  const mark = await deps.envd.readFile(target.endpoint, deps.paths.recycledFile, deps.term);
   if (!mark.found || restartedSince(mark.body, target.containers)) return { requests: 1 };
   if (attempt.memory.awaitsRestart(attempt.key, attempt.inputs))
     return { result: { kind: 'requeue-after', ms: RESTART_GRACE_MS }, requests: 1 };

@@ -65,7 +65,8 @@ export interface EnvdFilesDeps {
 }
 
 export interface EnvdFiles {
-  readReady(endpoint: RuntimeEndpoint, path: string, guard: SendGuard): Promise<ReadyState>;
+  /** A small file's content (.env_ready, .env_recycled), bounded by the client; not found when it is not there. */
+  readFile(endpoint: RuntimeEndpoint, path: string, guard: SendGuard): Promise<ReadyState>;
   /** The names in folder `path` (one level); a missing folder is empty. */
   list(endpoint: RuntimeEndpoint, path: string, guard: SendGuard): Promise<FolderEntry[]>;
   run(endpoint: RuntimeEndpoint, step: DeliveryStep, guard: SendGuard): Promise<void>;
@@ -130,7 +131,7 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
     );
 
   return {
-    async readReady(endpoint, path, guard) {
+    async readFile(endpoint, path, guard) {
       const what = `GET ${path}`;
       const { status, body } = await call(
         'get',

@@ -34,7 +34,7 @@ describe('envdFiles', () => {
     const endpoint = { url: `http://127.0.0.1:${port}/sbx/7`, tlsAgent: undefined, accessToken: 'tok' };
     await envd.list(endpoint, '/var/sandbox', guard);
     await envd.run(endpoint, { op: 'move', source: '/var/sandbox/a', destination: '/var/sandbox/b' }, guard);
-    await envd.readReady(endpoint, '/var/sandbox/.env_ready', guard);
+    await envd.readFile(endpoint, '/var/sandbox/.env_ready', guard);
     expect(seen).toEqual([
       { method: 'POST', url: '/sbx/7/filesystem.Filesystem/ListDir', host: `127.0.0.1:${port}`, token: 'tok' },
       { method: 'POST', url: '/sbx/7/filesystem.Filesystem/Move', host: `127.0.0.1:${port}`, token: 'tok' },

@@ -171,7 +171,9 @@ describe('deliver-env: a claim reaches only its own pod', () => {
     await world.claim('sbx-recycle', { API_KEY: 'sk-isolation-next-tenant' }, TOKEN);
     // The listing finds the mark, the mark is read: the instance that served the last claim still runs.
     await until('the mark read', () =>
-      double.double.requests.slice(from).some((r) => r.operation === 'get' && r.path.endsWith('.env_recycled'))
+      double.double.requests
+        .slice(from)
+        .some((r) => r.operation === 'get' && r.path?.endsWith('.env_recycled') === true)
         ? true
         : undefined,
     );
