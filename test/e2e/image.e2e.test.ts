@@ -56,8 +56,8 @@ const PACKAGE = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'ut
 // A version of its own, so the labels prove VERSION reaches them rather than the Dockerfile's default.
 const VERSION = `${PACKAGE.version}-e2e`;
 /**
- * The image's budget, uncompressed, as its files take on disk: about a fifth over what was measured (docs/install.md,
- * "The image in the tests"). /app is what the Dockerfile adds (production node_modules, most of it
+ * The image's budget, uncompressed, as its files take on disk: about a fifth over what was measured
+ * (test/e2e/README.md, "The image"). /app is what the Dockerfile adds (production node_modules, most of it
  * @kubernetes/client-node; dist; two files) and is held on its own, so a build tool or a dev dependency slipping
  * in shows at once. The whole is measured on the stand-in runtime base, which is close to distroless's size but
  * not equal to it.

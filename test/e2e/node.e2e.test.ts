@@ -3,7 +3,7 @@
 // each claim into the pod through envd's file API. The envd is our double of that API (test/support/
 // envd-double.ts, which follows envd's published spec; it is not the real envd), started in the main container
 // by the injection config's postStart, as upstream's agent-runtime does. Pods are hostNetwork (there is no CNI
-// here), so each one's envd gets a loopback port of its own. What the node is and is not: docs/e2e.md.
+// here), so each one's envd gets a loopback port of its own. What the node is and is not: test/e2e/README.md.
 //
 // The tests look into the containers from the host, as root: a container's processes are in /proc, with their
 // command lines, their environments and, under /proc/<pid>/root, their files.

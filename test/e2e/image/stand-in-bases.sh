@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes local stand-ins for the Dockerfile's two base images, so that the image e2e test can build the
 # Dockerfile unchanged with `buildah bud --pull=never` where no image registry is reachable. What each stand-in
-# is made of, and how it differs from the public image, is in docs/install.md ("The image in the tests").
+# is made of, and how it differs from the public image, is in test/e2e/README.md ("The image").
 #
 #   stand-in-bases.sh   prints one line, "<storage root> <run root>": the buildah storage that holds both
 #                       stand-ins, tagged with the Dockerfile's own names (every buildah call of the test

@@ -1,6 +1,6 @@
 // Where the e2e suite's tools are: etcd, kube-apiserver and kubectl (the "kube"
 // set), helm, promtool, and the node's kubelet, kube-scheduler, pause, containerd, ctr and runc shim, each built from its pinned Go module by
-// test/e2e/cluster/build.sh (see docs/e2e.md).
+// test/e2e/cluster/build.sh (see test/e2e/README.md).
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';

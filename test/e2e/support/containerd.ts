@@ -1,6 +1,6 @@
 // containerd for the e2e node: built by build.sh (the containerd set), runc from Debian, everything it can be
 // told about under the node's folder (root, state, sockets, runc's root, the opt plugin, CNI), NRI off, the
-// pause image ours. Facts of this machine it must meet (docs/e2e.md, "The node"):
+// pause image ours. Facts of this machine it must meet (test/e2e/README.md, "The node"):
 // - runc cannot lower oom_score_adj without CAP_SYS_RESOURCE, which this VM's bounding set lacks, so
 //   `restrict_oom_score_adj` keeps every container at or above containerd's own score;
 // - hostNetwork pods never call CNI, but the CRI reports the network not ready, and so the node NotReady,

@@ -1,5 +1,5 @@
 // One real node beside the e2e cluster: containerd (with Debian's runc) and a kubelet, plus kube-scheduler, all
-// built by build.sh, running hostNetwork pods from images built here. What it is and is not: docs/e2e.md,
+// built by build.sh, running hostNetwork pods from images built here. What it is and is not: test/e2e/README.md,
 // "The node". Two steps, because kube-apiserver must know the kubelet's CA and its own client certificate
 // before it starts: prepareNode() (a folder, certificates, the machine's state), then startNode().
 import { mkdtempSync, rmSync } from 'node:fs';

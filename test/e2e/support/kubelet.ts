@@ -1,4 +1,4 @@
-// The kubelet of the e2e node, and what it needs on this machine (docs/e2e.md, "The node"):
+// The kubelet of the e2e node, and what it needs on this machine (test/e2e/README.md, "The node"):
 // - cgroup v1 (hybrid): `failCgroupV1: false`, the cgroupfs driver, no QoS cgroups and no node-allocatable
 //   enforcement, so it makes no cgroup tree of its own;
 // - it refuses a loopback node IP and then publishes no address at all, so the node registers as `localhost`
