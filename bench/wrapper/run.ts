@@ -1,6 +1,6 @@
 /**
  * The wrapper benchmark (part of `npm run bench`; alone: `npm run bench:wrapper`): run_with_envs.sh under real
- * bash, in the ways it can wait, side by side. Method and figures: docs/benchmark.md, "The wrapper".
+ * bash, in the ways it can wait, side by side. Method and figures: docs/benchmark.md, "Method".
  *
  *   idle cost     WRAPPER_BENCH_COUNT (50) wrappers waiting for WRAPPER_BENCH_SECONDS (30): their CPU from
  *                 /proc/PID/stat (user + system, with the children they reaped), and the processes started,

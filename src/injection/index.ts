@@ -1,6 +1,6 @@
 /**
  * The injection: a pod and the runtimes asked for it in, the edited pod and its RFC 6902 patch out, with no I/O.
- * The rules are ../shared/spec/INJECTION.md; in the order `injectRuntimes` applies them:
+ * The rules are docs/policy.md, "The injection rules"; in the order `injectRuntimes` applies them:
  *
  * 1. Settled runtimes. The status annotation (status.ts) records what earlier admissions of this pod injected,
  *    found present and skipped. Those runtimes are left as they are, so a reinvocation changes nothing, and a

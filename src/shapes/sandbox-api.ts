@@ -5,8 +5,8 @@ import type { KubernetesObject } from '@kubernetes/client-node';
  * (test/shapes/sandbox-api.test.ts fails on a `kruise.io` anywhere else): the API's group, version and
  * resource; the labels and annotations its controller and sandbox-manager write on a Sandbox and on its pod
  * (api/v1alpha1 and pkg/utils/runtime upstream); the names the injection rules give the runtimes, the pod's
- * annotations and the status annotation (../shared/spec/INJECTION.md); and the names of our own that live
- * under the API's domain. A rename upstream is one edit here.
+ * annotations and the status annotation (docs/policy.md, "The injection rules"); and the names of our own that
+ * live under the API's domain. A rename upstream is one edit here.
  */
 
 export const SANDBOX_GROUP = 'agents.kruise.io';

@@ -7,9 +7,9 @@
  */
 
 /**
- * Where every wrapped pod has the folder. The injection rules fix it (../shared/spec/INJECTION.md): the
- * webhook mounts the env volume here and wraps commands with the script here, so a writer aimed at any other
- * folder would never release a wrapped command.
+ * Where every wrapped pod has the folder. The injection rules fix it (docs/policy.md, "The injection rules"):
+ * the webhook mounts the env volume here and wraps commands with the script here, so a writer aimed at any
+ * other folder would never release a wrapped command.
  */
 export const ENV_DIR = '/var/sandbox';
 /** The variable that moves the folder for the script (tests, and tools run outside a pod). */
@@ -24,7 +24,7 @@ export const WRAPPER_SCRIPT = 'run_with_envs.sh';
  * The script as the webhook puts it in front of a wrapped command or exec probe (run by /bin/bash): ENV_DIR and
  * WRAPPER_SCRIPT joined, spelled out rather than joined at load (test/wrapper/env-dir.test.ts holds the two
  * together). Every wrapped command in every patch carries this string, and the joined form, a string V8 keeps
- * as two pieces, made the whole review measurably slower (docs/benchmark.md, "the wrapper's path").
+ * as two pieces, made the whole review measurably slower (its commit in git has the figures).
  */
 export const WRAPPER_PATH = '/var/sandbox/run_with_envs.sh';
 

@@ -59,8 +59,10 @@ export function brokenPointers(repo: Repo, files: readonly string[]): BrokenPoin
         if (target !== undefined) check(target, link.index, link.target);
       }
     }
-    // In markdown a link's target is checked as a link, not again as text.
-    const prose = file.endsWith('.md') ? text.replace(/\]\([^)\s]*\)/g, (link) => link.replace(/[^\n]/g, ' ')) : text;
+    // In markdown a link is checked as a link, its text and target not again as text.
+    const prose = file.endsWith('.md')
+      ? text.replace(/\[[^\]\n]*\]\([^)\s]*\)/g, (link) => link.replace(/[^\n]/g, ' '))
+      : text;
     for (const ref of textReferences(prose)) {
       // In code a bare `name.md` is as often a string of the code as a pointer: only a path or a section counts.
       if (!file.endsWith('.md') && !ref.path.includes('/') && ref.section === undefined && ref.anchor === undefined)

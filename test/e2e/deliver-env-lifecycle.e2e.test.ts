@@ -1,5 +1,5 @@
 // deliver-env on a real kube-apiserver, for the steps of a Sandbox's life beyond the first claim that decide
-// which pod gets a tenant's variables (docs/deliver-env.md, "Lifecycle"): a runtime URL that names another
+// which pod gets a tenant's variables (docs/deliver-env.md, "A Sandbox's life"): a runtime URL that names another
 // host, a runtime that serves TLS (without a bundle, then with mTLS), and a leader frozen past its Lease.
 // envd is a loopback double that follows envd's published file API (test/support/envd-double.ts); it is not
 // the real envd. The controllers run as the component's service account, with its RBAC and nothing more.

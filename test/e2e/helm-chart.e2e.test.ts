@@ -56,7 +56,10 @@ const COMMON_LABELS = {
   'app.kubernetes.io/name': 'sandbox-injector',
   'app.kubernetes.io/part-of': 'openkruise-agents',
 };
-/** The one object of manifests/ the chart leaves to Helm: the release's namespace (README.md, "Names and namespaces"). */
+/**
+ * The one object of manifests/ the chart leaves to Helm: the release's namespace
+ * (charts/sandbox-injector/README.md, "Names and namespaces").
+ */
 const RELEASE_NAMESPACE = `Namespace//${NS}`;
 /** The chart's default trusted creator, the Sandbox controller's service account. */
 const TRUSTED_CONTROLLER = 'system:serviceaccount:sandbox-system:sandbox-controller-manager';

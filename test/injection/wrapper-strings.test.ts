@@ -1,7 +1,7 @@
 // The wrapper's strings are copied into every wrapped command of every patch. V8 14's JSON.stringify fast path
 // takes only plain strings: a string joined at run time (a template literal of other constants, say) stays a
 // rope, and one rope among the operations sends the whole patch's stringify down the slow path, which made the
-// injecting review measurably slower (docs/benchmark.md, "the wrapper's path"). A string literal is
+// injecting review measurably slower (the commit that made it a literal has the figures). A string literal is
 // internalized when its module loads; a joined string is not, so that is what this holds the constants to.
 import v8 from 'node:v8';
 import { describe, expect, it } from 'vitest';

@@ -35,7 +35,7 @@
  * Its file operations are synchronous, but for the paused in-place write: each takes microseconds on a local
  * folder, and the delivery benchmark runs hundreds of doubles in its own process, on the cores the controller
  * uses, where each fs/promises call's round trip through libuv's threads cost more CPU than the call itself
- * (docs/deliver-env.md, "At scale").
+ * (docs/benchmark.md, "Method").
  */
 import {
   closeSync,

@@ -6,7 +6,7 @@
  *
  * Written for the double and not undici's `Response.formData()`: in the delivery benchmark hundreds of doubles
  * share the controller's cores, and that parse, through WHATWG streams, Blob and File, was an eighth of their
- * CPU in a burst of claims (docs/deliver-env.md, "At scale").
+ * CPU in a burst of claims (docs/benchmark.md, "Method").
  */
 
 export interface FormPart {
