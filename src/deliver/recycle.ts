@@ -16,7 +16,7 @@
  * - any: the claim goes in at once (the operator's own recycler restarts the sandbox).
  */
 import { recordedStatus } from '../injection/status.js';
-import type { DeliveryPod } from './claim.js';
+import type { Pod } from '../injection/index.js';
 
 export const RECYCLED_POD_MODES = ['restart', 'recreate', 'any'] as const;
 export type RecycledPodMode = (typeof RECYCLED_POD_MODES)[number];
@@ -32,7 +32,7 @@ export interface WrappedInstance {
 }
 
 /** The pod's wrapped containers (the status annotation's `wrapped`), each as its container status says. */
-export function wrappedInstances(pod: DeliveryPod): WrappedInstance[] {
+export function wrappedInstances(pod: Pod): WrappedInstance[] {
   const statuses = containerStatuses(pod);
   return recordedStatus(pod).wrapped.map((name) => {
     const status = statuses.find((candidate) => candidate.name === name);
@@ -81,7 +81,7 @@ interface ContainerStatus {
   state?: { running?: unknown };
 }
 
-function containerStatuses(pod: DeliveryPod): ContainerStatus[] {
+function containerStatuses(pod: Pod): ContainerStatus[] {
   const status = (pod as { status?: unknown }).status;
   if (status === null || typeof status !== 'object') return [];
   const list = (status as { containerStatuses?: unknown }).containerStatuses;
