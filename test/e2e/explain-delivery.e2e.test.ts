@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Explanation } from '../../src/cli/explain/explanation.js';
+import type { EnvdDouble } from '../support/envd-double.js';
 import { repoRoot, type TestCluster } from './support/cluster.js';
 import { startDeliverProcess, type DeliverProcess } from './support/deliver-process.js';
 import { controllerArgs, deliverCluster, deliverWorld, firstDeliveryIn, until } from './support/deliver-world.js';
@@ -23,8 +24,17 @@ let controller: DeliverProcess;
 const world = deliverWorld(() => cluster, NS);
 const kubectl = (args: string[]) => cluster.kubectlOk(['-n', NS, ...args]);
 
-/** An envd double at `host`, on the port deliver-env dials when it knows only the pod's IP. */
-const envdAt = (host: string, token = TOKEN) => world.envd({ host, port, token });
+/**
+ * An envd double at `host`, on the port deliver-env dials when it knows only the pod's IP. Started without a
+ * token, as a pool pod's envd is before its first claim; `claim` gives it one, as sandbox-manager's `/init` does.
+ */
+const envdAt = (host: string) => world.envd({ host, port });
+
+/** A claim as sandbox-manager makes it: envd is initialised with `envdToken`, the Sandbox annotated with TOKEN. */
+async function claim(sandbox: string, double: EnvdDouble, vars: Record<string, string>, envdToken = TOKEN) {
+  double.setToken(envdToken);
+  await world.claim(sandbox, vars, TOKEN);
+}
 
 function explain(sandbox: string, more: string[] = []): Promise<Run> {
   const args = [CLI, 'explain', '--kubeconfig', cluster.kubeconfigPath, '--sandbox', `${NS}/${sandbox}`];
@@ -63,8 +73,7 @@ afterAll(async () => {
 
 describe('explain --sandbox: deliver-env', () => {
   it('unclaimed: a pool sandbox, its pod the one an earlier claim would be cleared from', async () => {
-    // A pool pod's envd, never initialised for a claim, takes a request without a token.
-    await world.envd({ host: '127.0.6.1', port });
+    await envdAt('127.0.6.1');
     const { podUid } = await world.createSandbox({ name: 'sbx-pool', podIP: '127.0.6.1' });
     const found = await delivery('sbx-pool');
     expect(found).toMatchObject({
@@ -80,7 +89,7 @@ describe('explain --sandbox: deliver-env', () => {
   it('claimed and delivered: the EnvDelivered Event for the pod the Sandbox names', async () => {
     const { double } = await envdAt('127.0.6.2');
     const { podUid } = await world.createSandbox({ name: 'sbx-claimed', podIP: '127.0.6.2' });
-    await world.claim('sbx-claimed', { API_KEY: 'sk-explain' }, TOKEN);
+    await claim('sbx-claimed', double, { API_KEY: 'sk-explain' });
     await until('delivered', () => firstDeliveryIn(double));
     await world.event('sbx-claimed', 'EnvDelivered');
     const found = await delivery('sbx-claimed');
@@ -135,7 +144,7 @@ describe('explain --sandbox: deliver-env', () => {
     const second = await envdAt('127.0.6.5');
     const { uid } = await world.createSandbox({ name: 'sbx-twin', podIP: '127.0.6.4' });
     const secondUid = await world.createPod('sbx-twin', uid, { suffix: '-2', podIP: '127.0.6.5', podInfo: false });
-    await world.claim('sbx-twin', { API_KEY: 'sk-explain-twin' }, TOKEN);
+    await claim('sbx-twin', own.double, { API_KEY: 'sk-explain-twin' });
     await until('EnvDeliveryHeld (ambiguous)', async () =>
       (await world.events('sbx-twin')).find(
         (e) => e.reason === 'EnvDeliveryHeld' && e.message?.startsWith('ambiguous: '),
@@ -156,9 +165,9 @@ describe('explain --sandbox: deliver-env', () => {
   });
 
   it("claimed and waiting, envd refusing: envd answers 401 to the claim's token", async () => {
-    await envdAt('127.0.6.6', 'tok-someone-else');
+    const { double } = await envdAt('127.0.6.6');
     await world.createSandbox({ name: 'sbx-refused', podIP: '127.0.6.6' });
-    await world.claim('sbx-refused', { API_KEY: 'sk-explain-refused' }, TOKEN);
+    await claim('sbx-refused', double, { API_KEY: 'sk-explain-refused' }, 'tok-someone-else');
     await world.event('sbx-refused', 'EnvDeliveryFailed');
     const found = await delivery('sbx-refused');
     expect(found).toMatchObject({

@@ -87,7 +87,7 @@ export function explainDelivery(facts: DeliveryFacts): DeliveryExplanation {
   const decision = claimDecision(sandbox, candidates, settings);
   const identity = identifyPod(sandbox, candidates, settings);
   const claimed = isClaimed(sandbox);
-  const last = lastDeliveryEvent(facts.events ?? []);
+  const last = lastDeliveryEvent(facts.events ?? [], claimed);
   const podUid =
     identity.kind === 'pod' ? identity.podUid : identity.kind === 'undecided' ? identity.podUid : undefined;
   const env = envState(claimed, decision, podUid, last);
@@ -211,22 +211,34 @@ function decisionOf(decision: ClaimDecision, sandbox: DeliverySandbox): Delivery
   }
 }
 
-/** The newest Event deliver-env recorded on the Sandbox; Events recorded within one second by the write order. */
-export function lastDeliveryEvent(events: readonly SandboxEventRecord[]): SandboxEventRecord | undefined {
+/** Events of a clearing, which deliver-env makes only while the Sandbox is not claimed. */
+const CLEARING: ReadonlySet<string> = new Set(['EnvCleared', 'EnvNotCleared']);
+
+/**
+ * The newest Event deliver-env recorded on the Sandbox that speaks to its state now. Events go out in batches,
+ * after the deliveries, and their times are whole seconds, so the order they were written in is not always the
+ * order of what they report. Two things are known, though: a clearing is only ever made while the Sandbox is
+ * unclaimed, so a claimed Sandbox's clearing Events are of an earlier claim, whenever they were written; and
+ * within one second a delivery ends a run of failures (a retry waits half a second), while a clearing follows
+ * the delivery of the claim it ends. Past those, the resourceVersion kube-apiserver gave each write (etcd's
+ * revision) orders them.
+ */
+export function lastDeliveryEvent(
+  events: readonly SandboxEventRecord[],
+  claimed: boolean,
+): SandboxEventRecord | undefined {
   const ours = events.filter(
     (event) =>
-      DELIVERY_EVENT_REASONS.has(event.reason) && (event.component === undefined || event.component === COMPONENT),
+      DELIVERY_EVENT_REASONS.has(event.reason) &&
+      (event.component === undefined || event.component === COMPONENT) &&
+      !(claimed && CLEARING.has(event.reason)),
   );
-  return ours.sort(byRecorded).at(-1);
-}
-
-function byRecorded(a: SandboxEventRecord, b: SandboxEventRecord): number {
-  const time = (event: SandboxEventRecord): number => (event.at === undefined ? 0 : Date.parse(event.at) || 0);
-  if (time(a) !== time(b)) return time(a) - time(b);
-  // Event times are whole seconds. Within one, the resourceVersion kube-apiserver gives each write (etcd's
-  // revision) is the order they were written in; where it is not a number, the two count as one moment.
+  const rank = (event: SandboxEventRecord): number =>
+    CLEARING.has(event.reason) ? 2 : event.reason === 'EnvDelivered' ? 1 : 0;
+  const second = (event: SandboxEventRecord): number =>
+    event.at === undefined ? 0 : Math.floor((Date.parse(event.at) || 0) / 1000);
   const version = (event: SandboxEventRecord): number => Number(event.resourceVersion ?? '0') || 0;
-  return version(a) - version(b);
+  return [...ours].sort((a, b) => second(a) - second(b) || rank(a) - rank(b) || version(a) - version(b)).at(-1);
 }
 
 /** The pod UID an Event's message names (`in pod UID`, `from pod UID`, `names pod UID`), if any. */

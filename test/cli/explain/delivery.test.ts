@@ -338,11 +338,27 @@ describe('reading Events back', () => {
 
   it("takes only deliver-env's Events, the newest by time, then by write order", () => {
     const a = recorded(delivered(POD_UID), '2030-01-01T09:00:01Z', '9');
-    const b = recorded(cleared(POD_UID), '2030-01-01T09:00:01Z', '10');
+    const later = recorded(delivered(OTHER_UID), '2030-01-01T09:00:02Z', '3');
     const other = { ...a, reason: 'Scheduled', at: '2030-01-01T09:00:05Z' };
     const someoneElse = { ...a, component: 'kubelet', at: '2030-01-01T09:00:06Z' };
-    expect(lastDeliveryEvent([b, a, other, someoneElse])).toBe(b);
-    expect(lastDeliveryEvent([])).toBeUndefined();
+    expect(lastDeliveryEvent([later, a, other, someoneElse], true)).toBe(later);
+    expect(lastDeliveryEvent([a, { ...a, resourceVersion: '10' }], true)?.resourceVersion).toBe('10');
+    expect(lastDeliveryEvent([], true)).toBeUndefined();
+  });
+
+  it("reads a claimed Sandbox's clearing Events as an earlier claim's, whenever they were written", () => {
+    const notCleared = recorded({ ...unauthorized, event: 'EnvNotCleared' }, '2030-01-01T09:00:01Z', '12');
+    const delivery = recorded(delivered(POD_UID), '2030-01-01T09:00:01Z', '11');
+    expect(lastDeliveryEvent([delivery, notCleared], true)).toBe(delivery);
+    expect(lastDeliveryEvent([notCleared], true)).toBeUndefined();
+  });
+
+  it('within one second, takes a delivery after failures, and a clearing after the delivery it ends', () => {
+    const failure = recorded(unauthorized, '2030-01-01T09:00:01Z', '21');
+    const delivery = recorded(delivered(POD_UID), '2030-01-01T09:00:01Z', '20');
+    const clearing = recorded(cleared(POD_UID), '2030-01-01T09:00:01Z', '19');
+    expect(lastDeliveryEvent([failure, delivery], true)).toBe(delivery);
+    expect(lastDeliveryEvent([clearing, delivery], false)).toBe(clearing);
   });
 });
 
