@@ -1,7 +1,7 @@
 /**
  * The webhook's memory under the bench's load, without the rest of `npm run bench`: the injecting target
  * only, at peak (autocannon, BENCH_CONNECTIONS keep-alive connections), once per NODE_OPTIONS given, so the
- * heap flags can be compared on one machine in one run. docs/install.md ("Memory") records its figures.
+ * heap flags can be compared on one machine in one run. docs/benchmark.md ("Latest figures") records its figures.
  *
  *   node dist/bench/rss.js ['--max-old-space-size=192 --max-semi-space-size=4' ''...]
  *

@@ -6,7 +6,7 @@
  * pods owns one cache for all of them (the server's app, a CLI command) and hands it to each injection.
  *
  * Bounded: at most MAX_KEPT pointers of at most MAX_KEPT_LENGTH characters are kept, under a megabyte with the
- * maps around them, whatever the pods (docs/install.md, "Memory"). Past the bound a pointer is made as before and
+ * maps around them, whatever the pods (docs/server.md, "Memory"). Past the bound a pointer is made as before and
  * not kept, so a stream of pods with ever new paths costs what it would without the cache, no more. The paths
  * of a pod are short (the longest a wrap writes, `/spec/containers/N/readinessProbe/exec/command`, is under 50).
  *

@@ -2,7 +2,7 @@
  * What keeps clients other than kube-apiserver from taking the webhook's memory, connections or time.
  * kube-apiserver sends at most a few MiB, gives up after the webhook's timeoutSeconds (at most 30 s), reads
  * every answer before it sends the next request on a connection, and keeps idle connections for 90 s. Each
- * limit below is set from that contract (docs/server.md has the table, docs/install.md the memory sums), so
+ * limit below is set from that contract (docs/server.md has the table and the memory sums), so
  * kube-apiserver never meets one while a client that breaks the contract is cut off.
  *
  * This module holds the limits and the timeouts derived from them; transport-guard.ts enforces them, with the
