@@ -231,7 +231,13 @@ describe('pods as the Sandbox controller creates them', () => {
     const { pod: stored, stderr } = await createPodOk(pod);
 
     expect(stderr).not.toMatch(/Warning:/);
-    expect(statusOf(stored)).toEqual({ injected: [], present: ['agent-runtime', 'csi'], skipped: [], wrapped: [] });
+    expect(statusOf(stored)).toEqual({
+      injected: [],
+      present: ['agent-runtime', 'csi'],
+      skipped: [],
+      wrapped: [],
+      revision: expect.stringMatching(/^sha256:[0-9a-f]{16}$/) as unknown,
+    });
     expect(names(stored.spec.initContainers)).toEqual(['agent-runtime', 'csi-sidecar']);
     expect(names(stored.spec.initContainers)).toEqual(names(sent.spec.initContainers));
     expect(names(stored.spec.containers[0]?.env)).toEqual(names(sent.spec.containers[0]?.env));
