@@ -37,6 +37,8 @@ export interface Explanation {
   denial?: { code: string; status: number; message: string };
   runtimes: RuntimeFate[];
   wrapped: string[];
+  /** The config revision: recorded on the pod, recorded by this review, and what the config in force gives. */
+  revision: RevisionReport;
   /** The warnings answered, each whole (the answer itself cuts them at 120 characters). */
   warnings: string[];
   /** What Auto cannot hold until the claim; answered as warnings too when the server runs --warn-unwrapped. */
@@ -44,6 +46,15 @@ export interface Explanation {
   /** The JSON patch the webhook answers with, and the same change as a unified diff of the pod's YAML. */
   patch: Operation[];
   diff: string;
+}
+
+export interface RevisionReport {
+  /** What the pod carried before the review; absent when it had no record, or one without a revision. */
+  recorded?: string;
+  /** What the status holds after the review (the recorded one is kept). */
+  admitted?: string;
+  /** What the config in force gives for all the asked runtimes; absent when one has no usable key. */
+  current?: string;
 }
 
 export interface ExplainInput {
@@ -103,6 +114,7 @@ export async function explainPod(input: ExplainInput): Promise<Explanation> {
     ...(denial === undefined ? {} : { denial }),
     runtimes: fates(asked, recordedStatus(pod), recordedStatus(mutated), whyNoRecord(snapshot, denial)),
     wrapped: [...recordedStatus(mutated).wrapped],
+    revision: revisionReport(recordedStatus(pod).revision, recordedStatus(mutated).revision, snapshot, asked),
     warnings: summary.warningMessages,
     advice: summary.advice,
     patch: decodePatch(response?.patch),
@@ -116,6 +128,20 @@ export async function explainPod(input: ExplainInput): Promise<Explanation> {
 /** Long values (the status annotation) stay on one line, so each change is one diff line. */
 function asYaml(pod: Pod): string {
   return stringify(pod, { lineWidth: 0 });
+}
+
+function revisionReport(
+  recorded: string | undefined,
+  admitted: string | undefined,
+  snapshot: ConfigSnapshot,
+  asked: readonly string[],
+): RevisionReport {
+  const current = snapshot.present && asked.length > 0 ? snapshot.revision(asked) : undefined;
+  return {
+    ...(recorded === undefined ? {} : { recorded }),
+    ...(admitted === undefined ? {} : { admitted }),
+    ...(current === undefined ? {} : { current }),
+  };
 }
 
 function configMapReport(snapshot: ConfigSnapshot, asked: readonly string[]): Explanation['configMap'] {

@@ -16,6 +16,8 @@ export function renderText(explanation: Explanation): string {
     ...configSection(explanation),
   );
   lines.push('', ...resultSection(explanation));
+  const revision = revisionLine(explanation);
+  if (revision !== undefined) lines.push('', revision);
   if (explanation.warnings.length > 0)
     lines.push('', 'Warnings the webhook answers with', ...explanation.warnings.map((w) => `  ${w}`));
   if (explanation.advice.length > 0)
@@ -101,6 +103,20 @@ function resultSection(explanation: Explanation): string[] {
   const lines = [`${heading}: ${outcome}`, ...explanation.runtimes.map(fateLine)];
   if (explanation.wrapped.length > 0) lines.push(`  wrapped for Auto: ${explanation.wrapped.join(', ')}`);
   return lines;
+}
+
+/** The config revision the pod records, against what the config in force gives for its runtimes. */
+function revisionLine({ revision, selection }: Explanation): string | undefined {
+  const { recorded, admitted, current } = revision;
+  const runtimes = selection?.runtimes.join(', ') ?? '';
+  const now = current === undefined ? '' : `; the config in force gives ${current} for ${runtimes}`;
+  if (recorded !== undefined) {
+    const verdict = current === undefined ? '' : recorded === current ? ': the same' : ': it differs';
+    return `Config revision: recorded on the pod ${recorded}${now}${verdict}`;
+  }
+  if (admitted !== undefined) return `Config revision: this admission records ${admitted}${now}`;
+  if (current !== undefined) return `Config revision: none recorded on the pod${now}`;
+  return undefined;
 }
 
 function fateLine(fate: RuntimeFate): string {
