@@ -204,6 +204,7 @@ function recordStatus(editor: PodEditor, status: string): void {
     editor.setEntry('annotations', STATUS_ANNOTATION, status);
 }
 
+export { runtimeContainers };
 export type { EditOperation } from './editor.js';
 export { JsonPointers } from './pointers.js';
 export type { PostStartConflict } from './agent-runtime.js';
