@@ -33,6 +33,10 @@ import { identifyPod, type IdentitySettings } from './pod-identity.js';
 export const POOL_POD_STATES = ['fine', 'missing', 'stale'] as const;
 export type PoolPodState = (typeof POOL_POD_STATES)[number];
 
+/** The Events on a Sandbox about its pool pod: found missing or stale, replaced (under a claim), a pool stopped. */
+export type PoolPodEventReason =
+  'PoolPodMissing' | 'PoolPodStale' | 'PoolPodReplaced' | 'PoolPodReplacedUnderClaim' | 'PoolReplacementStopped';
+
 /** What a pool pod's judgement reads of a Sandbox, besides what delivery reads. */
 export type PoolSandbox = DeliverySandbox & {
   metadata?: { ownerReferences?: unknown; deletionTimestamp?: unknown };
@@ -53,7 +57,9 @@ export type PoolPodJudgement =
       kind: 'judged';
       state: PoolPodState;
       reason: string;
+      sandboxUid: string;
       podUid: string;
+      podName: string;
       /** The pod's resourceVersion as judged: a delete is conditioned on it. */
       podVersion: string | undefined;
       ready: boolean;
@@ -108,7 +114,9 @@ export function judgePoolPod(
     kind: 'judged',
     state,
     reason,
+    sandboxUid: sandbox.metadata?.uid ?? '',
     podUid,
+    podName: pod.metadata.name ?? '',
     podVersion: typeof pod.metadata.resourceVersion === 'string' ? pod.metadata.resourceVersion : undefined,
     ready: isReady(pod),
     pool: poolOf(sandbox),
