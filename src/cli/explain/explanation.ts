@@ -39,6 +39,8 @@ export interface Explanation {
   wrapped: string[];
   /** The config revision: recorded on the pod, recorded by this review, and what the config in force gives. */
   revision: RevisionReport;
+  /** With --sandbox: the state deliver-env gives the Sandbox's pod (src/deliver/pool-pods.ts). */
+  poolPod?: PoolPodReport;
   /** The warnings answered, each whole (the answer itself cuts them at 120 characters). */
   warnings: string[];
   /** What Auto cannot hold until the claim; answered as warnings too when the server runs --warn-unwrapped. */
@@ -57,6 +59,14 @@ export interface RevisionReport {
   current?: string;
 }
 
+export interface PoolPodReport {
+  /** `fine`, `missing`, `stale`, or `not judged`. */
+  state: string;
+  reason: string;
+  /** The Sandbox's SandboxSet, `namespace/name`, when it is in a pool. */
+  pool?: string;
+}
+
 export interface ExplainInput {
   pod: Pod;
   namespace: string;
@@ -65,6 +75,7 @@ export interface ExplainInput {
   webhook: WebhookCheck;
   /** The same dependencies the server's review gets, built from files or one-off reads of the cluster. */
   deps: ReviewDeps;
+  poolPod?: PoolPodReport;
 }
 
 /** Runs the server's review on the pod's creation and reads the answer back as an explanation. */
@@ -115,6 +126,7 @@ export async function explainPod(input: ExplainInput): Promise<Explanation> {
     runtimes: fates(asked, recordedStatus(pod), recordedStatus(mutated), whyNoRecord(snapshot, denial)),
     wrapped: [...recordedStatus(mutated).wrapped],
     revision: revisionReport(recordedStatus(pod).revision, recordedStatus(mutated).revision, snapshot, asked),
+    ...(input.poolPod === undefined ? {} : { poolPod: input.poolPod }),
     warnings: summary.warningMessages,
     advice: summary.advice,
     patch: decodePatch(response?.patch),

@@ -18,6 +18,11 @@ export function renderText(explanation: Explanation): string {
   lines.push('', ...resultSection(explanation));
   const revision = revisionLine(explanation);
   if (revision !== undefined) lines.push('', revision);
+  const { poolPod } = explanation;
+  if (poolPod !== undefined) {
+    const pool = poolPod.pool === undefined ? 'in no pool' : `pool ${poolPod.pool}`;
+    lines.push('', `Pool pod (as deliver-env judges it, ${pool}): ${poolPod.state}: ${poolPod.reason}`);
+  }
   if (explanation.warnings.length > 0)
     lines.push('', 'Warnings the webhook answers with', ...explanation.warnings.map((w) => `  ${w}`));
   if (explanation.advice.length > 0)

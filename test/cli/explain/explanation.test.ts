@@ -271,6 +271,21 @@ describe('renderText', () => {
     expect(renderText(missing)).toContain('MutatingWebhookConfiguration si is not installed');
   });
 
+  it("prints the pool pod's state and why, with its pool, when the explanation has one", async () => {
+    const explanation = await explain(annotated('csi'), storeOf(ALL_KEYS), {
+      poolPod: {
+        state: 'stale',
+        reason: 'it records sha256:1, the config in force gives sha256:2 for csi',
+        pool: 'team-a/pool',
+      },
+    });
+    expect(explanation.poolPod).toEqual({ state: 'stale', reason: expect.any(String) as unknown, pool: 'team-a/pool' });
+    expect(renderText(explanation)).toContain(
+      'Pool pod (as deliver-env judges it, pool team-a/pool): stale: it records sha256:1, the config in force gives sha256:2 for csi\n',
+    );
+    expect(renderText(await explain(annotated('csi'), storeOf(ALL_KEYS)))).not.toContain('Pool pod');
+  });
+
   it('prints a skip with its reason and message, and each key state in words', async () => {
     const input = annotated('traffic-proxy,agent-runtime');
     input.spec.containers.push({ name: 'traffic-proxy', image: 'other:1' });
