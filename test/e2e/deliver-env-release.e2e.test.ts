@@ -25,6 +25,9 @@ const ALERTS = [
   'SandboxInjectorEnvdUnauthorized',
   'SandboxInjectorDeliverNoLeader',
   'SandboxInjectorDeliverQueueStalled',
+  'SandboxInjectorPoolPodsMissingRuntimes',
+  'SandboxInjectorStalePoolPodsNotDecreasing',
+  'SandboxInjectorClaimToEnvSlow',
 ];
 const API_SERVER_CIDRS = ['10.0.0.10/32', '10.96.0.1/32'];
 const API_SERVER_PEERS = API_SERVER_CIDRS.map((cidr) => ({ ipBlock: { cidr } }));
