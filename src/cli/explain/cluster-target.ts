@@ -7,7 +7,8 @@ import { UsageError } from '../command.js';
 import { CliError, type CliIo, readInput } from '../io.js';
 import { parsePod } from '../pod-review.js';
 import { ClusterReads } from './cluster-reads.js';
-import type { ExplainInput, WebhookCheck } from './explanation.js';
+import { judgePoolPod, poolOf } from '../../deliver/pool-pods.js';
+import type { ExplainInput, PoolPodReport, WebhookCheck } from './explanation.js';
 import { podFromSandboxTemplate } from './sandbox-pod.js';
 import { evaluateWebhooks, type WebhookEntry } from './webhook-match.js';
 
@@ -35,7 +36,7 @@ type Target = Omit<ExplainInput, 'deps'> & { deps: Pick<ExplainInput['deps'], 'c
  */
 export async function clusterTarget(kubeconfig: string, flags: ClusterTargetFlags, io: CliIo): Promise<Target> {
   const reads = ClusterReads.fromFile(kubeconfig);
-  const { pod, origin, notes } = await targetPod(reads, flags, io);
+  const { pod, origin, notes, sandbox } = await targetPod(reads, flags, io);
   const namespace = pod.metadata.namespace ?? reads.defaultNamespace();
   const namespaceObject = await reads.get(`/api/v1/namespaces/${encodeURIComponent(namespace)}`);
   if (namespaceObject === undefined)
@@ -70,6 +71,7 @@ export async function clusterTarget(kubeconfig: string, flags: ClusterTargetFlag
     origin,
     notes,
     webhook,
+    ...(sandbox === undefined ? {} : { poolPod: poolPodReport(sandbox, pod, store) }),
     deps: {
       config: () => store.snapshot(),
       selectRuntimes: (candidate, request) => runtimesFromOwner(candidate, request, lookup, allowAnnotations),
@@ -81,7 +83,7 @@ async function targetPod(
   reads: ClusterReads,
   flags: ClusterTargetFlags,
   io: CliIo,
-): Promise<{ pod: Pod; origin: string; notes: string[] }> {
+): Promise<{ pod: Pod; origin: string; notes: string[]; sandbox?: Sandbox }> {
   if (flags.filename !== undefined) {
     return {
       pod: parsePod(await readInput(flags.filename, io), flags.filename),
@@ -101,9 +103,15 @@ async function targetPod(
   // The controller names the pod after its Sandbox; the one found there counts only if the Sandbox owns it.
   const existing = (await reads.get(podPath(namespace, name))) as Pod | undefined;
   if (existing !== undefined && sandboxOwner(existing)?.uid === sandbox.metadata?.uid) {
-    return { pod: existing, origin: `the pod of Sandbox ${namespace}/${name}, reviewed as if created now`, notes: [] };
+    return {
+      pod: existing,
+      origin: `the pod of Sandbox ${namespace}/${name}, reviewed as if created now`,
+      notes: [],
+      sandbox,
+    };
   }
   return {
+    sandbox,
     pod: podFromSandboxTemplate(sandbox),
     origin: `the pod Sandbox ${namespace}/${name}'s controller would create`,
     notes: [
@@ -111,6 +119,19 @@ async function targetPod(
         'before creating it, so runtimes shown here as injected show as present on the real pod',
     ],
   };
+}
+
+/**
+ * The state deliver-env gives the Sandbox's pod, by its own judgement, against the ConfigMap as read now. A
+ * hostNetwork pod is judged too: the judgement reads no address.
+ */
+function poolPodReport(sandbox: Sandbox, pod: Pod, store: InjectionConfigStore): PoolPodReport {
+  // The pod built from the template has no UID: the Sandbox has no pod to judge.
+  const stored = pod.metadata.uid !== undefined && sandboxOwner(pod)?.uid === sandbox.metadata?.uid;
+  const judgement = judgePoolPod(sandbox, stored ? [pod] : [], store.snapshot(), { allowHostNetwork: true });
+  const pool = poolOf(sandbox)?.key;
+  const state = judgement.kind === 'judged' ? judgement.state : 'not judged';
+  return { state, reason: judgement.reason, ...(pool === undefined ? {} : { pool }) };
 }
 
 async function webhookCheck(
