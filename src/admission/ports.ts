@@ -31,4 +31,9 @@ export type ConfigSnapshot =
       name: string;
       entries: ReadonlyMap<string, ConfigEntry>;
       valid: ReadonlyMap<string, RuntimeConfig>;
+      /**
+       * The revision of these keys' configs in force (src/sources/config-revision.ts), undefined when one has none;
+       * computed once per config version and set of keys.
+       */
+      revision: (keys: readonly string[]) => string | undefined;
     };

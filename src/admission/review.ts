@@ -71,6 +71,7 @@ export async function reviewAdmission(body: unknown, deps: ReviewDeps, text?: st
     wrapper: deps.wrapper,
     postStartConflict: deps.postStartConflict,
     pointers: deps.pointers,
+    revision: config.revision,
   });
   const { report } = result;
   const injected: ReviewFacts = {

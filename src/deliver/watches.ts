@@ -14,6 +14,7 @@ import { sandboxOwner } from '../admission/sandbox-owner.js';
 import type { Pod } from '../injection/index.js';
 import {
   CREATED_BY,
+  POLICY_ANNOTATION,
   SANDBOX_API_VERSION,
   SANDBOX_CLAIMED,
   SANDBOX_GROUP,
@@ -39,7 +40,15 @@ const IDENTITY: readonly FieldPath[] = [
   'deletionTimestamp',
 ].map((key) => ['metadata', key]);
 
-/** What the Sandbox cache keeps of each Sandbox. */
+/** The owner references' fields: which one is the controller, and what it is. */
+const OWNER: readonly FieldPath[] = ['apiVersion', 'kind', 'name', 'uid', 'controller'].map((key) => [
+  'metadata',
+  'ownerReferences',
+  EACH,
+  key,
+]);
+
+/** What the Sandbox cache keeps of each Sandbox; the last five are what pool pods are judged by (pool-pods.ts). */
 export const SANDBOX_FIELDS: readonly FieldPath[] = [
   ...IDENTITY,
   ['metadata', 'labels', SANDBOX_CLAIMED],
@@ -47,17 +56,29 @@ export const SANDBOX_FIELDS: readonly FieldPath[] = [
   ['spec', 'paused'],
   ['status', 'podInfo', 'podIP'],
   ['status', 'podInfo', 'podUID'],
+  ...OWNER,
+  ['metadata', 'annotations', POLICY_ANNOTATION],
+  // Whole, as the webhook keeps it: upstream's CRD prunes each runtime to its name.
+  ['spec', 'runtimes'],
+  ['spec', 'envVarsInjectionPolicy'],
 ];
 
-/** What the pod cache keeps of each pod; of its owner references, only the controller's is kept (stripPod). */
+/**
+ * What the pod cache keeps of each pod; of its owner references, only the controller's is kept, and of its
+ * conditions only Ready (stripPod). The last four are what pool pods are judged by (pool-pods.ts).
+ */
 export const POD_FIELDS: readonly FieldPath[] = [
   ...IDENTITY,
-  ...['apiVersion', 'kind', 'name', 'uid', 'controller'].map((key) => ['metadata', 'ownerReferences', EACH, key]),
+  ...OWNER,
   ['metadata', 'labels', CREATED_BY],
   ['metadata', 'annotations', STATUS_ANNOTATION],
   ['spec', 'hostNetwork'],
   ['status', 'podIP'],
   ['status', 'phase'],
+  ['metadata', 'annotations', POLICY_ANNOTATION],
+  ['spec', 'containers', EACH, 'name'],
+  ['spec', 'initContainers', EACH, 'name'],
+  ...['type', 'status'].map((key) => ['status', 'conditions', EACH, key]),
   // Which instance of each container runs: a recycled pod's next claim waits for its restart (recycle.ts).
   ['status', 'containerStatuses', EACH, 'name'],
   ['status', 'containerStatuses', EACH, 'containerID'],
@@ -72,13 +93,17 @@ export function stripSandbox(sandbox: SandboxObject): SandboxObject {
   return keepSandboxFields(sandbox);
 }
 
-/** A pod as the cache stores it: POD_FIELDS only, with only controller owner references. */
+/** A pod as the cache stores it: POD_FIELDS only, with only controller owner references and the Ready condition. */
 export function stripPod(pod: V1Pod): V1Pod {
   const metadata = pod.metadata;
   const refs = metadata?.ownerReferences;
-  if (metadata === undefined || refs === undefined) return keepPodFields(pod);
-  const controllers = refs.filter((ref: V1OwnerReference) => ref.controller === true);
-  return keepPodFields({ ...pod, metadata: { ...metadata, ownerReferences: controllers } });
+  const conditions = pod.status?.conditions;
+  const cut: V1Pod = { ...pod };
+  if (metadata !== undefined && refs !== undefined)
+    cut.metadata = { ...metadata, ownerReferences: refs.filter((ref: V1OwnerReference) => ref.controller === true) };
+  if (conditions !== undefined)
+    cut.status = { ...pod.status, conditions: conditions.filter((condition) => condition.type === 'Ready') };
+  return keepPodFields(cut);
 }
 
 export type SandboxObject = DeliverySandbox & { apiVersion?: string; kind?: string };

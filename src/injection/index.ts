@@ -28,7 +28,7 @@
  *    (not those a runtime brought, nor one with another volume at /var/sandbox), and the wrapper's installer is
  *    added when one is given and a command uses the wrapper.
  * 7. The status. When runtimes were asked, the annotation records this admission's outcome beside the earlier
- *    ones, unless it already says exactly that.
+ *    ones, unless it already says exactly that, with the revision of the config keys of the runtimes it holds.
  * 8. Wrapping, last. The chosen containers' commands and exec probes are wrapped as the editor's final edits,
  *    which copy nothing and after which no other edit is made (editor.ts).
  *
@@ -75,6 +75,8 @@ export interface InjectionInput {
   postStartConflict?: PostStartConflict;
   /** The patch's pointers, kept across the admissions of whoever makes many; without, this one makes its own. */
   pointers?: JsonPointers;
+  /** The config revision of the keys used (the runtimes injected or found present), recorded in the status. */
+  revision?: (used: readonly string[]) => string | undefined;
 }
 
 export interface InjectionResult {
@@ -132,7 +134,7 @@ export function injectRuntimes(pod: Pod, input: InjectionInput): InjectionResult
     );
   }
 
-  if (input.runtimes.length > 0) recordStatus(editor, statusAfter(before, report));
+  if (input.runtimes.length > 0) recordStatus(editor, statusAfter(before, report, input.revision));
   // The containers' wrapping is made of final edits: after it, the editor takes no other edit.
   wrapContainers?.();
   return new EditedPod(editor, report);
@@ -222,6 +224,7 @@ function recordStatus(editor: PodEditor, status: string): void {
     editor.setEntry('annotations', STATUS_ANNOTATION, status);
 }
 
+export { runtimeContainers };
 export type { EditOperation } from './editor.js';
 export { JsonPointers } from './pointers.js';
 export type { PostStartConflict } from './agent-runtime.js';

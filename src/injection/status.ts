@@ -7,6 +7,8 @@ export interface InjectionStatus {
   present: string[];
   skipped: RuntimeSkip[];
   wrapped: string[];
+  /** The injection config's revision the pod was made from: the keys of the runtimes injected or found present. */
+  revision?: string;
   /** Only on a pod whose probes traffic-proxy's rewrite sent through the proxy. */
   healthProbeRewrite?: ProbeRewriteRecord;
 }
@@ -23,6 +25,8 @@ export interface RecordedStatus {
   present: readonly string[];
   skipped: readonly RuntimeSkip[];
   wrapped: readonly string[];
+  /** Absent on a pod admitted before revisions were recorded. */
+  revision?: string;
   healthProbeRewrite?: ProbeRewriteRecord;
 }
 
@@ -40,8 +44,14 @@ export function recordedStatus(pod: Pod): RecordedStatus {
     present: names(status.present),
     skipped: skips(status.skipped),
     wrapped: names(status.wrapped),
+    ...(typeof status.revision === 'string' ? { revision: status.revision } : {}),
     ...probeRewrite(status.healthProbeRewrite),
   };
+}
+
+/** Whether an earlier admission recorded anything: every asked runtime is injected, present or skipped. */
+export function hasRecord(status: RecordedStatus): boolean {
+  return status.injected.length + status.present.length + status.skipped.length + status.wrapped.length > 0;
 }
 
 /** Runtimes an earlier admission decided on: a reinvocation leaves them as they were. */
@@ -73,9 +83,15 @@ function names(value: unknown): string[] {
 
 /**
  * The annotation value after this admission. What earlier admissions decided and wrapped stays recorded, so a
- * reinvocation computes the very same value (and so no patch).
+ * reinvocation computes the very same value (and so no patch). The revision is the first admission's, whose
+ * runtimes the pod holds; `revisionOf` is asked only for a pod with no record yet.
  */
-export function statusAfter(before: RecordedStatus, report: InjectionReport): string {
+export function statusAfter(
+  before: RecordedStatus,
+  report: InjectionReport,
+  revisionOf?: (used: readonly string[]) => string | undefined,
+): string {
+  const revision = hasRecord(before) ? before.revision : revisionOf?.([...report.injected, ...report.present]);
   const status: InjectionStatus = {
     injected: union(before.injected, report.injected),
     present: union(before.present, report.present),
@@ -85,6 +101,7 @@ export function statusAfter(before: RecordedStatus, report: InjectionReport): st
       message,
     })),
     wrapped: union(before.wrapped, report.wrapped),
+    ...(revision === undefined ? {} : { revision }),
   };
   // Made afresh on every pass while the rewrite applies: a rewritten probe still counts as going through the
   // proxy, so a reinvocation records the same.

@@ -24,6 +24,9 @@ export interface Sandbox extends KubernetesObject {
   spec?: { runtimes?: unknown; envVarsInjectionPolicy?: unknown };
 }
 
+/** The pool: a SandboxSet keeps its unclaimed Sandboxes as their controller owner, and a claim removes it. */
+export const SANDBOX_SET_KIND = 'SandboxSet';
+
 /** The label, and the annotation, the Sandbox controller puts on every pod it creates, with CREATED_BY_SANDBOX. */
 export const CREATED_BY = 'agents.kruise.io/created-by';
 export const CREATED_BY_SANDBOX = 'sandbox';

@@ -7,6 +7,7 @@ import { describeShapeError, pointerName } from '../shapes/schema-errors.js';
 import { runtimeConfig } from '../shapes/kubernetes.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { errorMessage, jsonErrorPosition } from '../util/error-message.js';
+import { keyDigest, RevisionMemo } from './config-revision.js';
 
 export const DEFAULT_CONFIG_NAMESPACE = 'sandbox-system';
 export const DEFAULT_CONFIG_NAME = 'sandbox-injection-config';
@@ -107,7 +108,17 @@ export class InjectionConfigStore {
       if (fallback !== undefined) valid.set(key, fallback);
       invalidKeys.push({ key, message: parsed.message, fellBack: fallback !== undefined });
     }
-    this.current = { present: true, name: this.configMapName, entries, valid };
+    const revisions = new RevisionMemo((key) => {
+      const config = valid.get(key);
+      return config === undefined ? undefined : keyDigest(config);
+    });
+    this.current = {
+      present: true,
+      name: this.configMapName,
+      entries,
+      valid,
+      revision: (keys) => revisions.revision(keys),
+    };
     return { invalidKeys, unknownFields };
   }
 }

@@ -251,6 +251,7 @@ describe('reviewAdmission: saying why', () => {
       present: ['agent-runtime'],
       skipped: [],
       wrapped: [],
+      revision: expect.stringMatching(/^sha256:/) as unknown,
     });
   });
 
@@ -322,5 +323,30 @@ describe('reviewAdmission: a pod with a huge annotation map', () => {
     (pod.metadata as Record<string, unknown>).labels = { app: ['a'] };
     const r = response(await reviewAdmission(reviewFor(pod), deps()));
     expect(r.status?.message).toBe('pod is malformed: field object.metadata.labels.app must be string');
+  });
+});
+
+describe('reviewAdmission: the config revision in the status', () => {
+  const statusOf = (outcome: ReviewOutcome, pod: unknown): Record<string, unknown> =>
+    JSON.parse(admittedPod(pod, response(outcome)).status ?? '{}') as Record<string, unknown>;
+
+  it("records the revision of the keys used, as the config's snapshot gives it", async () => {
+    const d = deps();
+    const pod = sandboxPod({ 'agents.kruise.io/runtimes': 'agent-runtime,csi' });
+    const status = statusOf(await reviewAdmission(reviewFor(pod), d), pod);
+    const snapshot = d.store.snapshot();
+    if (!snapshot.present) throw new Error('no config');
+    expect(status.revision).toBe(snapshot.revision(['agent-runtime', 'csi']));
+    expect(status.revision).toMatch(/^sha256:[0-9a-f]{16}$/);
+  });
+
+  it('records another revision once a used key changes, the same one after an edit of an unused key', async () => {
+    const pod = sandboxPod({ 'agents.kruise.io/runtimes': 'agent-runtime' });
+    const d = deps();
+    const before = statusOf(await reviewAdmission(reviewFor(pod), d), pod).revision;
+    d.store.update({ 'agent-runtime': JSON.stringify(AGENT_CONFIG), csi: JSON.stringify({ volume: [{ name: 'v' }] }) });
+    expect(statusOf(await reviewAdmission(reviewFor(pod), d), pod).revision).toBe(before);
+    d.store.update({ 'agent-runtime': JSON.stringify({ ...AGENT_CONFIG, volume: [{ name: 'new' }] }) });
+    expect(statusOf(await reviewAdmission(reviewFor(pod), d), pod).revision).not.toBe(before);
   });
 });

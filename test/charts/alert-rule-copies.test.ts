@@ -14,6 +14,6 @@ describe("deliver-env's alert rules", () => {
     const chart = read('charts/sandbox-injector/files/deliver-env-alert-rules.yaml');
     const component = read('manifests/components/deliver-env-monitoring/prometheusrule.yaml') as { spec: unknown };
     expect(component.spec).toEqual(chart);
-    expect((chart as { groups: { rules: unknown[] }[] }).groups[0]?.rules).toHaveLength(4);
+    expect((chart as { groups: { rules: unknown[] }[] }).groups[0]?.rules).toHaveLength(7);
   });
 });

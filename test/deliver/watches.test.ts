@@ -15,9 +15,12 @@ import {
 } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { claimDecision } from '../../src/deliver/claim.js';
+import { judgePoolPod, type PoolSandbox } from '../../src/deliver/pool-pods.js';
 import { deliveryWatches, stripPod, stripSandbox, type SandboxObject } from '../../src/deliver/watches.js';
 import type { Pod } from '../../src/injection/index.js';
+import { InjectionConfigStore } from '../../src/sources/injection-config.js';
 import type { KubeClients } from '../../src/sources/kube/clients.js';
+import { AGENT_CONFIG } from '../support/builders.js';
 import { ManualClock } from '../support/manual-clock.js';
 import { ScriptedWatch, unreachableKubeConfig, type ScriptedRequest } from '../support/scripted-watch.js';
 import { wrappedSandboxPod } from '../support/wrapped-sandbox-pod.js';
@@ -38,6 +41,16 @@ const sandbox = {
     generation: 3,
     managedFields,
     labels: { 'agents.kruise.io/sandbox-claimed': 'true', 'agents.kruise.io/sandbox-pool': 'pool-a', team: 'x' },
+    ownerReferences: [
+      {
+        apiVersion: 'agents.kruise.io/v1alpha1',
+        kind: 'SandboxSet',
+        name: 'pool-a',
+        uid: 'pool-uid',
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ],
     annotations: {
       'agents.kruise.io/init-runtime-request': JSON.stringify({ envVars: { A: '1' }, accessToken: 't' }),
       'agents.kruise.io/runtime-url': 'http://10.0.0.9:49983',
@@ -47,10 +60,15 @@ const sandbox = {
       'e2b.agents.kruise.io/envd-url': 'http://10.0.0.9:49983',
       'e2b.agents.kruise.io/envd-access-token': 'legacy',
       'agents.kruise.io/runtimes': 'agent-runtime',
+      'agents.kruise.io/env-vars-injection-policy': 'Auto',
       'kubectl.kubernetes.io/last-applied-configuration': 'x'.repeat(10_000),
     },
   },
-  spec: { paused: true, template: { spec: { containers: [{ name: 'main', image: 'app:1' }] } } },
+  spec: {
+    paused: true,
+    runtimes: [{ name: 'agent-runtime' }],
+    template: { spec: { containers: [{ name: 'main', image: 'app:1' }] } },
+  },
   status: { phase: 'Running', podInfo: { podIP: '10.0.0.9', podUID: 'pod-uid', nodeName: 'n1' }, conditions: [] },
 } as SandboxObject;
 
@@ -71,17 +89,21 @@ const pod = (): V1Pod => {
     ],
   };
   made.spec = { ...made.spec, containers: made.spec?.containers ?? [], hostNetwork: false, nodeName: 'n1' };
+  made.spec.initContainers = [{ name: 'agent-runtime', image: 'agent-runtime:1', restartPolicy: 'Always' }];
   made.status = {
     phase: 'Running',
     podIP: '10.0.0.9',
     hostIP: '192.168.0.1',
-    conditions: [{ type: 'Ready', status: 'True' }],
+    conditions: [
+      { type: 'PodScheduled', status: 'True' },
+      { type: 'Ready', status: 'True', lastTransitionTime: new Date('2026-01-01T00:00:05Z') },
+    ],
   };
   return made;
 };
 
 describe('stripSandbox', () => {
-  it('keeps identity, the claimed label, the delivery annotations, spec.paused and status.podInfo.{podIP, podUID}, nothing else', () => {
+  it('keeps identity, the claimed label, the delivery annotations, spec.paused, status.podInfo.{podIP, podUID}, and what pool pods are judged by, nothing else', () => {
     expect(stripSandbox(sandbox)).toEqual({
       metadata: {
         name: 'sbx',
@@ -91,7 +113,17 @@ describe('stripSandbox', () => {
         creationTimestamp: '2026-01-01T00:00:00Z',
         deletionTimestamp: '2026-01-02T00:00:00Z',
         labels: { 'agents.kruise.io/sandbox-claimed': 'true' },
+        ownerReferences: [
+          {
+            apiVersion: 'agents.kruise.io/v1alpha1',
+            kind: 'SandboxSet',
+            name: 'pool-a',
+            uid: 'pool-uid',
+            controller: true,
+          },
+        ],
         annotations: {
+          'agents.kruise.io/env-vars-injection-policy': 'Auto',
           'agents.kruise.io/init-runtime-request': JSON.stringify({ envVars: { A: '1' }, accessToken: 't' }),
           'agents.kruise.io/runtime-url': 'http://10.0.0.9:49983',
           'agents.kruise.io/runtime-access-token': 'tok',
@@ -101,7 +133,7 @@ describe('stripSandbox', () => {
           'e2b.agents.kruise.io/envd-access-token': 'legacy',
         },
       },
-      spec: { paused: true },
+      spec: { paused: true, runtimes: [{ name: 'agent-runtime' }] },
       status: { podInfo: { podIP: '10.0.0.9', podUID: 'pod-uid' } },
     });
   });
@@ -114,7 +146,7 @@ describe('stripSandbox', () => {
 });
 
 describe('stripPod', () => {
-  it('keeps identity, the controller owner reference, the created-by label, the status annotation, hostNetwork, podIP and phase', () => {
+  it('keeps identity, the controller owner reference, the created-by label, the status annotation, hostNetwork, podIP, phase, and what pool pods are judged by', () => {
     expect(stripPod(pod())).toEqual({
       metadata: {
         name: 'sbx-pod',
@@ -137,8 +169,8 @@ describe('stripPod', () => {
             pod().metadata?.annotations?.['agents.kruise.io/runtime-injection-status'],
         },
       },
-      spec: { hostNetwork: false },
-      status: { podIP: '10.0.0.9', phase: 'Running' },
+      spec: { hostNetwork: false, containers: [{ name: 'main' }], initContainers: [{ name: 'agent-runtime' }] },
+      status: { podIP: '10.0.0.9', phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
     });
   });
 
@@ -161,6 +193,36 @@ describe('stripPod', () => {
     const whole = claimDecision(unpaused, [pod() as Pod], settings);
     expect(whole.kind).toBe('deliver');
     expect(claimDecision(stripSandbox(unpaused), [stripPod(pod()) as Pod], settings)).toEqual(whole);
+  });
+});
+
+describe('the cut objects', () => {
+  it('give the pool pod judgement what the whole objects give it', () => {
+    const store = new InjectionConfigStore();
+    store.update({ 'agent-runtime': JSON.stringify(AGENT_CONFIG) });
+    const config = store.snapshot();
+    const unclaimed: PoolSandbox = structuredClone(sandbox);
+    const metadata = unclaimed.metadata ?? {};
+    metadata.labels = { team: 'x' };
+    delete metadata.deletionTimestamp;
+    delete metadata.annotations?.['agents.kruise.io/init-runtime-request'];
+    const stalePod = pod();
+    const status = { injected: ['agent-runtime'], present: [], skipped: [], wrapped: ['main'], revision: 'sha256:0' };
+    stalePod.metadata = {
+      ...stalePod.metadata,
+      annotations: { 'agents.kruise.io/runtime-injection-status': JSON.stringify(status) },
+    };
+    const bare = pod();
+    bare.metadata = { ...bare.metadata, annotations: {} };
+    const settings = { allowHostNetwork: false };
+    for (const [made, expected] of [
+      [stalePod, 'stale'],
+      [bare, 'missing'],
+    ] as const) {
+      const whole = judgePoolPod(unclaimed, [made as Pod], config, settings);
+      expect(whole).toMatchObject({ kind: 'judged', state: expected, pool: { key: 'ns/pool-a' } });
+      expect(judgePoolPod(stripSandbox(unclaimed), [stripPod(made) as Pod], config, settings)).toEqual(whole);
+    }
   });
 });
 

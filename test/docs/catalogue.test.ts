@@ -46,9 +46,15 @@ describe('docs/server.md metrics table', () => {
 describe('docs/deliver-env.md metrics table', () => {
   it('names exactly the metrics deliver-env registers', async () => {
     const { createDeliveryMetrics } = await import('../../src/deliver/metrics.js');
+    const { poolPodMetrics } = await import('../../src/deliver/pool-pod-metrics.js');
     const metrics = createDeliveryMetrics({
       defaultMetrics: false,
       queue: () => ({ depth: 0, oldestQueuedSeconds: 0, longestRunningSeconds: 0 }),
+    });
+    // run.ts registers the pool pods' instruments on the same registry (src/cli/deliver-env/pool-pods.ts).
+    poolPodMetrics(metrics.registry, {
+      states: () => ({ fine: 0, missing: 0, stale: 0 }),
+      replacement: () => ({ inFlight: 0, stoppedPools: 0 }),
     });
     const registered = (await metrics.registry.getMetricsAsJSON()).map((metric) => metric.name).sort();
     const documented = tableRows('deliver-env.md', 'metric')

@@ -145,6 +145,12 @@ describe('the stand-in of upstream', () => {
   });
 });
 
+/** Our Role and RoleBinding in upstream's namespace, which read the injection ConfigMap there. */
+const configMapReaders = (withDeliverEnv: boolean): string[] => {
+  const names = withDeliverEnv ? ['sandbox-injector', 'sandbox-injector-deliver-env'] : ['sandbox-injector'];
+  return ['Role', 'RoleBinding'].flatMap((kind) => names.map((name) => `${kind}/${UPSTREAM}/${name}`));
+};
+
 describe.each([
   { name: 'manifests/', dir: MANIFESTS },
   {
@@ -168,16 +174,16 @@ describe.each([
     return work;
   };
 
-  it('installs into sandbox-injector-system, with only the ConfigMap reader in sandbox-system', async () => {
+  it('installs into sandbox-injector-system, with only the ConfigMap readers in sandbox-system', async () => {
     await cluster().kubectlOk(['apply', '-k', target()]);
     const ours = await ourObjects();
     expect(ours).toContain(`Namespace/${OURS}`);
     expect(ours).toContain(`Deployment/${OURS}/sandbox-injector`);
     expect(ours).toContain(`Secret/${OURS}/sandbox-injector-tls`);
-    expect(ours.filter((id) => id.includes(`/${UPSTREAM}/`))).toEqual([
-      `Role/${UPSTREAM}/sandbox-injector`,
-      `RoleBinding/${UPSTREAM}/sandbox-injector`,
-    ]);
+    // The webhook's reader of the injection ConfigMap, and deliver-env's when it is installed.
+    expect(ours.filter((id) => id.includes(`/${UPSTREAM}/`))).toEqual(
+      configMapReaders(components?.includes('deliver-env') === true),
+    );
     expect(ours).not.toContain(`Namespace/${UPSTREAM}`);
     // The webhook may read upstream's ConfigMap, by name, and nothing else there.
     const as = ['--as', `system:serviceaccount:${OURS}:sandbox-injector`];
@@ -196,6 +202,15 @@ describe.each([
     }
     const other = await cluster().kubectl(['auth', 'can-i', 'get', 'configmaps/other', '-n', UPSTREAM, ...as]);
     expect(other.stdout).toBe('no\n');
+    if (components?.includes('deliver-env') === true) {
+      // So may deliver-env, which judges pool pods against it: read only, and that one ConfigMap.
+      const deliverAs = ['--as', `system:serviceaccount:${OURS}:sandbox-injector-deliver-env`];
+      const canI = async (verb: string, what: string): Promise<string> =>
+        (await cluster().kubectl(['auth', 'can-i', verb, what, '-n', UPSTREAM, ...deliverAs])).stdout;
+      expect(await canI('watch', 'configmaps/sandbox-injection-config')).toBe('yes\n');
+      expect(await canI('update', 'configmaps/sandbox-injection-config')).toBe('no\n');
+      expect(await canI('get', 'configmaps/other')).toBe('no\n');
+    }
     expect(await upstreamState()).toEqual(before);
   });
 
@@ -214,7 +229,7 @@ describe.each([
   { name: 'defaults', set: [] as string[] },
   { name: 'deliver-env on, cert-manager off', set: ['--set', 'deliverEnv.enabled=true'] },
 ])('helm: $name', ({ set }) => {
-  it('installs into the release namespace, with only the ConfigMap reader in sandbox-system', async () => {
+  it('installs into the release namespace, with only the ConfigMap readers in sandbox-system', async () => {
     // As the chart README says: the namespace first, labelled restricted, then the release into it.
     await cluster().kubectlOk(['create', 'namespace', OURS]);
     await cluster().kubectlOk([
@@ -227,10 +242,10 @@ describe.each([
     await helmTool().runOk(['install', 'sandbox-injector', CHART, '--namespace', OURS, ...set]);
     const ours = await ourObjects();
     expect(ours).toContain(`Deployment/${OURS}/sandbox-injector`);
-    expect(ours.filter((id) => id.includes(`/${UPSTREAM}/`))).toEqual([
-      `Role/${UPSTREAM}/sandbox-injector`,
-      `RoleBinding/${UPSTREAM}/sandbox-injector`,
-    ]);
+    // The webhook's reader of the injection ConfigMap, and deliver-env's when it is installed.
+    expect(ours.filter((id) => id.includes(`/${UPSTREAM}/`))).toEqual(
+      configMapReaders(set.includes('deliverEnv.enabled=true')),
+    );
     expect(await upstreamState()).toEqual(before);
   });
 

@@ -19,6 +19,7 @@ import {
   renderWithComponents,
   type KubeObject,
 } from './support/components.js';
+import { makeHelm } from './support/helm.js';
 import { at } from './support/json.js';
 
 const CRDS = path.join(repoRoot, 'test', 'fixtures', 'e2e', 'prometheus-operator-crds.yaml');
@@ -411,6 +412,47 @@ describe('components/pod-ownership-policy', () => {
   it('is accepted by the API server as it is rendered (server-side dry run, strict field validation)', async () => {
     const objects = await renderWithComponents(cluster().binDir, ['pod-ownership-policy']);
     const added = objects.filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy'));
+    const result = await cluster().kubectl(
+      ['apply', '--server-side', '--dry-run=server', '--validate=strict', '-f', '-'],
+      { input: asYaml(added) },
+    );
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+  });
+});
+
+describe('components/grafana-dashboard and the chart grafanaDashboard.enabled', () => {
+  const JSON_FILE = path.join(repoRoot, 'charts', 'sandbox-injector', 'files', 'grafana-dashboard.json');
+  const CONFIGMAP = 'sandbox-injector-grafana-dashboard';
+
+  it("adds only the ConfigMap, for Grafana's sidecar, holding the dashboard as the chart does", async () => {
+    const withDashboard = await renderWithComponents(cluster().binDir, ['grafana-dashboard']);
+    const before = new Set(base.map(objectId));
+    const added = withDashboard.filter((o) => !before.has(objectId(o)));
+    expect(added.map(objectId)).toEqual([`ConfigMap/${NS}/${CONFIGMAP}`]);
+    const [configMap] = added;
+    expect(configMap?.metadata.labels).toMatchObject({ grafana_dashboard: '1' });
+    const dashboard = readFileSync(JSON_FILE, 'utf8');
+    expect(at(configMap, 'data', 'sandbox-injector.json')).toBe(dashboard);
+
+    const helm = makeHelm(cluster().kubeconfigPath);
+    try {
+      expect((await helm.template({})).filter((o) => o.kind === 'ConfigMap' && o.metadata.name === CONFIGMAP)).toEqual(
+        [],
+      );
+      const rendered = (
+        await helm.template({ grafanaDashboard: { enabled: true, annotations: { folder: 'x' } } })
+      ).find((o) => o.kind === 'ConfigMap' && o.metadata.name === CONFIGMAP);
+      expect(rendered?.metadata.labels).toMatchObject({ grafana_dashboard: '1' });
+      expect(rendered?.metadata.annotations).toEqual({ folder: 'x' });
+      expect(rendered?.metadata.namespace).toBe(NS);
+      // The chart's block scalar drops the file's last newline; the dashboard is the same JSON.
+      expect(JSON.parse(String(at(rendered, 'data', 'sandbox-injector.json')))).toEqual(JSON.parse(dashboard));
+    } finally {
+      helm.dispose();
+    }
+
+    await cluster().ensureNamespace(NS);
     const result = await cluster().kubectl(
       ['apply', '--server-side', '--dry-run=server', '--validate=strict', '-f', '-'],
       { input: asYaml(added) },

@@ -43,6 +43,8 @@ describe('manifests/components/deliver-env', () => {
         `PodDisruptionBudget/sandbox-injector-system/${NAME}`,
         `Role/sandbox-injector-system/${NAME}`,
         `RoleBinding/sandbox-injector-system/${NAME}`,
+        `Role/sandbox-system/${NAME}`,
+        `RoleBinding/sandbox-system/${NAME}`,
         `ServiceAccount/sandbox-injector-system/${NAME}`,
       ].sort(),
     );
@@ -54,7 +56,7 @@ describe('manifests/components/deliver-env', () => {
       expect(o.metadata.labels, objectId(o)).toMatchObject({ 'app.kubernetes.io/name': 'sandbox-injector' });
   });
 
-  it('grants reading Sandboxes and pods, creating Events, and the one Lease; nothing else', () => {
+  it('grants reading Sandboxes and pods, creating Events, the one Lease and reading the one ConfigMap; nothing else', () => {
     const byId = new Map(added().map((o) => [objectId(o), o]));
     expect(at(byId.get(`ClusterRole/${NAME}`), 'rules')).toEqual([
       { apiGroups: ['agents.kruise.io'], resources: ['sandboxes'], verbs: ['get', 'list', 'watch'] },
@@ -64,6 +66,14 @@ describe('manifests/components/deliver-env', () => {
     expect(at(byId.get(`Role/sandbox-injector-system/${NAME}`), 'rules')).toEqual([
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [NAME], verbs: ['get', 'update'] },
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+    ]);
+    expect(at(byId.get(`Role/sandbox-system/${NAME}`), 'rules')).toEqual([
+      {
+        apiGroups: [''],
+        resources: ['configmaps'],
+        resourceNames: ['sandbox-injection-config'],
+        verbs: ['get', 'list', 'watch'],
+      },
     ]);
     const args = at(
       byId.get(`Deployment/sandbox-injector-system/${NAME}`),
@@ -75,14 +85,22 @@ describe('manifests/components/deliver-env', () => {
       'args',
     );
     expect(args).toEqual(
-      expect.arrayContaining(['deliver-env', '--lease-namespace=sandbox-injector-system', `--lease-name=${NAME}`]),
+      expect.arrayContaining([
+        'deliver-env',
+        '--lease-namespace=sandbox-injector-system',
+        `--lease-name=${NAME}`,
+        '--config-namespace=sandbox-system',
+        '--config-name=sandbox-injection-config',
+      ]),
     );
+    expect((args as string[]).some((a) => a.startsWith('--replace-pool-pods'))).toBe(false);
   });
 
   it('is accepted by kube-apiserver under Pod Security "restricted" and strict field validation', async () => {
     await cluster.kubectlOk(['apply', '-f', '-', '--server-side', '--field-manager=e2e'], {
       input: asYaml(base.filter((o) => o.kind === 'Namespace')),
     });
+    await cluster.ensureNamespace('sandbox-system');
     await cluster.kubectlOk([
       'label',
       'namespace',
@@ -98,6 +116,31 @@ describe('manifests/components/deliver-env', () => {
     );
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
+  });
+});
+
+describe('manifests/components/deliver-env-pool-replacement', () => {
+  it('adds --replace-pool-pods=missing,stale and deleting pods, nothing else', async () => {
+    const both = await renderWithComponents(cluster.binDir, ['deliver-env', 'deliver-env-pool-replacement']);
+    const before = new Map(withComponent.map((o) => [objectId(o), o]));
+    const extra = both.filter((o) => !before.has(objectId(o)));
+    expect(extra.map(objectId).sort()).toEqual([
+      `ClusterRole/${NAME}-pool-replacement`,
+      `ClusterRoleBinding/${NAME}-pool-replacement`,
+    ]);
+    expect(
+      at(
+        extra.find((o) => o.kind === 'ClusterRole'),
+        'rules',
+      ),
+    ).toEqual([{ apiGroups: [''], resources: ['pods'], verbs: ['delete'] }]);
+    const changed = both.filter(
+      (o) => before.has(objectId(o)) && JSON.stringify(before.get(objectId(o))) !== JSON.stringify(o),
+    );
+    expect(changed.map(objectId)).toEqual([`Deployment/sandbox-injector-system/${NAME}`]);
+    expect((at(changed[0], 'spec', 'template', 'spec', 'containers', 0, 'args') as string[]).at(-1)).toBe(
+      '--replace-pool-pods=missing,stale',
+    );
   });
 });
 
@@ -122,6 +165,31 @@ describe('the chart with deliverEnv.enabled', () => {
     expect((at(deployment, 'spec', 'template', 'spec', 'containers', 0, 'args') as string[]).at(-1)).toBe(
       '--file-user=user',
     );
+  });
+
+  it('with deliverEnv.replacePoolPods, passes the flag and may delete pods; without it, neither', async () => {
+    const rulesAndArgs = async (values: Record<string, unknown>) => {
+      const objects = await helm.template({ deliverEnv: { enabled: true, ...values } });
+      const role = objects.find((o) => o.kind === 'ClusterRole' && o.metadata.name === NAME);
+      const deployment = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === NAME);
+      return {
+        deletes: (at(role, 'rules') as { verbs: string[] }[]).some((r) => r.verbs.includes('delete')),
+        args: at(deployment, 'spec', 'template', 'spec', 'containers', 0, 'args') as string[],
+      };
+    };
+    const off = await rulesAndArgs({});
+    expect(off.deletes).toBe(false);
+    expect(off.args.some((a) => a.startsWith('--replace-pool-pods'))).toBe(false);
+    const on = await rulesAndArgs({ replacePoolPods: 'stale' });
+    expect(on.deletes).toBe(true);
+    expect(on.args).toContain('--replace-pool-pods=stale');
+    const refused = await helm.run([
+      'template',
+      RELEASE,
+      CHART,
+      ...helm.valuesArgs({ deliverEnv: { replacePoolPods: 'all' } }),
+    ]);
+    expect(refused.code).not.toBe(0);
   });
 
   // The webhook mounts the env folder at the one path the injection rules give it: deliver-env aimed anywhere

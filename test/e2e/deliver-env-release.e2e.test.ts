@@ -25,6 +25,9 @@ const ALERTS = [
   'SandboxInjectorEnvdUnauthorized',
   'SandboxInjectorDeliverNoLeader',
   'SandboxInjectorDeliverQueueStalled',
+  'SandboxInjectorPoolPodsMissingRuntimes',
+  'SandboxInjectorStalePoolPodsNotDecreasing',
+  'SandboxInjectorClaimToEnvSlow',
 ];
 const API_SERVER_CIDRS = ['10.0.0.10/32', '10.96.0.1/32'];
 const API_SERVER_PEERS = API_SERVER_CIDRS.map((cidr) => ({ ipBlock: { cidr } }));
@@ -124,6 +127,8 @@ describe('helm template foo -n agents with deliverEnv, monitoring and networkPol
         `PrometheusRule/${namespace}/${fullname}-deliver-env`,
         `Role/${namespace}/${fullname}-deliver-env`,
         `RoleBinding/${namespace}/${fullname}-deliver-env`,
+        `Role/sandbox-system/${fullname}-deliver-env`,
+        `RoleBinding/sandbox-system/${fullname}-deliver-env`,
         `Service/${namespace}/${fullname}-deliver-env-metrics`,
         `ServiceAccount/${namespace}/${fullname}-deliver-env`,
         `ServiceMonitor/${namespace}/${fullname}-deliver-env`,
@@ -236,7 +241,7 @@ describe('helm template foo -n agents with deliverEnv, monitoring and networkPol
     expect(changed).toEqual(before);
   });
 
-  it("has deliver-env's four alerts, which promtool checks and whose tests pass in the release's namespace", async () => {
+  it("has deliver-env's seven alerts, which promtool checks and whose tests pass in the release's namespace", async () => {
     const spec = at(findObject(objects, 'PrometheusRule', `${fullname}-deliver-env`), 'spec') as RulesSpec;
     expect(spec.groups.flatMap((g) => g.rules.map((r) => r.alert))).toEqual(ALERTS);
     const { dir } = folderWith(spec, namespace);

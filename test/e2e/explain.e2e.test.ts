@@ -84,7 +84,7 @@ async function createPod(pod: Json): Promise<Pod> {
   return JSON.parse(await c().kubectlOk(['create', '-f', '-', '-o', 'json'], { input: JSON.stringify(pod) })) as Pod;
 }
 
-/** The fates as the status annotation lists them, from an explanation. */
+/** The fates and the config revision as the status annotation records them, from an explanation. */
 function statusFrom(explanation: Explanation): Json {
   const fates = explanation.runtimes;
   return {
@@ -94,6 +94,7 @@ function statusFrom(explanation: Explanation): Json {
       f.fate === 'skipped' ? [{ runtime: f.runtime, reason: f.reason, message: f.message }] : [],
     ),
     wrapped: explanation.wrapped,
+    ...(explanation.revision.admitted === undefined ? {} : { revision: explanation.revision.admitted }),
   };
 }
 

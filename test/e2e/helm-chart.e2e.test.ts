@@ -770,6 +770,7 @@ async function expectInjected(pod: Record<string, unknown>, webhook: WebhookProc
     present: [],
     skipped: [],
     wrapped: [],
+    revision: expect.stringMatching(/^sha256:[0-9a-f]{16}$/) as unknown,
   });
   const initNames = ((at(pod, 'spec', 'initContainers') ?? []) as { name: string }[]).map((c) => c.name);
   expect(initNames).toEqual(['agent-runtime', 'csi-sidecar']);

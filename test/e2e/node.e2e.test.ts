@@ -22,6 +22,7 @@ import { podFromSandbox, type SandboxObject } from './support/sandbox-controller
 import { freePort, startWebhookProcess, webhookConfiguration, type WebhookProcess } from './support/webhook-process.js';
 
 const NS = 'e2e-node';
+const SANDBOXSET_CRD = path.join(repoRoot, 'test', 'fixtures', 'e2e', 'sandboxset-crd.yaml');
 const CONFIG_NS = 'sandbox-system';
 const W = ['/bin/bash', '/var/sandbox/run_with_envs.sh'];
 const REQUEST = 'agents.kruise.io/init-runtime-request';
@@ -455,6 +456,7 @@ beforeAll(async () => {
     throw error;
   }
   await cluster.installSandboxCrd();
+  await cluster.kubectlOk(['apply', '-f', SANDBOXSET_CRD]);
   await cluster.ensureNamespace(NS);
   await cluster.ensureNamespace(CONFIG_NS);
   configData = readInjectionConfig();
@@ -480,6 +482,8 @@ beforeAll(async () => {
     CONFIG_NS,
     '--request-timeout',
     '2s',
+    // Only a pool's pods are replaced: the one test that makes a pool (a SandboxSet owning its Sandbox).
+    '--replace-pool-pods=missing',
   ]);
   node = await startNode(prepared, cluster);
   // kube-apiserver calls a new webhook configuration a moment after it is stored.
@@ -1007,6 +1011,147 @@ describe('Auto on a real node', () => {
       expect(existsSync(`${folderOf(served.wrapper)}/.env_recycled`)).toBe(false);
       expect((await sandboxEvents(SANDBOX)).filter((e) => e.reason === 'EnvPodRecycled')).toEqual([]);
     });
+  });
+
+  describe('a pool pod admitted without its runtimes', () => {
+    // docs/deliver-env.md, "Pool pods: missing and stale": a pre-warmed pod the webhook never saw (failurePolicy
+    // Ignore while it was down) is Ready and looks healthy, but nothing in it waits for a claim. deliver-env
+    // (--replace-pool-pods=missing) deletes it; the pool's controller, played here by the test, makes the next
+    // pod through the webhook, and a claim of it starts its app with the claim's variables.
+    const POOL = 'pool-node';
+    const SANDBOX = 'sbx-pool';
+    const VARS: Record<string, string> = { POOL_TENANT: 'c', C_SECRET: 'sk-pool-0003' };
+
+    /** Creates a pod of the Sandbox as a dry run: whether the webhook answered it (it records its status). */
+    async function webhookAnswers(sandbox: SandboxObject): Promise<'webhook' | 'admitted without' | 'refused'> {
+      const probe = podFromSandbox(sandbox, { configData });
+      (probe.metadata as { name: string }).name = `${SANDBOX}-probe`;
+      const r = await cluster.kubectl(['create', '--dry-run=server', '-f', '-', '-o', 'json'], {
+        input: JSON.stringify(probe),
+      });
+      if (r.code !== 0) return 'refused';
+      return (JSON.parse(r.stdout) as Pod).metadata.annotations?.[STATUS] === undefined
+        ? 'admitted without'
+        : 'webhook';
+    }
+
+    it('is reported missing and replaced; the pod after it waits, Ready, and a claim starts its app', async () => {
+      if (webhook === undefined) throw new Error('no webhook');
+      const port = await freePort();
+      const set = JSON.parse(
+        await cluster.kubectlOk(['-n', NS, 'create', '-o', 'json', '-f', '-'], {
+          input: JSON.stringify({
+            apiVersion: 'agents.kruise.io/v1alpha1',
+            kind: 'SandboxSet',
+            metadata: { name: POOL, namespace: NS },
+            spec: { replicas: 1, runtimes: [{ name: 'agent-runtime' }] },
+          }),
+        }),
+      ) as { metadata: { uid: string } };
+      const sandbox = JSON.parse(
+        await cluster.kubectlOk(['create', '-f', '-', '-o', 'json'], {
+          input: JSON.stringify({
+            apiVersion: 'agents.kruise.io/v1alpha1',
+            kind: 'Sandbox',
+            metadata: {
+              name: SANDBOX,
+              namespace: NS,
+              annotations: { 'agents.kruise.io/runtime-url': `http://127.0.0.1:${port}` },
+              ownerReferences: [
+                {
+                  apiVersion: 'agents.kruise.io/v1alpha1',
+                  kind: 'SandboxSet',
+                  name: POOL,
+                  uid: set.metadata.uid,
+                  controller: true,
+                },
+              ],
+            },
+            spec: {
+              runtimes: [{ name: 'agent-runtime' }],
+              envVarsInjectionPolicy: 'Auto',
+              template: {
+                spec: {
+                  hostNetwork: true,
+                  automountServiceAccountToken: false,
+                  terminationGracePeriodSeconds: 2,
+                  containers: [
+                    {
+                      name: 'main',
+                      image: IMAGES.app,
+                      imagePullPolicy: 'Never',
+                      command: APP_COMMAND,
+                      readinessProbe: APP_RUNNING_PROBE,
+                      env: [{ name: 'ENVD_PORT', value: String(port) }],
+                    },
+                  ],
+                },
+              },
+            },
+          }),
+        }),
+      ) as SandboxObject;
+      const webhookConfig = (failurePolicy: 'Fail' | 'Ignore') =>
+        webhookConfiguration('sandbox-injector', webhook?.url ?? '', webhook?.ca.certPem, failurePolicy);
+
+      // The webhook goes away while its configuration ignores failures: the pool's pod is made without it.
+      await webhook.stop();
+      await cluster.applyObject(webhookConfig('Ignore'));
+      await until('pods admitted without the webhook', async () =>
+        (await webhookAnswers(sandbox)) === 'admitted without' ? true : undefined,
+      );
+      const { pod: first } = await createPodOf(sandbox);
+      await namePod(SANDBOX, first.metadata.uid);
+      expect(first.metadata.annotations?.[STATUS]).toBeUndefined();
+      await webhook.start();
+      await cluster.applyObject(webhookConfig('Fail'));
+      await until('the webhook answers again', async () =>
+        (await webhookAnswers(sandbox)) === 'webhook' ? true : undefined,
+      );
+
+      // Reported, then replaced: deliver-env deletes the pod, and the pool's controller makes the next.
+      const missing = await untilSandboxEvent(SANDBOX, 'PoolPodMissing', () => true);
+      expect(missing.message).toContain(`pod ${first.metadata.uid} is missing its runtimes: policy Auto`);
+      const replaced = await untilSandboxEvent(SANDBOX, 'PoolPodReplaced', () => true);
+      expect(replaced.message).toContain(`deleted pod ${first.metadata.uid} (missing: `);
+      await until('the missing pod is gone', async () => ((await getPod(SANDBOX)) === undefined ? true : undefined));
+      const stored = JSON.parse(
+        await cluster.kubectlOk(['-n', NS, 'get', 'sandbox', SANDBOX, '-o', 'json']),
+      ) as SandboxObject;
+      const { pod: next } = await createPodOf(stored);
+      await namePod(SANDBOX, next.metadata.uid);
+      expect(JSON.parse(next.metadata.annotations?.[STATUS] ?? '{}')).toMatchObject({
+        present: ['agent-runtime'],
+        wrapped: ['main'],
+        revision: expect.stringMatching(/^sha256:/) as unknown,
+      });
+
+      // It runs, Ready while unclaimed, its app not started: the wrapper waits.
+      const ready = await untilPod(
+        SANDBOX,
+        'Ready',
+        (p) => p.metadata.uid === next.metadata.uid && isReady(p),
+        300_000,
+      );
+      const restart = statusOf(ready, 'main')?.restartCount ?? 0;
+      await until('envd listening in the new pod', () =>
+        containerLog(ready, 'main', restart).some((l) => l.text.startsWith('envd stand-in listening'))
+          ? true
+          : undefined,
+      );
+      const pid = await hostPid(statusOf(ready, 'main'));
+      expect(cmdline(pid)).toEqual([...W, '--', ...APP_COMMAND]);
+      expect(containerLog(ready, 'main', restart).filter((l) => l.text.startsWith(APP_LINE))).toEqual([]);
+      const waiting = environ(pid);
+
+      await claim(SANDBOX, VARS);
+      const started = await until('the app printed', () =>
+        containerLog(ready, 'main', restart).find((l) => l.text.startsWith(APP_LINE)),
+      );
+      expect(started.text).toBe(`${APP_LINE} as pid 1`);
+      expect(cmdline(pid)).toEqual(APP_COMMAND);
+      expect(added(waiting, environ(pid))).toEqual(VARS);
+    }, 900_000);
   });
 
   it('stops, and leaves no process, mount, cgroup, path or kernel setting behind', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { STATUS_ANNOTATION, type Container, type Pod } from '../../src/injection/index.js';
+import { injectRuntimes, STATUS_ANNOTATION, type Container, type Pod } from '../../src/injection/index.js';
 import { AGENT_CONFIG, CONFIGS, CSI_CONFIG, inject, pod } from '../support/builders.js';
 import * as say from '../../src/injection/auto-warnings.js';
 
@@ -483,6 +483,46 @@ describe('idempotency and the status annotation', () => {
     expect(statusOf(once.pod)).toMatchObject({ injected: ['agent-runtime'], present: ['csi'], wrapped: ['main'] });
     const twice = inject(once.pod, ['agent-runtime', 'csi'], 'Auto');
     expect(twice.changed).toBe(false);
+  });
+
+  describe('the config revision', () => {
+    const asked: (readonly string[])[] = [];
+    const revision = (used: readonly string[]): string => {
+      asked.push(used);
+      return `rev-of-${[...used].sort().join('+')}`;
+    };
+    const injectWithRevision = (input: Pod, runtimes: string[]) =>
+      injectRuntimes(input, {
+        runtimes: runtimes.map((name) => ({ name, config: CONFIGS.get(name) ?? {} })),
+        policy: 'None',
+        allConfigs: CONFIGS,
+        revision,
+      });
+
+    it('is of the keys of the runtimes injected or found present, not of those skipped', () => {
+      const sidecar = { name: 'csi-sidecar', image: 'csi:1', restartPolicy: 'Always' };
+      const found = injectWithRevision(pod([main()], { initContainers: [sidecar] }), ['agent-runtime', 'csi']);
+      expect(statusOf(found.pod).revision).toBe('rev-of-agent-runtime+csi');
+      const conflict = injectWithRevision(pod([main()], { initContainers: [{ name: 'csi-sidecar' }] }), [
+        'agent-runtime',
+        'csi',
+      ]);
+      expect(statusOf(conflict.pod).revision).toBe('rev-of-agent-runtime');
+    });
+
+    it("stays the first admission's: a reinvocation neither asks for it again nor changes it", () => {
+      const once = injectWithRevision(pod([main()]), ['agent-runtime']);
+      asked.length = 0;
+      const twice = injectWithRevision(once.pod, ['agent-runtime']);
+      expect(twice.changed).toBe(false);
+      expect(asked).toEqual([]);
+    });
+
+    it('is not added to a record an earlier admission wrote without one', () => {
+      const recorded = JSON.stringify({ injected: ['agent-runtime'], present: [], skipped: [], wrapped: [] });
+      const input = pod([main()], {}, { annotations: { [STATUS_ANNOTATION]: recorded } });
+      expect(injectWithRevision(input, ['agent-runtime']).changed).toBe(false);
+    });
   });
 
   it('never writes to the input pod or the configs', () => {

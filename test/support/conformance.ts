@@ -139,8 +139,11 @@ function expectStatusRecorded(testCase: ConformanceCase, status: string | undefi
     return;
   }
   const parsed = JSON.parse(status ?? 'null') as Record<string, unknown>;
-  // The fifth key only on a pod whose probes traffic-proxy's rewrite sent through the proxy.
-  const keys = ['injected', 'present', 'skipped', 'wrapped'];
+  // A new record names the config revision it was made from; a pod that carried a record keeps its keys.
+  const earlier = annotations[STATUS_ANNOTATION];
+  if (earlier === undefined) expect(parsed.revision).toMatch(/^sha256:[0-9a-f]{16}$/);
+  const keys = ['injected', 'present', 'skipped', 'wrapped', ...('revision' in parsed ? ['revision'] : [])];
+  // One more key only on a pod whose probes traffic-proxy's rewrite sent through the proxy.
   expect(Object.keys(parsed)).toEqual('healthProbeRewrite' in parsed ? [...keys, 'healthProbeRewrite'] : keys);
   if (testCase.expect.healthProbeRewrite !== undefined) {
     expect(parsed.healthProbeRewrite).toEqual(testCase.expect.healthProbeRewrite);

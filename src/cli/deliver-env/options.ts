@@ -21,6 +21,8 @@ import {
   type OptionValuesOf,
   type ParsedOptions,
 } from '../../options/read-rows.js';
+import type { PerPoolBound, ReplaceableState, ReplacementSettings } from '../../deliver/pool-replacement.js';
+import { DEFAULT_CONFIG_NAME, DEFAULT_CONFIG_NAMESPACE } from '../../sources/injection-config.js';
 import { hasInClusterCredentials } from '../../sources/kube/in-cluster.js';
 import { RECYCLED_POD_MODES } from '../../deliver/recycle.js';
 import { ENV_DIR } from '../../wrapper/env-dir.js';
@@ -32,6 +34,10 @@ const ENV_FOLDER = { pattern: '^/[ !#-\\[\\]-~]*$' } as const;
 const SECRET_REF = { pattern: `${DNS_LABEL.pattern.slice(0, -1)}/${DNS_SUBDOMAIN.pattern.slice(1)}` } as const;
 // A POSIX user name as envd looks it up: it owns the files written.
 const USER_NAME = { pattern: '^[a-z_][a-z0-9_.-]{0,31}$' } as const;
+// The states to replace: one of them, or both in either order.
+const REPLACE_STATES = { pattern: '^(missing|stale)(,(missing|stale))?$' } as const;
+// A count from 1, or a share of the pool from 1% to 100%, as a Deployment's maxUnavailable is written.
+const PER_POOL = { pattern: '^([1-9][0-9]{0,5}|([1-9][0-9]?|100)%)$' } as const;
 
 const ROWS = {
   kubeconfig: option('kubeconfig', 'string', 'kubeconfig to use (in a pod: the service account)', NON_EMPTY),
@@ -82,6 +88,47 @@ const ROWS = {
     "deliver to hostNetwork pods, whose IP is their node's: any process listening on the runtime's port there gets the claim (single-node test setups only)",
     {},
     false,
+  ),
+  configNamespace: option(
+    'config-namespace',
+    'string',
+    "namespace of the injection ConfigMap, which pool pods are judged against (as serve's)",
+    DNS_LABEL,
+    DEFAULT_CONFIG_NAMESPACE,
+  ),
+  configName: option(
+    'config-name',
+    'string',
+    "name of the injection ConfigMap (as serve's)",
+    DNS_SUBDOMAIN,
+    DEFAULT_CONFIG_NAME,
+  ),
+  replacePoolPods: option(
+    'replace-pool-pods',
+    'string',
+    'delete unclaimed pool pods in these states (missing, stale, or missing,stale) so that their pool recreates them [default: none]',
+    REPLACE_STATES,
+  ),
+  replaceMaxAtOnce: option(
+    'replace-max-at-once',
+    'integer',
+    'pool pod replacements in flight at most, across the cluster',
+    { minimum: 1, maximum: 1000 },
+    5,
+  ),
+  replaceMaxPerPool: option(
+    'replace-max-per-pool',
+    'string',
+    "pool pod replacements in flight at most in one pool: a count, or a share of the pool's pods (at least 1)",
+    PER_POOL,
+    '20%',
+  ),
+  replaceReadyTimeoutMs: option(
+    'replace-ready-timeout',
+    'duration',
+    "how long a replacement waits for the pool's next pod to be Ready before the next one may start",
+    { min: '10s', max: '1h' },
+    '5m',
   ),
   host: option('host', 'string', 'address of the /metrics, /healthz, /readyz listener', NON_EMPTY, '0.0.0.0'),
   metricsPort: option(
@@ -202,6 +249,23 @@ EnvVarsInjectionPolicy Auto; clears them when the claim ends. One replica writes
 /** Whether plain HTTP runtimes are refused: as the flag says, else as soon as a TLS bundle is configured. */
 export function requiresRuntimeTls(options: Pick<DeliverOptions, 'requireRuntimeTls' | 'runtimeTlsSecret'>): boolean {
   return options.requireRuntimeTls ?? options.runtimeTlsSecret !== undefined;
+}
+
+/** The replacement's settings, or undefined when --replace-pool-pods is not set (the default). */
+export function replacementSettings(
+  options: Pick<DeliverOptions, 'replacePoolPods' | 'replaceMaxAtOnce' | 'replaceMaxPerPool' | 'replaceReadyTimeoutMs'>,
+): ReplacementSettings | undefined {
+  if (options.replacePoolPods === undefined) return undefined;
+  const perPool = options.replaceMaxPerPool;
+  const maxPerPool: PerPoolBound = perPool.endsWith('%')
+    ? { kind: 'percent', percent: Number(perPool.slice(0, -1)) }
+    : { kind: 'count', count: Number(perPool) };
+  return {
+    states: new Set(options.replacePoolPods.split(',') as ReplaceableState[]),
+    maxAtOnce: options.replaceMaxAtOnce,
+    maxPerPool,
+    readyTimeoutMs: options.replaceReadyTimeoutMs,
+  };
 }
 
 /** What one row alone cannot check. */

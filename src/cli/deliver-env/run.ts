@@ -22,6 +22,7 @@ import { systemClock, sleepOn } from '../../util/clock.js';
 import { errorMessage } from '../../util/error-message.js';
 import { listenForStopSignals } from '../serve/shutdown.js';
 import { requiresRuntimeTls, type DeliverOptions } from './options.js';
+import { startPoolPods } from './pool-pods.js';
 
 /** Events sent at once, and waiting at most, behind the deliveries (see deliver/event-queue.ts). */
 const EVENT_CONCURRENCY = 4;
@@ -56,7 +57,10 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
   // The watches enqueue into the controller, which reads their cache: enqueue is only called once they start.
   const watches = deliveryWatches(
     clients,
-    (key) => controller.enqueue(key),
+    (key) => {
+      controller.enqueue(key);
+      poolPods.changed(key);
+    },
     (what, error, retryInMs) =>
       logger.warn(
         { watch: what, retryInMs, err: { message: firstLine(errorMessage(error)) } },
@@ -107,6 +111,16 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
       logger.error({ sandbox: key, err: { message: errorMessage(error) } }, 'delivery failed unexpectedly'),
     onRetry: () => metrics.retry(),
   });
+  const poolPods = startPoolPods({
+    options,
+    clients,
+    cache: watches.cache,
+    registry: metrics.registry,
+    events,
+    logger,
+    clock,
+    identity,
+  });
   const lease = `${options.leaseNamespace}/${options.leaseName}`;
   const election = new LeaderElection({
     api: leaseApi(clients, options.leaseName, options.leaseNamespace),
@@ -122,6 +136,7 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
       metrics.leader(term !== undefined);
       logger.info({ identity, lease }, term !== undefined ? 'holding the Lease: delivering' : 'following the Lease');
       controller.setTerm(term);
+      poolPods.setTerm(term);
     },
     onError: (error) => logger.warn({ err: { message: firstLine(errorMessage(error)) } }, 'Lease update failed'),
   });
@@ -149,6 +164,7 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
   drainBound.abort();
   await election.release();
   await watches.stop();
+  await poolPods.stop();
   await tls.stop();
   await Promise.race([events.drained(), sleepOn(clock, EVENT_DRAIN_MS)]);
   await server.close();

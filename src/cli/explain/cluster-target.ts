@@ -7,7 +7,8 @@ import { UsageError } from '../command.js';
 import { CliError, type CliIo, readInput } from '../io.js';
 import { parsePod } from '../pod-review.js';
 import { ClusterReads } from './cluster-reads.js';
-import type { ExplainInput, WebhookCheck } from './explanation.js';
+import { judgePoolPod, poolOf } from '../../deliver/pool-pods.js';
+import type { ExplainInput, PoolPodReport, WebhookCheck } from './explanation.js';
 import { podFromSandboxTemplate } from './sandbox-pod.js';
 import { evaluateWebhooks, type WebhookEntry } from './webhook-match.js';
 
@@ -77,6 +78,7 @@ export async function clusterTarget(kubeconfig: string, flags: ClusterTargetFlag
     origin,
     notes,
     webhook,
+    ...(sandbox === undefined ? {} : { poolPod: poolPodReport(sandbox, pod, store) }),
     deps: {
       config: () => store.snapshot(),
       selectRuntimes: (candidate, request) => runtimesFromOwner(candidate, request, lookup, allowAnnotations),
@@ -125,6 +127,19 @@ async function targetPod(
         'before creating it, so runtimes shown here as injected show as present on the real pod',
     ],
   };
+}
+
+/**
+ * The state deliver-env gives the Sandbox's pod, by its own judgement, against the ConfigMap as read now. A
+ * hostNetwork pod is judged too: the judgement reads no address.
+ */
+function poolPodReport(sandbox: Sandbox, pod: Pod, store: InjectionConfigStore): PoolPodReport {
+  // The pod built from the template has no UID: the Sandbox has no pod to judge.
+  const stored = pod.metadata.uid !== undefined && sandboxOwner(pod)?.uid === sandbox.metadata?.uid;
+  const judgement = judgePoolPod(sandbox, stored ? [pod] : [], store.snapshot(), { allowHostNetwork: true });
+  const pool = poolOf(sandbox)?.key;
+  const state = judgement.kind === 'judged' ? judgement.state : 'not judged';
+  return { state, reason: judgement.reason, ...(pool === undefined ? {} : { pool }) };
 }
 
 async function webhookCheck(

@@ -43,6 +43,10 @@ export interface Explanation {
    * (`container/probe`) that goes through it. Absent when the rewrite did not apply.
    */
   healthProbeRewrite?: { proxy: string; probes: string[] };
+  /** The config revision: recorded on the pod, recorded by this review, and what the config in force gives. */
+  revision: RevisionReport;
+  /** With --sandbox: the state deliver-env gives the Sandbox's pod (src/deliver/pool-pods.ts). */
+  poolPod?: PoolPodReport;
   /** The warnings answered, each whole (the answer itself cuts them at 120 characters). */
   warnings: string[];
   /** What Auto cannot hold until the claim; answered as warnings too when the server runs --warn-unwrapped. */
@@ -54,6 +58,23 @@ export interface Explanation {
   delivery?: DeliveryExplanation;
 }
 
+export interface RevisionReport {
+  /** What the pod carried before the review; absent when it had no record, or one without a revision. */
+  recorded?: string;
+  /** What the status holds after the review (the recorded one is kept). */
+  admitted?: string;
+  /** What the config in force gives for all the asked runtimes; absent when one has no usable key. */
+  current?: string;
+}
+
+export interface PoolPodReport {
+  /** `fine`, `missing`, `stale`, or `not judged`. */
+  state: string;
+  reason: string;
+  /** The Sandbox's SandboxSet, `namespace/name`, when it is in a pool. */
+  pool?: string;
+}
+
 export interface ExplainInput {
   pod: Pod;
   namespace: string;
@@ -62,6 +83,7 @@ export interface ExplainInput {
   webhook: WebhookCheck;
   /** The same dependencies the server's review gets, built from files or one-off reads of the cluster. */
   deps: ReviewDeps;
+  poolPod?: PoolPodReport;
 }
 
 /** Runs the server's review on the pod's creation and reads the answer back as an explanation. */
@@ -112,6 +134,8 @@ export async function explainPod(input: ExplainInput): Promise<Explanation> {
     runtimes: fates(asked, recordedStatus(pod), recordedStatus(mutated), whyNoRecord(snapshot, denial)),
     wrapped: [...recordedStatus(mutated).wrapped],
     ...probeRewriteOf(recordedStatus(mutated)),
+    revision: revisionReport(recordedStatus(pod).revision, recordedStatus(mutated).revision, snapshot, asked),
+    ...(input.poolPod === undefined ? {} : { poolPod: input.poolPod }),
     warnings: summary.warningMessages,
     advice: summary.advice,
     patch: decodePatch(response?.patch),
@@ -130,6 +154,20 @@ function probeRewriteOf(status: RecordedStatus): Pick<Explanation, 'healthProbeR
 /** Long values (the status annotation) stay on one line, so each change is one diff line. */
 function asYaml(pod: Pod): string {
   return stringify(pod, { lineWidth: 0 });
+}
+
+function revisionReport(
+  recorded: string | undefined,
+  admitted: string | undefined,
+  snapshot: ConfigSnapshot,
+  asked: readonly string[],
+): RevisionReport {
+  const current = snapshot.present && asked.length > 0 ? snapshot.revision(asked) : undefined;
+  return {
+    ...(recorded === undefined ? {} : { recorded }),
+    ...(admitted === undefined ? {} : { admitted }),
+    ...(current === undefined ? {} : { current }),
+  };
 }
 
 function configMapReport(snapshot: ConfigSnapshot, asked: readonly string[]): Explanation['configMap'] {

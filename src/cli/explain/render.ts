@@ -17,6 +17,13 @@ export function renderText(explanation: Explanation): string {
     ...configSection(explanation),
   );
   lines.push('', ...resultSection(explanation));
+  const revision = revisionLine(explanation);
+  if (revision !== undefined) lines.push('', revision);
+  const { poolPod } = explanation;
+  if (poolPod !== undefined) {
+    const pool = poolPod.pool === undefined ? 'in no pool' : `pool ${poolPod.pool}`;
+    lines.push('', `Pool pod (as deliver-env judges it, ${pool}): ${poolPod.state}: ${poolPod.reason}`);
+  }
   if (explanation.warnings.length > 0)
     lines.push('', 'Warnings the webhook answers with', ...explanation.warnings.map((w) => `  ${w}`));
   if (explanation.advice.length > 0)
@@ -108,6 +115,20 @@ function resultSection(explanation: Explanation): string[] {
     lines.push(`  health probes rewritten through proxy "${rewrite.proxy}": ${probes}`);
   }
   return lines;
+}
+
+/** The config revision the pod records, against what the config in force gives for its runtimes. */
+function revisionLine({ revision, selection }: Explanation): string | undefined {
+  const { recorded, admitted, current } = revision;
+  const runtimes = selection?.runtimes.join(', ') ?? '';
+  const now = current === undefined ? '' : `; the config in force gives ${current} for ${runtimes}`;
+  if (recorded !== undefined) {
+    const verdict = current === undefined ? '' : recorded === current ? ': the same' : ': it differs';
+    return `Config revision: recorded on the pod ${recorded}${now}${verdict}`;
+  }
+  if (admitted !== undefined) return `Config revision: this admission records ${admitted}${now}`;
+  if (current !== undefined) return `Config revision: none recorded on the pod${now}`;
+  return undefined;
 }
 
 function fateLine(fate: RuntimeFate): string {

@@ -102,7 +102,7 @@ export async function runtimesFromOwner(
  * annotation, which the Sandbox controller copies from the template. Reading it from the pod is safe because
  * wrapping grants nothing: it only makes the pod's own commands wait for their environment.
  */
-function selectionFromSandbox(sandbox: Sandbox, pod: Pod, label: string): RuntimeSelection {
+export function selectionFromSandbox(sandbox: Sandbox, pod: Pod, label: string): RuntimeSelection {
   const runtimes = sandbox.spec?.runtimes ?? [];
   if (!Array.isArray(runtimes))
     return { ok: false, denial: DENIALS.sandboxSpecInvalid(label, 'spec.runtimes must be a list') };

@@ -1,6 +1,6 @@
 /** deliver-env's options: the rows' defaults, durations, the checks across them, and the one in-pod test. */
 import { describe, expect, it } from 'vitest';
-import { parseDeliverOptions, requiresRuntimeTls } from '../../../src/cli/deliver-env/options.js';
+import { parseDeliverOptions, replacementSettings, requiresRuntimeTls } from '../../../src/cli/deliver-env/options.js';
 
 const KUBECONFIG = ['--kubeconfig', '/k'];
 
@@ -86,5 +86,36 @@ describe('--require-runtime-tls', () => {
     expect(required(['--runtime-tls-secret', 'ns/tls'])).toBe(true);
     expect(required(['--runtime-tls-secret', 'ns/tls', '--no-require-runtime-tls'])).toBe(false);
     expect(required(['--require-runtime-tls'])).toBe(true);
+  });
+});
+
+describe('replacementSettings', () => {
+  const settingsOf = (argv: string[]) => {
+    const parsed = parseDeliverOptions([...KUBECONFIG, ...argv], {}, noFileLookups);
+    if (parsed.kind !== 'options') throw new Error(JSON.stringify(parsed));
+    return replacementSettings(parsed.options);
+  };
+
+  it('is off unless --replace-pool-pods is given, with bounds that keep most of a pool Ready by default', () => {
+    expect(settingsOf([])).toBeUndefined();
+    expect(settingsOf(['--replace-pool-pods', 'stale,missing'])).toEqual({
+      states: new Set(['stale', 'missing']),
+      maxAtOnce: 5,
+      maxPerPool: { kind: 'percent', percent: 20 },
+      readyTimeoutMs: 300_000,
+    });
+    expect(settingsOf(['--replace-pool-pods=missing', '--replace-max-per-pool=2'])).toMatchObject({
+      states: new Set(['missing']),
+      maxPerPool: { kind: 'count', count: 2 },
+    });
+  });
+
+  it.each([['all'], ['missing,'], ['missing,fine'], ['']])('refuses the states %j', (states) => {
+    const argv = states === '' ? ['--replace-pool-pods='] : ['--replace-pool-pods', states];
+    expect(problemsOf([...KUBECONFIG, ...argv]).join('\n')).toMatch(/--replace-pool-pods/);
+  });
+
+  it.each([['0'], ['0%'], ['101%'], ['1.5'], ['-1']])('refuses a per-pool bound of %j', (bound) => {
+    expect(problemsOf([...KUBECONFIG, `--replace-max-per-pool=${bound}`]).join('\n')).toMatch(/--replace-max-per-pool/);
   });
 });

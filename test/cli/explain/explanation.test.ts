@@ -75,7 +75,9 @@ describe('explainPod', () => {
     // The status annotation, long with the skip's message, stays one diff line rather than folded YAML.
     const added = explanation.diff.split('\n').filter((line) => line.startsWith('+'));
     expect(added.filter((line) => line.includes(STATUS_ANNOTATION))).toHaveLength(1);
-    expect(added.find((line) => line.includes(STATUS_ANNOTATION))).toMatch(/"wrapped":\[\]\}'$/);
+    expect(added.find((line) => line.includes(STATUS_ANNOTATION))).toMatch(
+      /"wrapped":\[\],"revision":"sha256:[0-9a-f]{16}"\}'$/,
+    );
   });
 
   it('gives the patch the server answers with, and a diff that shows the same change', async () => {
@@ -207,6 +209,31 @@ describe('explainPod', () => {
     expect(again.decision).toBe('unchanged');
   });
 
+  it('shows the config revision: what the admission records, then on the admitted pod against the config in force', async () => {
+    const store = storeOf(ALL_KEYS);
+    const first = await explain(annotated('agent-runtime'), store);
+    const snapshot = store.snapshot();
+    const current = snapshot.present ? snapshot.revision(['agent-runtime']) : undefined;
+    expect(first.revision).toEqual({ admitted: current, current });
+    expect(renderText(first)).toContain(
+      `Config revision: this admission records ${current}; the config in force gives ${current} for agent-runtime\n`,
+    );
+    const admitted = fastJsonPatch.applyPatch(annotated('agent-runtime'), first.patch, true, false).newDocument;
+    expect(renderText(await explain(admitted, store))).toContain(
+      `Config revision: recorded on the pod ${current}; the config in force gives ${current} for agent-runtime: the same\n`,
+    );
+    const edited = storeOf({
+      ...ALL_KEYS,
+      'agent-runtime': JSON.stringify({ ...AGENT_CONFIG, volume: [{ name: 'v2' }] }),
+    });
+    const later = await explain(admitted, edited);
+    expect(later.revision.recorded).toBe(current);
+    expect(later.revision.current).not.toBe(current);
+    expect(renderText(later)).toMatch(
+      /^Config revision: recorded on the pod sha256:\w+; the config in force gives sha256:\w+ for agent-runtime: it differs$/m,
+    );
+  });
+
   it('shows the denial when the runtimes cannot be chosen', async () => {
     const owned = annotated('csi');
     owned.metadata.ownerReferences = [
@@ -281,6 +308,21 @@ describe('renderText', () => {
       webhook: { state: 'not-installed', configuration: 'si' },
     });
     expect(renderText(missing)).toContain('MutatingWebhookConfiguration si is not installed');
+  });
+
+  it("prints the pool pod's state and why, with its pool, when the explanation has one", async () => {
+    const explanation = await explain(annotated('csi'), storeOf(ALL_KEYS), {
+      poolPod: {
+        state: 'stale',
+        reason: 'it records sha256:1, the config in force gives sha256:2 for csi',
+        pool: 'team-a/pool',
+      },
+    });
+    expect(explanation.poolPod).toEqual({ state: 'stale', reason: expect.any(String) as unknown, pool: 'team-a/pool' });
+    expect(renderText(explanation)).toContain(
+      'Pool pod (as deliver-env judges it, pool team-a/pool): stale: it records sha256:1, the config in force gives sha256:2 for csi\n',
+    );
+    expect(renderText(await explain(annotated('csi'), storeOf(ALL_KEYS)))).not.toContain('Pool pod');
   });
 
   it('prints a skip with its reason and message, and each key state in words', async () => {

@@ -17,6 +17,8 @@ export const COMPONENTS = [
   'deliver-env-monitoring',
   'network-policies',
   'pod-ownership-policy',
+  'deliver-env-pool-replacement',
+  'grafana-dashboard',
 ] as const;
 export type ComponentName = (typeof COMPONENTS)[number];
 

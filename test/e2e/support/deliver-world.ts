@@ -29,11 +29,14 @@ export async function until<T>(
 }
 
 const DELIVER_COMPONENT = path.join(repoRoot, 'manifests', 'components', 'deliver-env');
+/** Upstream's namespace, where the injection ConfigMap lives. */
+export const CONFIG_NAMESPACE = 'sandbox-system';
 
 /**
- * A kube-apiserver as the deliver-env suites start from: the Sandbox CRD, the test's namespace and the Lease's,
- * the component's service account and RBAC (and `moreManifests`, such as another component's RBAC), and the
- * kubeconfig of that service account, which deliver-env runs as.
+ * A kube-apiserver as the deliver-env suites start from: the Sandbox CRD, the test's namespace, the Lease's and
+ * upstream's (where the component's RBAC reads the injection ConfigMap), the component's service account and
+ * RBAC (and `moreManifests`, such as another component's RBAC), and the kubeconfig of that service account,
+ * which deliver-env runs as.
  */
 export async function deliverCluster(
   namespace: string,
@@ -44,6 +47,7 @@ export async function deliverCluster(
   await cluster.installSandboxCrd();
   await cluster.ensureNamespace(namespace);
   await cluster.ensureNamespace(leaseNamespace);
+  await cluster.ensureNamespace(CONFIG_NAMESPACE);
   const manifests = [
     path.join(DELIVER_COMPONENT, 'serviceaccount.yaml'),
     path.join(DELIVER_COMPONENT, 'rbac.yaml'),
