@@ -572,6 +572,8 @@ describe('deliver-env, from the same image', () => {
     await cluster.kubectlOk(['delete', 'mutatingwebhookconfigurations', '--all']);
     await cluster.ensureNamespace(namespace);
     await cluster.ensureNamespace(DELIVER_NS);
+    // Where the component's Role reads the injection ConfigMap.
+    await cluster.ensureNamespace(CONFIG_NS);
     for (const object of objects) if (object.kind !== 'Deployment') await cluster.applyObject(object);
 
     // The pod's service-account volume, as the kubelet projects it for the component's service account.

@@ -241,8 +241,9 @@ export function deliverUsage(): string {
     'deliver-env',
     DELIVER_OPTION_ROWS,
     `Writes each claimed Sandbox's env.sh and .env_ready into its pod through envd's file API, for
-EnvVarsInjectionPolicy Auto; clears them when the claim ends. One replica writes, elected by a Lease
-(docs/deliver-env.md).`,
+EnvVarsInjectionPolicy Auto; clears them when the claim ends. Reports unclaimed pool pods missing their
+runtimes or made from an older injection config, and with --replace-pool-pods replaces them. One replica
+writes, elected by a Lease (docs/deliver-env.md).`,
   );
 }
 
