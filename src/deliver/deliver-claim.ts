@@ -58,16 +58,23 @@ export async function deliverClaim(
   try {
     const entries = await envd.list(target.endpoint, paths.dir, term);
     requests += 1;
+    let readyListed = entries.some((entry) => entry.name === READY_FILE_NAME);
     if (entries.some((entry) => entry.name === RECYCLED_FILE_NAME)) {
       const verdict = await recycled(deps, attempt, decision);
       requests += verdict.requests;
       if (verdict.result !== undefined) return verdict.result;
-      await envd.run(target.endpoint, { op: 'remove', path: paths.recycledFile }, term);
-      requests += 1;
+      // A .env_ready beside the mark is an ended claim's, written late: it goes before the mark does, so that
+      // no wrapper starts on it in between (the wrapper waits while the mark is there).
+      const stale: DeliveryStep[] = readyListed ? [{ op: 'remove', path: paths.readyFile }] : [];
+      for (const step of [...stale, { op: 'remove', path: paths.recycledFile } as const]) {
+        await envd.run(target.endpoint, step, term);
+        requests += 1;
+      }
+      readyListed = false;
     }
     // Read only when listed: a first delivery, the common case, needs no GET.
     let ready: ReadyState = { found: false };
-    if (entries.some((entry) => entry.name === READY_FILE_NAME)) {
+    if (readyListed) {
       ready = await envd.readFile(target.endpoint, paths.readyFile, term);
       requests += 1;
     }

@@ -119,12 +119,19 @@ open_wait_fd() {
   fi
 }
 
-# Returns once .env_ready exists. read is a builtin: waiting forks nothing, and a trapped signal interrupts it
+# A claim is there to run: .env_ready, and no mark of an ended claim beside it. Clearing writes the mark after
+# removing .env_ready and a delivery removes it before writing .env_ready, so both are there only when a write
+# of an ended claim landed late (a request of an old term): its files are not the next claim's.
+claim_ready() {
+  [ -e "$ready_file" ] && [ ! -e "$recycled_file" ]
+}
+
+# Returns once a claim is ready. read is a builtin: waiting forks nothing, and a trapped signal interrupts it
 # at once. The check follows the open, so a wake written before the FIFO was opened is never waited for.
 wait_for_ready() {
   local woken='' byte status
   open_wait_fd
-  while [ ! -e "$ready_file" ]; do
+  while ! claim_ready; do
     if [ -z "$wake_fd" ]; then
       sleep "$poll_seconds"
       continue
@@ -283,7 +290,7 @@ if [ "$EUID" -eq 0 ] && ! { [ -k "$env_dir" ] && [ -O "$env_dir" ]; } && [ -d "$
 fi
 
 if [ "$mode" = probe ]; then
-  if [ ! -e "$ready_file" ]; then
+  if ! claim_ready; then
     exit 0
   fi
 else
@@ -292,7 +299,7 @@ else
   # signals on instead.
   trap 'exit 143' TERM
   trap 'exit 130' INT
-  if [ ! -e "$ready_file" ]; then
+  if ! claim_ready; then
     wait_for_ready
   elif wake_fifo_trusted; then
     # A writer whose wake found no wrapper holding the FIFO (this container was restarting) is still blocked

@@ -537,6 +537,26 @@ describe('Controller: the claim ends', () => {
     expect(outcomes.at(-1)).toMatchObject({ kind: 'delivered', delivery: 'claim' });
   });
 
+  it("removes an ended claim's late .env_ready before the mark, so no wrapper starts on it", async () => {
+    const h = await delivered();
+    const { dir, double, state, controller } = h;
+    await recycledThenClaimed(h);
+    // A request of an old term landed after the clearing: the ended claim's .env_ready is back beside the mark.
+    writeFileSync(path.join(dir, '.env_ready'), 'sha256:late\n');
+    state.current = { ...state.current, pod: pod('pod-1', '127.0.0.1', 'containerd://main-2') };
+    const before = double.requests.length;
+    controller.enqueue(KEY);
+    await settled(controller);
+    expect(ops(double).slice(before, before + 4)).toEqual([
+      'list /var/sandbox 200',
+      'get /var/sandbox/.env_recycled 200',
+      'remove /var/sandbox/.env_ready 200',
+      'remove /var/sandbox/.env_recycled 200',
+    ]);
+    expect(readFileSync(path.join(dir, '.env_ready'), 'utf8')).toMatch(/^sha256:[0-9a-f]{64}\n$/);
+    expect(readFileSync(path.join(dir, 'env.sh'), 'utf8')).toContain('secret-b');
+  });
+
   it('refuses a claim into a recycled pod whose containers have not restarted within the grace, and says why', async () => {
     const h = await delivered();
     const { dir, state, controller, clock, outcomes } = h;

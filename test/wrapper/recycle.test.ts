@@ -1,9 +1,19 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { RECYCLED_FILE_NAME } from '../../src/wrapper/env-dir.js';
-import { makeTempDir, removeDir, signalReady, startWrapper, waitForFile, within, writeWake } from './run-wrapper.js';
+import {
+  makeTempDir,
+  removeDir,
+  runWrapper,
+  signalReady,
+  startWrapper,
+  waitForFile,
+  waitUntilWaiting,
+  within,
+  writeWake,
+} from './run-wrapper.js';
 
 /** Far above the wrapper's own bounds (3 s to stop, 5 s between looks): only a wrapper that never ends fails it. */
 const DEADLINE_MS = 20_000;
@@ -105,5 +115,23 @@ describe('run_with_envs.sh supervising the command', () => {
     const result = await within(run.done, DEADLINE_MS, 'the wrapper');
     expect(result.code).toBe(137);
     expect(result.stderr).not.toContain('the claim ended');
+  });
+});
+
+describe('run_with_envs.sh and an ended claim', () => {
+  it('waits while the mark is there, even beside .env_ready, and runs the next claim once it is gone', async () => {
+    // A late write of the ended claim: .env_ready back beside the mark. Its files are not the next claim's.
+    await signalReady(dir, "export TENANT='a'\n");
+    await writeFile(path.join(dir, RECYCLED_FILE_NAME), 'container main containerd://0\n');
+    const run = startWrapper(['--', 'bash', '-c', 'printf %s "$TENANT"'], { envDir: dir });
+    expect(await waitUntilWaiting(run.child.pid ?? -1, dir)).toBe('fifo');
+    expect((await runWrapper(['--probe', '--', 'false'], { envDir: dir })).code).toBe(0);
+    // The next claim's delivery (deliver-claim.ts): the late .env_ready, then the mark, then its files, the wake.
+    await rm(path.join(dir, '.env_ready'));
+    await rm(path.join(dir, RECYCLED_FILE_NAME));
+    await signalReady(dir, "export TENANT='b'\n");
+    await writeWake(dir);
+    const result = await within(run.done, DEADLINE_MS, 'the wrapper');
+    expect([result.code, result.stdout.toString()]).toEqual([0, 'b']);
   });
 });
