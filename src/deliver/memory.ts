@@ -161,27 +161,44 @@ export interface LastClaim {
   podUid: string | undefined;
 }
 
-/** The last claimed version of each Sandbox this process saw, leading or not; see the top of this file. */
+/**
+ * The last claim of each Sandbox this process saw, leading or not; see the top of this file. While the claim is
+ * on, the claimed version itself (the cache's own object: nothing copied or parsed on the event path); once it
+ * ends, only its token and pod, so that a recycled pool does not keep each ended claim's request annotations.
+ */
 export class SeenClaims {
-  private readonly last = new Map<string, DeliverySandbox>();
+  private readonly claimed = new Map<string, DeliverySandbox>();
+  private readonly ended = new Map<string, LastClaim>();
 
   /**
-   * A change of `key` was seen: a claimed version is kept (a reference, nothing parsed on the event path) until
-   * the next claimed one or the Sandbox's deletion. Kept after clearing too: envd keeps the token it was
-   * initialised with until its container restarts, and a later term may have to list the folder again.
+   * A change of `key` was seen. Kept until the next claim or the Sandbox's deletion, after clearing too: envd
+   * keeps the token it was initialised with until its container restarts, and a later term may list again.
    */
   saw(key: string, sandbox: DeliverySandbox | undefined): void {
-    if (sandbox === undefined) this.last.delete(key);
-    else if (isClaimed(sandbox)) this.last.set(key, sandbox);
+    if (sandbox === undefined) {
+      this.claimed.delete(key);
+      this.ended.delete(key);
+    } else if (isClaimed(sandbox)) {
+      this.claimed.set(key, sandbox);
+      this.ended.delete(key);
+    } else {
+      const last = this.claimed.get(key);
+      if (last === undefined) return;
+      this.ended.set(key, summary(last));
+      this.claimed.delete(key);
+    }
   }
 
   /** The Sandbox's last claim as this process saw it; undefined when it saw none. */
   lastClaim(key: string): LastClaim | undefined {
-    const seen = this.last.get(key);
-    if (seen === undefined) return undefined;
-    const podUid = seen.status?.podInfo?.podUID;
-    return { token: claimToken(seen), podUid: typeof podUid === 'string' ? podUid : undefined };
+    const on = this.claimed.get(key);
+    return on === undefined ? this.ended.get(key) : summary(on);
   }
+}
+
+function summary(sandbox: DeliverySandbox): LastClaim {
+  const podUid = sandbox.status?.podInfo?.podUID;
+  return { token: claimToken(sandbox), podUid: typeof podUid === 'string' ? podUid : undefined };
 }
 
 /** One reconcile's view of its Sandbox: the key, what the decision was made from, and where it reports. */

@@ -80,6 +80,19 @@ describe('SeenClaims', () => {
     expect(seen.lastClaim(KEY)).toBeUndefined();
   });
 
+  it('keeps only the token and the pod of a claim once it ended, not the claimed object', () => {
+    const seen = new SeenClaims();
+    const version = { ...claimed('t1'), status: { podInfo: { podUID: 'pod-1' } } };
+    seen.saw(KEY, version);
+    seen.saw(KEY, unclaimed);
+    // The claimed object is the cache's: once the claim ended, nothing of it is held (its request may be large).
+    const annotations = version.metadata?.annotations;
+    if (annotations !== undefined) annotations[REQUEST] = 'changed after';
+    expect(seen.lastClaim(KEY)).toEqual({ token: 't1', podUid: 'pod-1' });
+    seen.saw(KEY, claimed('t2'));
+    expect(seen.lastClaim(KEY)?.token).toBe('t2');
+  });
+
   it('keeps the pod a claim was seen in, for clearing to tell whether that pod served it', () => {
     const seen = new SeenClaims();
     seen.saw(KEY, { ...claimed('t1'), status: { podInfo: { podUID: 'pod-1' } } });
