@@ -19,7 +19,8 @@ import type { BackoffSettings } from '../util/backoff.js';
 import { claimDecision, isClaimed, type ClaimDecision, type DeliveryPod, type DeliverySandbox } from './claim.js';
 import { clearClaim } from './clear-claim.js';
 import { deliverClaim, type StepDeps } from './deliver-claim.js';
-import type { EnvdFiles, SendGuard } from './envd-files.js';
+import type { EnvdFiles } from './envd-files.js';
+import type { LeaderTerm } from './leader-election.js';
 import { REFUSALS, type DeliveryOutcome } from './outcome.js';
 import { envPaths, type EnvPaths } from './plan.js';
 import type { RuntimeTls } from './runtime-endpoint.js';
@@ -71,7 +72,7 @@ export interface ControllerDeps {
 }
 
 export class Controller {
-  private term: SendGuard | undefined;
+  private term: LeaderTerm | undefined;
   private memory = new TermMemory();
   private readonly queue: WorkQueue;
   private readonly paths: EnvPaths;
@@ -96,7 +97,7 @@ export class Controller {
   }
 
   /** A term began: every Sandbox is looked at. A term ended: the queue and all it learned are dropped. */
-  setTerm(term: SendGuard | undefined): void {
+  setTerm(term: LeaderTerm | undefined): void {
     this.term = term;
     this.memory = new TermMemory();
     this.queue.clear();

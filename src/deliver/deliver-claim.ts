@@ -16,7 +16,8 @@
 import type { Clock } from '../util/clock.js';
 import { READY_FILE_NAME, RECYCLED_FILE_NAME } from '../wrapper/env-dir.js';
 import type { ClaimDecision } from './claim.js';
-import { EnvdError, type EnvdFiles, type FolderEntry, type SendGuard } from './envd-files.js';
+import { EnvdError, type EnvdFiles, type FolderEntry } from './envd-files.js';
+import type { LeaderTerm } from './leader-election.js';
 import { REFUSALS, type DeliveryKind } from './outcome.js';
 import { deliverySteps, wakeStep, type DeliveryStep, type EnvPaths, type ReadyState } from './plan.js';
 import type { RuntimeEndpoint } from './runtime-endpoint.js';
@@ -25,7 +26,7 @@ import { restartedSince, type RecycledPodMode } from './recycle.js';
 import type { ReconcileResult } from './work-queue.js';
 
 export interface StepDeps {
-  term: SendGuard;
+  term: LeaderTerm;
   envd: EnvdFiles;
   paths: EnvPaths;
   clock: Clock;

@@ -19,6 +19,7 @@
 import { posix } from 'node:path';
 import { CatalogueError } from '../errors/index.js';
 import type { Clock } from '../util/clock.js';
+import type { LeaderTerm } from './leader-election.js';
 import type { RuntimeEndpoint } from './runtime-endpoint.js';
 import {
   httpCall,
@@ -43,11 +44,11 @@ export class EnvdError extends CatalogueError<undefined> {
   }
 }
 
-/** Who may send: the lease term the request belongs to. */
-export interface SendGuard {
-  readonly signal: AbortSignal;
-  fresh(): boolean;
-}
+/**
+ * The name bench/deliver/client-cpu.ts still imports; it is LeaderTerm, the one interface. Goes once bench
+ * (another session's files) imports LeaderTerm.
+ */
+export type SendGuard = LeaderTerm;
 
 export type EnvdOperation = 'get' | 'upload' | 'move' | 'list' | 'remove';
 
@@ -66,10 +67,10 @@ export interface EnvdFilesDeps {
 
 export interface EnvdFiles {
   /** A small file's content (.env_ready, .env_recycled), bounded by the client; not found when it is not there. */
-  readFile(endpoint: RuntimeEndpoint, path: string, guard: SendGuard): Promise<ReadyState>;
+  readFile(endpoint: RuntimeEndpoint, path: string, term: LeaderTerm): Promise<ReadyState>;
   /** The names in folder `path` (one level); a missing folder is empty. */
-  list(endpoint: RuntimeEndpoint, path: string, guard: SendGuard): Promise<FolderEntry[]>;
-  run(endpoint: RuntimeEndpoint, step: DeliveryStep, guard: SendGuard): Promise<void>;
+  list(endpoint: RuntimeEndpoint, path: string, term: LeaderTerm): Promise<FolderEntry[]>;
+  run(endpoint: RuntimeEndpoint, step: DeliveryStep, term: LeaderTerm): Promise<void>;
 }
 
 export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
@@ -80,15 +81,15 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
     endpoint: RuntimeEndpoint,
     path: string,
     init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: Buffer },
-    guard: SendGuard,
+    term: LeaderTerm,
   ): Promise<HttpAnswer> => {
-    if (!guard.fresh() || guard.signal.aborted)
+    if (!term.fresh() || term.signal.aborted)
       throw new EnvdError('aborted', what, 'not sent, the Lease is not provably held');
     try {
       const answer = await httpCall(
         endpoint.tlsAgent ?? plainAgent,
         targetOf(endpoint, path),
-        { ...init, headers: { ...tokenHeader(endpoint), ...init.headers }, signal: guard.signal },
+        { ...init, headers: { ...tokenHeader(endpoint), ...init.headers }, signal: term.signal },
         deps,
         deps.clock,
       );
@@ -96,7 +97,7 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
       return answer;
     } catch (error) {
       if (!(error instanceof HttpCallError)) throw error;
-      if (guard.signal.aborted) throw new EnvdError('aborted', what, 'cut, the Lease term ended');
+      if (term.signal.aborted) throw new EnvdError('aborted', what, 'cut, the Lease term ended');
       if (error.status === undefined) {
         deps.onRequest?.(operation, 'error');
         throw new EnvdError('unavailable', what, error.problem);
@@ -111,7 +112,7 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
     endpoint: RuntimeEndpoint,
     method: string,
     message: unknown,
-    guard: SendGuard,
+    term: LeaderTerm,
   ): Promise<HttpAnswer> =>
     call(
       operation,
@@ -127,11 +128,11 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
         },
         body: Buffer.from(JSON.stringify(message), 'utf8'),
       },
-      guard,
+      term,
     );
 
   return {
-    async readFile(endpoint, path, guard) {
+    async readFile(endpoint, path, term) {
       const what = `GET ${path}`;
       const { status, body } = await call(
         'get',
@@ -139,20 +140,20 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
         endpoint,
         filesPath(deps.user, path),
         { method: 'GET', headers: {} },
-        guard,
+        term,
       );
       if (status === 404) return { found: false };
       if (status === 200) return { found: true, body };
       throw statusError(what, status);
     },
-    async list(endpoint, path, guard) {
+    async list(endpoint, path, term) {
       const what = `list ${path}`;
-      const { status, body } = await connect('list', what, endpoint, 'ListDir', { path, depth: 1 }, guard);
+      const { status, body } = await connect('list', what, endpoint, 'ListDir', { path, depth: 1 }, term);
       if (status === 404) return [];
       if (status !== 200) throw statusError(what, status);
       return folderEntries(body, path, what);
     },
-    async run(endpoint, step, guard) {
+    async run(endpoint, step, term) {
       if (step.op === 'upload') {
         const what = `upload ${step.files.map((file) => file.path).join(', ')}`;
         const form = multipartForm(
@@ -164,14 +165,14 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
           endpoint,
           filesPath(deps.user),
           { method: 'POST', headers: { 'content-type': form.type }, body: form.body },
-          guard,
+          term,
         );
         if (status < 200 || status > 299) throw statusError(what, status);
         return;
       }
       if (step.op === 'remove') {
         const what = `remove ${step.path}`;
-        const { status } = await connect('remove', what, endpoint, 'Remove', { path: step.path }, guard);
+        const { status } = await connect('remove', what, endpoint, 'Remove', { path: step.path }, term);
         if (status !== 200) throw statusError(what, status);
         return;
       }
@@ -182,7 +183,7 @@ export function envdFiles(deps: EnvdFilesDeps): EnvdFiles {
         endpoint,
         'Move',
         { source: step.source, destination: step.destination },
-        guard,
+        term,
       );
       // A missing source means the upload before it was lost (a new, empty volume): plan again.
       if (status === 404) throw new EnvdError('unavailable', what, 'HTTP 404');

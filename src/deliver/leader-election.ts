@@ -1,6 +1,6 @@
 /**
  * Holds or follows a Lease, so that of several replicas exactly one delivers: the I/O loop around the pure
- * decision in lease.ts. Leadership is handed out as a Term: an AbortSignal that is aborted the moment the
+ * decision in lease.ts. Leadership is handed out as a LeaderTerm: an AbortSignal that is aborted the moment the
  * term ends, and `fresh()`, which the writer asks right before every request it sends.
  *
  * Fresh means: the last successful renew started less than the renew deadline ago, on the monotonic clock.
@@ -23,8 +23,12 @@ export interface LeaseApi {
   replace(lease: V1Lease): Promise<V1Lease>;
 }
 
-/** One stretch of leadership. */
-export interface Term {
+/**
+ * One stretch of leadership, as everyone who sends on the leader's behalf holds it (the controller, the envd
+ * client, pool-pod replacement): what the election hands out, and what is checked before each send.
+ */
+export interface LeaderTerm {
+  /** Aborted the moment the term ends: whatever is in flight is cut. */
   readonly signal: AbortSignal;
   /** True while the Lease is provably still ours: checked right before each request to a sandbox. */
   fresh(): boolean;
@@ -42,7 +46,7 @@ export interface LeaderElectionDeps {
   renewDeadlineMs: number;
   clock: Clock;
   /** A term began (`term`) or ended (undefined). */
-  onTerm: (term: Term | undefined) => void;
+  onTerm: (term: LeaderTerm | undefined) => void;
   onError: (error: unknown) => void;
 }
 
@@ -52,7 +56,7 @@ export class LeaseCallTimeout extends Error {
 
 export class LeaderElection {
   private observation: Observation | undefined;
-  private term: { controller: AbortController; view: Term; cancelExpiry: () => void } | undefined;
+  private term: { controller: AbortController; view: LeaderTerm; cancelExpiry: () => void } | undefined;
   private lastRenewStart = 0;
   private readonly stopping = new AbortController();
   private loop: Promise<void> | undefined;
@@ -136,7 +140,7 @@ export class LeaderElection {
     this.lastRenewStart = started;
     if (this.term === undefined) {
       const controller = new AbortController();
-      const view: Term = {
+      const view: LeaderTerm = {
         signal: controller.signal,
         fresh: () =>
           !controller.signal.aborted && this.deps.clock.monotonic() - this.lastRenewStart < this.deps.renewDeadlineMs,

@@ -25,7 +25,7 @@
 import type { Clock } from '../util/clock.js';
 import { errorMessage } from '../util/error-message.js';
 import { isClaimed } from './claim.js';
-import type { SendGuard } from './envd-files.js';
+import type { LeaderTerm } from './leader-election.js';
 import type { PoolPodCensus, PoolPodEntry } from './pool-pod-census.js';
 import { poolOf, type PoolPodState, type PoolSandbox } from './pool-pods.js';
 
@@ -104,7 +104,7 @@ interface PoolState {
 }
 
 export class PoolReplacement {
-  private term: SendGuard | undefined;
+  private term: LeaderTerm | undefined;
   private pools = new Map<string, PoolState>();
   /** Sandbox key -> the pool whose candidates hold it. */
   private candidateOf = new Map<string, string>();
@@ -117,7 +117,7 @@ export class PoolReplacement {
   constructor(private readonly deps: PoolReplacementDeps) {}
 
   /** A term began (every candidate is looked at) or ended (everything in flight is forgotten). */
-  setTerm(term: SendGuard | undefined): void {
+  setTerm(term: LeaderTerm | undefined): void {
     for (const pool of this.pools.values()) for (const record of pool.inFlight) record.cancelTimer();
     this.term = term;
     this.pools = new Map();
@@ -245,7 +245,7 @@ export class PoolReplacement {
     return Math.max(1, Math.floor((this.deps.census.poolSize(poolKey) * bound.percent) / 100));
   }
 
-  private start(pool: PoolState, entry: PoolPodEntry, term: SendGuard): void {
+  private start(pool: PoolState, entry: PoolPodEntry, term: LeaderTerm): void {
     const record: InFlight = {
       pool: entry.pool?.key ?? '',
       entry,
@@ -259,7 +259,7 @@ export class PoolReplacement {
     void this.replace(record, entry, term);
   }
 
-  private async replace(record: InFlight, entry: PoolPodEntry, term: SendGuard): Promise<void> {
+  private async replace(record: InFlight, entry: PoolPodEntry, term: LeaderTerm): Promise<void> {
     const [namespace = '', name = ''] = entry.key.split('/');
     try {
       if (!this.sendable(term)) return this.release(record);
@@ -292,7 +292,7 @@ export class PoolReplacement {
     }
   }
 
-  private retry(key: string, term: SendGuard): void {
+  private retry(key: string, term: LeaderTerm): void {
     const entry = this.deps.census.entry(key);
     if (this.term !== term || entry === undefined) return;
     this.consider(entry);
@@ -323,7 +323,7 @@ export class PoolReplacement {
     this.pump();
   }
 
-  private sendable(term: SendGuard): boolean {
+  private sendable(term: LeaderTerm): boolean {
     return this.term === term && term.fresh() && !term.signal.aborted;
   }
 

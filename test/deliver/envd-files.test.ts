@@ -1,7 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { envdFiles, type SendGuard } from '../../src/deliver/envd-files.js';
+import { envdFiles } from '../../src/deliver/envd-files.js';
+import type { LeaderTerm } from '../../src/deliver/leader-election.js';
 
 let server: Server;
 let port: number;
@@ -25,7 +26,7 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
-const guard: SendGuard = { signal: new AbortController().signal, fresh: () => true };
+const guard: LeaderTerm = { signal: new AbortController().signal, fresh: () => true };
 
 describe('envdFiles', () => {
   it("sends every request under the runtime URL's own path, to its host, with the token", async () => {

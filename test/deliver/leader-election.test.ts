@@ -6,7 +6,7 @@
 import type { V1Lease } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { leaseAction, observe } from '../../src/deliver/lease.js';
-import { LeaderElection, type LeaseApi, type Term } from '../../src/deliver/leader-election.js';
+import { LeaderElection, type LeaseApi, type LeaderTerm } from '../../src/deliver/leader-election.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 class LeaseStore implements LeaseApi {
@@ -60,7 +60,7 @@ async function leading() {
 }
 
 function election(store: LeaseStore, clock: ManualClock, identity = 'me') {
-  const terms: (Term | undefined)[] = [];
+  const terms: (LeaderTerm | undefined)[] = [];
   const errors: unknown[] = [];
   const e = new LeaderElection({
     api: store,

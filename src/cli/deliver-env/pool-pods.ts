@@ -9,7 +9,7 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { SandboxCache } from '../../deliver/controller.js';
-import type { SendGuard } from '../../deliver/envd-files.js';
+import type { LeaderTerm } from '../../deliver/leader-election.js';
 import type { EventQueue } from '../../deliver/event-queue.js';
 import { PoolPodCensus } from '../../deliver/pool-pod-census.js';
 import { poolPodMetrics } from '../../deliver/pool-pod-metrics.js';
@@ -39,7 +39,7 @@ export interface PoolPods {
   /** The Sandbox `key` or one of its pods changed. */
   changed(key: string): void;
   /** A term began or ended (as the controller's). */
-  setTerm(term: SendGuard | undefined): void;
+  setTerm(term: LeaderTerm | undefined): void;
   stop(): Promise<void>;
 }
 
