@@ -9,23 +9,20 @@
  * 256 KiB, so whole objects would put thousands of sandboxes past the Deployment's memory limit. A field that
  * delivery starts to read must be added to its list, or it reads as absent.
  */
-import type { KubernetesListObject, V1OwnerReference, V1Pod } from '@kubernetes/client-node';
+import type { V1OwnerReference, V1Pod } from '@kubernetes/client-node';
 import { sandboxOwner } from '../admission/sandbox-owner.js';
 import type { Pod } from '../injection/index.js';
 import {
   CREATED_BY,
   POLICY_ANNOTATION,
-  SANDBOX_API_VERSION,
   SANDBOX_CLAIMED,
-  SANDBOX_GROUP,
-  SANDBOX_PLURAL,
   SANDBOX_POD_SELECTOR,
-  SANDBOX_VERSION,
   STATUS_ANNOTATION,
 } from '../shapes/sandbox-api.js';
 import type { KubeClients } from '../sources/kube/clients.js';
 import { EACH, fieldKeeper, type FieldPath } from '../sources/kube/keep-fields.js';
 import { ResilientWatch } from '../sources/kube/resilient-watch.js';
+import { sandboxListWatch } from '../sources/kube/sandbox-watch.js';
 import type { Clock } from '../util/clock.js';
 import { DELIVERY_ANNOTATIONS, type DeliverySandbox } from './claim.js';
 import type { SandboxCache } from './controller.js';
@@ -145,16 +142,7 @@ export function deliveryWatches(
     if (key !== undefined) enqueue(key);
   };
 
-  const sandboxes = new ResilientWatch<SandboxObject>({
-    watch: clients.watch,
-    path: `/apis/${SANDBOX_API_VERSION}/${SANDBOX_PLURAL}`,
-    list: async (page) =>
-      (await clients.custom.listClusterCustomObject({
-        group: SANDBOX_GROUP,
-        version: SANDBOX_VERSION,
-        plural: SANDBOX_PLURAL,
-        ...page,
-      })) as KubernetesListObject<SandboxObject>,
+  const sandboxes = sandboxListWatch<SandboxObject>(clients, {
     transform: stripSandbox,
     onList: (items) => {
       for (const item of items) enqueue(sandboxKey(item.metadata?.namespace, item.metadata?.name));

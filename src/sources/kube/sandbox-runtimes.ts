@@ -1,11 +1,9 @@
-import type { KubernetesListObject } from '@kubernetes/client-node';
 import type { RuntimeSelection } from '../../admission/ports.js';
 import { sandboxOwner } from '../../admission/sandbox-owner.js';
 import type { AdmissionRequest } from '../../shapes/admission-review.js';
 import { DENIALS } from '../../errors/index.js';
 import {
   POLICY_ANNOTATION,
-  SANDBOX_API_VERSION,
   SANDBOX_GROUP,
   SANDBOX_PLURAL,
   SANDBOX_VERSION,
@@ -16,7 +14,8 @@ import { firstPolicy, runtimesFromAnnotations } from '../pod-annotations.js';
 import { isTrustedCreator, type TrustedCreators } from '../trusted-creators.js';
 import type { KubeClients } from './clients.js';
 import { fieldKeeper, type FieldPath } from './keep-fields.js';
-import { ResilientWatch } from './resilient-watch.js';
+import type { ResilientWatch } from './resilient-watch.js';
+import { sandboxListWatch } from './sandbox-watch.js';
 import { errorMessage } from '../../util/error-message.js';
 import type { Clock } from '../../util/clock.js';
 
@@ -138,16 +137,7 @@ export function watchSandboxes(
   clients: KubeClients,
   options: { onError?: (error: unknown, retryInMs: number) => void; clock?: Clock } = {},
 ): { watch: ResilientWatch<Sandbox>; lookup: SandboxLookup } {
-  const watch = new ResilientWatch<Sandbox>({
-    watch: clients.watch,
-    path: `/apis/${SANDBOX_API_VERSION}/${SANDBOX_PLURAL}`,
-    list: async (page) =>
-      (await clients.custom.listClusterCustomObject({
-        group: SANDBOX_GROUP,
-        version: SANDBOX_VERSION,
-        plural: SANDBOX_PLURAL,
-        ...page,
-      })) as KubernetesListObject<Sandbox>,
+  const watch = sandboxListWatch<Sandbox>(clients, {
     transform: keepWebhookFields,
     onList: () => undefined,
     onError: options.onError,
