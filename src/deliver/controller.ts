@@ -26,6 +26,7 @@ import { envPaths, type EnvPaths } from './plan.js';
 import type { RuntimeTls } from './runtime-endpoint.js';
 import { TRANSIENT_CASES } from './pod-identity.js';
 import { refuse, SeenClaims, TermMemory, type Attempt } from './memory.js';
+import { BackoffRateLimiter } from './rate-limiter.js';
 import type { RecycledPodMode } from './recycle.js';
 import { WorkQueue, type QueueFigures, type ReconcileResult } from './work-queue.js';
 
@@ -87,8 +88,7 @@ export class Controller {
     this.queue = new WorkQueue({
       concurrency: deps.settings.concurrency,
       backgroundSlots: Math.max(1, Math.floor(deps.settings.concurrency / 2)),
-      backoff: deps.settings.backoff,
-      random: deps.random,
+      limiter: new BackoffRateLimiter(deps.settings.backoff, deps.random),
       clock: deps.clock,
       work: (key) => this.reconcile(key),
       onBug: deps.onBug,

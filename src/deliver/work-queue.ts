@@ -1,8 +1,9 @@
 /**
  * A controller's work queue, as controller-runtime's: keys, not events, so a burst of changes to one Sandbox is
  * one reconcile; never the same key twice at once (a change during a run runs it again after); at most
- * `concurrency` keys at once; and one rate limiter, a capped per-key backoff that a change of the key does not
- * skip (the failing attempt waits its turn; a caller that knows the inputs changed says so with `addNow`).
+ * `concurrency` keys at once. A failing key waits as long as the rate limiter it is given says
+ * (rate-limiter.ts), and a change of the key does not skip that wait (the failing attempt waits its turn; a
+ * caller that knows the inputs changed says so with `addNow`).
  *
  * Two lanes: the front one for keys a tenant waits on (claims), and the background one for retries and for
  * keys nobody waits on (a pool's unclaimed pods, which a new term sweeps all at once). Background keys hold at
@@ -10,7 +11,7 @@
  * unreachable pods timing out.
  */
 import type { Clock } from '../util/clock.js';
-import { backoffDelay, type BackoffSettings } from '../util/backoff.js';
+import type { RateLimiter } from './rate-limiter.js';
 
 /** What a reconcile says happens next. */
 export type ReconcileResult =
@@ -25,8 +26,8 @@ export type ReconcileResult =
 export interface WorkQueueOptions {
   concurrency: number;
   backgroundSlots: number;
-  backoff: BackoffSettings;
-  random: () => number;
+  /** How long a failing key waits before it runs again. */
+  limiter: RateLimiter;
   clock: Clock;
   work: (key: string) => Promise<ReconcileResult>;
   /** A reconcile that threw: a bug. The key is retried like a failure. */
@@ -55,7 +56,6 @@ export class WorkQueue {
   /** Keys whose inputs changed during a run: whatever the run came to, they run again at once. */
   private readonly urgent = new Set<string>();
   private readonly waiting = new Map<string, () => void>();
-  private readonly failures = new Map<string, number>();
   private readonly idleWaiters: (() => void)[] = [];
   private accepting = true;
 
@@ -98,7 +98,7 @@ export class WorkQueue {
     this.lanes.background.clear();
     for (const cancel of this.waiting.values()) cancel();
     this.waiting.clear();
-    this.failures.clear();
+    this.options.limiter.clear();
     this.dirty.clear();
     this.dirtyFront.clear();
     this.urgent.clear();
@@ -133,7 +133,7 @@ export class WorkQueue {
   private forget(key: string): void {
     this.waiting.get(key)?.();
     this.waiting.delete(key);
-    this.failures.delete(key);
+    this.options.limiter.forget(key);
     this.lanes.background.delete(key);
   }
 
@@ -184,21 +184,19 @@ export class WorkQueue {
   private settle(key: string, result: ReconcileResult): void {
     const again: Lane = this.dirtyFront.delete(key) ? 'front' : 'background';
     if (this.urgent.delete(key)) {
-      this.failures.delete(key);
+      this.options.limiter.forget(key);
       this.dirty.delete(key);
       this.add(key, again);
       return;
     }
     if (result.kind === 'retry') {
-      const failures = (this.failures.get(key) ?? 0) + 1;
-      this.failures.set(key, failures);
-      const wait = backoffDelay(failures, this.options.backoff, this.options.random);
+      const wait = this.options.limiter.when(key);
       this.options.onRetry?.(key, wait);
       this.dirty.delete(key);
       this.waitThenRetry(key, wait);
       return;
     }
-    this.failures.delete(key);
+    this.options.limiter.forget(key);
     if (result.kind === 'requeue-after') {
       this.dirty.delete(key);
       this.waitThenRetry(key, result.ms);

@@ -1,6 +1,13 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { BackoffRateLimiter, type RateLimiter } from '../../src/deliver/rate-limiter.js';
 import { WorkQueue, type ReconcileResult } from '../../src/deliver/work-queue.js';
 import { ManualClock } from '../support/manual-clock.js';
+
+/**
+ * The queue takes a finished run's result once the run's promise settles, a few turns of the event loop later:
+ * a test waits for what it then checks, up to this deadline.
+ */
+const until = (check: () => void) => vi.waitFor(check, { timeout: 2000, interval: 1 });
 
 /** A reconcile the test finishes by hand: each run waits until the test settles it. */
 class Runs {
@@ -10,12 +17,12 @@ class Runs {
     this.started.push(key);
     return new Promise((resolve) => this.open.set(key, [...(this.open.get(key) ?? []), resolve]));
   };
-  async finish(key: string, result: ReconcileResult = { kind: 'done' }): Promise<void> {
+  /** Ends the oldest open run of `key` with `result`; the queue takes it a little later (see `until`). */
+  finish(key: string, result: ReconcileResult = { kind: 'done' }): void {
     const waiting = this.open.get(key) ?? [];
     const next = waiting.shift();
     if (next === undefined) throw new Error(`${key} is not running`);
     next(result);
-    for (let i = 0; i < 5; i += 1) await Promise.resolve();
   }
   running(): string[] {
     return [...this.open.entries()].filter(([, w]) => w.length > 0).map(([k]) => k);
@@ -26,17 +33,28 @@ function queue(options: { concurrency?: number; backgroundSlots?: number } = {})
   const clock = new ManualClock();
   const runs = new Runs();
   const retries: [string, number][] = [];
+  // The keys the queue made the limiter forget, in order: a run that ended in `done` was taken.
+  const forgotten: string[] = [];
+  const backoff = new BackoffRateLimiter({ minMs: 100, maxMs: 1000 }, () => 1);
+  const limiter: RateLimiter = {
+    when: (key) => backoff.when(key),
+    failures: (key) => backoff.failures(key),
+    forget: (key) => {
+      forgotten.push(key);
+      backoff.forget(key);
+    },
+    clear: () => backoff.clear(),
+  };
   const q = new WorkQueue({
     concurrency: options.concurrency ?? 2,
     backgroundSlots: options.backgroundSlots ?? 1,
-    backoff: { minMs: 100, maxMs: 1000 },
-    random: () => 1,
+    limiter,
     clock,
     work: runs.work,
     onBug: () => undefined,
     onRetry: (key, ms) => retries.push([key, ms]),
   });
-  return { clock, runs, q, retries };
+  return { clock, runs, q, retries, forgotten };
 }
 
 describe('WorkQueue', () => {
@@ -47,11 +65,11 @@ describe('WorkQueue', () => {
     expect(runs.started).toEqual(['a']);
     q.add('a');
     q.add('a');
-    await runs.finish('a');
+    runs.finish('a');
+    await until(() => expect(runs.started).toEqual(['a', 'a']));
+    runs.finish('a');
+    await until(() => expect(q.busy()).toBe(false));
     expect(runs.started).toEqual(['a', 'a']);
-    await runs.finish('a');
-    expect(runs.started).toEqual(['a', 'a']);
-    expect(q.busy()).toBe(false);
   });
 
   it('runs at most `concurrency` keys at once, in the order they came', async () => {
@@ -59,56 +77,60 @@ describe('WorkQueue', () => {
     for (const key of ['a', 'b', 'c', 'd']) q.add(key);
     expect(runs.running()).toEqual(['a', 'b']);
     expect(q.figures().depth).toBe(2);
-    await runs.finish('a');
-    expect(runs.running()).toEqual(['b', 'c']);
+    runs.finish('a');
+    await until(() => expect(runs.running()).toEqual(['b', 'c']));
   });
 
   it('backs a failing key off, doubling, and a change does not skip the wait', async () => {
     const { clock, runs, q, retries } = queue();
     q.add('a');
-    await runs.finish('a', { kind: 'retry' });
-    expect(clock.pending()).toEqual([100]);
+    runs.finish('a', { kind: 'retry' });
+    await until(() => expect(clock.pending()).toEqual([100]));
     q.add('a');
     expect(runs.started).toEqual(['a']);
     clock.advance(100);
     expect(runs.started).toEqual(['a', 'a']);
-    await runs.finish('a', { kind: 'retry' });
-    expect(retries.map(([, ms]) => ms)).toEqual([100, 200]);
+    runs.finish('a', { kind: 'retry' });
+    await until(() => expect(retries.map(([, ms]) => ms)).toEqual([100, 200]));
     clock.advance(200);
-    await runs.finish('a');
+    runs.finish('a');
+    await until(() => expect(q.busy()).toBe(false));
     // A success resets the count: the next failure waits the minimum again.
     q.add('a');
-    await runs.finish('a', { kind: 'retry' });
-    expect(retries.map(([, ms]) => ms)).toEqual([100, 200, 100]);
+    runs.finish('a', { kind: 'retry' });
+    await until(() => expect(retries.map(([, ms]) => ms)).toEqual([100, 200, 100]));
   });
 
   it('runs a key whose inputs changed at once with addNow, even during its backoff or its run', async () => {
     const { clock, runs, q } = queue();
     q.add('a');
-    await runs.finish('a', { kind: 'retry' });
+    runs.finish('a', { kind: 'retry' });
+    await until(() => expect(clock.pending()).toEqual([100]));
     q.addNow('a');
     expect(runs.started).toEqual(['a', 'a']);
     expect(clock.pending()).toEqual([]);
     q.addNow('a');
-    await runs.finish('a', { kind: 'retry' });
-    expect(runs.started).toEqual(['a', 'a', 'a']);
+    runs.finish('a', { kind: 'retry' });
+    await until(() => expect(runs.started).toEqual(['a', 'a', 'a']));
   });
 
   it('keeps slots for changes: retries hold at most backgroundSlots', async () => {
-    const { clock, runs, q } = queue({ concurrency: 2, backgroundSlots: 1 });
+    const { clock, runs, q, forgotten } = queue({ concurrency: 2, backgroundSlots: 1 });
     q.add('r1');
     q.add('r2');
-    await runs.finish('r1', { kind: 'retry' });
-    await runs.finish('r2', { kind: 'retry' });
+    runs.finish('r1', { kind: 'retry' });
+    runs.finish('r2', { kind: 'retry' });
+    await until(() => expect(clock.pending()).toEqual([100, 100]));
     clock.advance(100);
     // Both are due, yet only one retry runs: the other slot is for a change.
     expect(runs.running()).toEqual(['r1']);
     q.add('claim');
     expect(runs.running()).toEqual(['r1', 'claim']);
-    await runs.finish('claim');
+    runs.finish('claim');
+    await until(() => expect(forgotten).toEqual(['claim']));
     expect(runs.running()).toEqual(['r1']);
-    await runs.finish('r1');
-    expect(runs.running()).toEqual(['r2']);
+    runs.finish('r1');
+    await until(() => expect(runs.running()).toEqual(['r2']));
   });
 
   it('runs the front before the background, which holds at most backgroundSlots, whatever came first', async () => {
@@ -119,11 +141,11 @@ describe('WorkQueue', () => {
     q.add('claim-2');
     q.add('claim-3');
     expect(runs.running()).toEqual(['pool-1', 'claim-1', 'claim-2']);
-    await runs.finish('pool-1');
+    runs.finish('pool-1');
     // A free slot goes to the claim still queued, not to the pool's next key.
-    expect(runs.running()).toEqual(['claim-1', 'claim-2', 'claim-3']);
-    await runs.finish('claim-1');
-    expect(runs.running()).toEqual(['claim-2', 'claim-3', 'pool-2']);
+    await until(() => expect(runs.running()).toEqual(['claim-1', 'claim-2', 'claim-3']));
+    runs.finish('claim-1');
+    await until(() => expect(runs.running()).toEqual(['claim-2', 'claim-3', 'pool-2']));
   });
 
   it('moves a queued background key to the front when it changes for the front, and not back', async () => {
@@ -136,16 +158,16 @@ describe('WorkQueue', () => {
     expect(runs.running()).toEqual(['pool-1', 'pool-3']);
     // A change for the front during a run sends the rerun to the front too.
     q.add('pool-1');
-    await runs.finish('pool-3');
-    await runs.finish('pool-1');
-    expect(runs.running()).toEqual(['pool-1', 'pool-2']);
+    runs.finish('pool-3');
+    runs.finish('pool-1');
+    await until(() => expect(runs.running()).toEqual(['pool-1', 'pool-2']));
   });
 
   it('runs a key again after requeue-after, without counting a failure', async () => {
     const { clock, runs, q, retries } = queue();
     q.add('a');
-    await runs.finish('a', { kind: 'requeue-after', ms: 700 });
-    expect(clock.pending()).toEqual([700]);
+    runs.finish('a', { kind: 'requeue-after', ms: 700 });
+    await until(() => expect(clock.pending()).toEqual([700]));
     clock.advance(700);
     expect(runs.started).toEqual(['a', 'a']);
     expect(retries).toEqual([]);
@@ -154,7 +176,8 @@ describe('WorkQueue', () => {
   it('waits for a change after wait-for-change', async () => {
     const { clock, runs, q } = queue();
     q.add('a');
-    await runs.finish('a', { kind: 'wait-for-change' });
+    runs.finish('a', { kind: 'wait-for-change' });
+    await until(() => expect(q.busy()).toBe(false));
     expect(clock.pending()).toEqual([]);
     q.add('a');
     expect(runs.started).toEqual(['a', 'a']);
@@ -168,8 +191,7 @@ describe('WorkQueue', () => {
     const q = new WorkQueue({
       concurrency: 1,
       backgroundSlots: 1,
-      backoff: { minMs: 100, maxMs: 1000 },
-      random: () => 1,
+      limiter: new BackoffRateLimiter({ minMs: 100, maxMs: 1000 }, () => 1),
       clock,
       work: () => Promise.reject(new Error('boom')),
       onBug: (key) => bugs.push(key),
@@ -186,16 +208,22 @@ describe('WorkQueue', () => {
     q.add('a');
     q.add('b');
     q.add('c');
-    await runs.finish('b', { kind: 'retry' });
+    clock.advance(1000);
+    runs.finish('b', { kind: 'retry' });
+    await until(() => expect(runs.running()).toEqual(['a', 'c']));
+    expect(clock.pending()).toEqual([100]);
     q.clear();
     expect(clock.pending()).toEqual([]);
     expect(q.figures().depth).toBe(0);
     let stopped = false;
     const stopping = q.stop().then(() => (stopped = true));
     q.add('d');
-    await runs.finish('a');
+    runs.finish('a');
+    // Only c runs, which started a second after a.
+    await until(() => expect(q.figures().longestRunningSeconds).toBe(0));
     expect(stopped).toBe(false);
-    await runs.finish('c', { kind: 'retry' });
+    runs.finish('c', { kind: 'retry' });
+    await until(() => expect(stopped).toBe(true));
     await stopping;
     expect(stopped).toBe(true);
     expect(runs.started).toEqual(['a', 'b', 'c']);
