@@ -72,7 +72,7 @@ export async function clearClaim(
       return refuse(attempt, 'unauthorized', 'EnvNotCleared', { code: error.code, message });
     }
     // A pool's pod that was never claimed and is not up yet is no reason to retry for ever: its next change is.
-    if (knownToken === undefined && error.kind === 'unavailable') return { kind: 'wait-for-change' };
+    if (knownToken === undefined && error.kind === 'unavailable') return { kind: 'done' };
     return failed(attempt, error, 'EnvNotCleared');
   }
 }

@@ -26,9 +26,9 @@ import { envPaths, type EnvPaths } from './plan.js';
 import type { RuntimeTls } from './runtime-endpoint.js';
 import { TRANSIENT_CASES } from './pod-identity.js';
 import { refuse, SeenClaims, TermMemory, type Attempt } from './memory.js';
-import { BackoffRateLimiter } from './rate-limiter.js';
+import { BackoffRateLimiter, type RateLimiter } from './rate-limiter.js';
 import type { RecycledPodMode } from './recycle.js';
-import { WorkQueue, type QueueFigures, type ReconcileResult } from './work-queue.js';
+import { WorkQueue, type QueueFigures, type ReconcileResult, type Run } from './work-queue.js';
 
 /**
  * How long a claim may wait on a pod being made or replaced (no-pod-uid, pod-gone) before a Warning says so:
@@ -76,21 +76,21 @@ export class Controller {
   private term: LeaderTerm | undefined;
   private memory = new TermMemory();
   private readonly queue: WorkQueue;
+  private readonly limiter: RateLimiter;
   private readonly paths: EnvPaths;
-  /** key -> when it was first queued since its last run (monotonic). */
-  private readonly pendingSince = new Map<string, number>();
   private readonly nonce: () => string;
   private readonly seenClaims = new SeenClaims();
 
   constructor(private readonly deps: ControllerDeps) {
     this.paths = envPaths(deps.settings.envDir);
     this.nonce = deps.nonce ?? (() => randomHex(8));
+    this.limiter = new BackoffRateLimiter(deps.settings.backoff, deps.random);
     this.queue = new WorkQueue({
       concurrency: deps.settings.concurrency,
       backgroundSlots: Math.max(1, Math.floor(deps.settings.concurrency / 2)),
-      limiter: new BackoffRateLimiter(deps.settings.backoff, deps.random),
+      limiter: this.limiter,
       clock: deps.clock,
-      work: (key) => this.reconcile(key),
+      work: (key, run) => this.reconcile(key, run),
       onBug: deps.onBug,
       onRetry: deps.onRetry,
     });
@@ -101,29 +101,23 @@ export class Controller {
     this.term = term;
     this.memory = new TermMemory();
     this.queue.clear();
-    this.pendingSince.clear();
     if (term !== undefined) for (const key of this.deps.cache.keys()) this.enqueue(key);
   }
 
   /**
-   * Something about `key` changed. A failing key waits out its backoff, unless what it is asked changed. A
-   * claimed Sandbox goes to the front of the queue; an unclaimed one (only ever cleared) to the background, so
-   * that a new term's sweep of a whole pool never holds a claim back.
+   * Something about `key` changed (an event of its Sandbox or of one of its pods, or a sweep): the key is queued,
+   * and the reconcile reads the cache and decides. Nothing is decided here; two things are read off the cached
+   * Sandbox as it is now, neither parsed nor digested:
+   * - whether it is claimed, for SeenClaims: the queue merges changes, so a reconcile sees only the latest
+   *   version, and a follower runs none, yet a claim's token must be known once the claim is gone;
+   * - the lane: a claimed Sandbox goes to the front, an unclaimed one (only ever cleared) to the background, so
+   *   that a new term's sweep of a whole pool never holds a claim back.
    */
   enqueue(key: string): void {
     const sandbox = this.deps.cache.get(key);
     this.seenClaims.saw(key, sandbox);
     if (this.term === undefined) return;
-    if (!this.pendingSince.has(key)) this.pendingSince.set(key, this.deps.clock.monotonic());
-    const lane = sandbox !== undefined && !isClaimed(sandbox) ? 'background' : 'front';
-    // A key waiting out a backoff or a hold's grace is looked at now if what it would decide on changed.
-    const waitingOn = this.memory.waitingOn(key);
-    if (waitingOn !== undefined && this.queue.backingOff(key) && this.decide(key)?.inputs !== waitingOn) {
-      this.memory.inputsChanged(key);
-      this.queue.addNow(key, lane);
-      return;
-    }
-    this.queue.add(key, lane);
+    this.queue.add(key, sandbox !== undefined && !isClaimed(sandbox) ? 'background' : 'front');
   }
 
   /** Something every decision reads changed (the runtime TLS bundle): every Sandbox is looked at again. */
@@ -157,18 +151,24 @@ export class Controller {
     });
   }
 
-  private async reconcile(key: string): Promise<ReconcileResult> {
+  private async reconcile(key: string, run: Run): Promise<ReconcileResult> {
     const term = this.term;
     const memory = this.memory;
-    const since = this.pendingSince.get(key) ?? this.deps.clock.monotonic();
-    this.pendingSince.delete(key);
     if (term === undefined) return { kind: 'done' };
     const decision = this.decide(key);
     if (decision === undefined) {
       memory.forget(key);
       return { kind: 'done' };
     }
-    if (memory.decided(key, decision.inputs, decision.kind === 'held')) return { kind: 'wait-for-change' };
+    if (run.early) {
+      // A change came while the key waits out a backoff or a grace: the wait goes on unless what it would decide
+      // on changed. Then the failing attempt is moot: its streak ends, and this run goes on at once.
+      const waitingOn = memory.waitingOn(key);
+      if (waitingOn === undefined || waitingOn === decision.inputs) return { kind: 'keep-waiting' };
+      memory.inputsChanged(key);
+      this.limiter.forget(key);
+    }
+    if (memory.decided(key, decision.inputs, decision.kind === 'held')) return { kind: 'done' };
     const attempt = (podUid: string): Attempt => ({
       memory,
       key,
@@ -186,7 +186,7 @@ export class Controller {
     switch (decision.kind) {
       case 'wait':
         memory.wantsNothing(key);
-        return { kind: 'wait-for-change' };
+        return { kind: 'done' };
       case 'held':
         memory.wantsNothing(key);
         return this.hold(key, memory, decision);
@@ -202,7 +202,7 @@ export class Controller {
           this.seenClaims.lastClaim(key),
         );
       case 'deliver':
-        return deliverClaim({ ...steps, nonce: this.nonce() }, attempt(decision.target.podUid), decision, since);
+        return deliverClaim({ ...steps, nonce: this.nonce() }, attempt(decision.target.podUid), decision, run.since);
     }
   }
 
@@ -213,13 +213,13 @@ export class Controller {
   private hold(key: string, memory: TermMemory, decision: Extract<ClaimDecision, { kind: 'held' }>): ReconcileResult {
     const seen = memory.of(key).held;
     const same = seen?.inputs === decision.inputs;
-    if (!decision.warn || (same && seen.reported)) return { kind: 'wait-for-change' };
+    if (!decision.warn || (same && seen.reported)) return { kind: 'done' };
     if (TRANSIENT_CASES.has(decision.case) && !same) {
       memory.holding(key, decision.inputs, false);
       return { kind: 'requeue-after', ms: HOLD_GRACE_MS };
     }
     memory.holding(key, decision.inputs, true);
     this.deps.report({ kind: 'held', key, podUid: decision.podUid, case: decision.case, reason: decision.reason });
-    return { kind: 'wait-for-change' };
+    return { kind: 'done' };
   }
 }

@@ -54,13 +54,16 @@ export class TermMemory {
     this.records.delete(key);
   }
 
-  /** The inputs a key waiting out a backoff or a hold's grace was last decided on, if it waits. */
+  /**
+   * The inputs a key waiting out a backoff or a grace (a hold's, a recycled pod's restart) was last decided on,
+   * if it waits: a change during the wait runs the key early, and it goes on only if its inputs are not these.
+   */
   waitingOn(key: string): string | undefined {
     const record = this.of(key);
     return record.failing ?? record.held?.inputs ?? record.restartWait;
   }
 
-  /** What a waiting key would be decided on changed: its failure streak is over, it runs at once. */
+  /** What a waiting key would be decided on changed: its failure streak is over, and it goes on at once. */
   inputsChanged(key: string): void {
     this.change(key, (record) => delete record.failing);
   }
@@ -240,5 +243,5 @@ export function refuse(
   const { memory, key, podUid } = attempt;
   memory.refusedOn(key, attempt.inputs);
   attempt.report({ kind: 'failed', key, podUid, reason, event, code, message, retrying: false, firstOfStreak: true });
-  return { kind: 'wait-for-change' };
+  return { kind: 'done' };
 }

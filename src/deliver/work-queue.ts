@@ -1,9 +1,13 @@
 /**
  * A controller's work queue, as controller-runtime's: keys, not events, so a burst of changes to one Sandbox is
  * one reconcile; never the same key twice at once (a change during a run runs it again after); at most
- * `concurrency` keys at once. A failing key waits as long as the rate limiter it is given says
- * (rate-limiter.ts), and a change of the key does not skip that wait (the failing attempt waits its turn; a
- * caller that knows the inputs changed says so with `addNow`).
+ * `concurrency` keys at once. It holds only queue state: the keys queued, those running, those that changed
+ * while running (dirty), and those given a wait (delayed). How long a failing key waits is the rate limiter's
+ * (rate-limiter.ts), which the queue is given.
+ *
+ * A wait, a failure's backoff or a reconcile's requeue-after, runs the key when it ends. A change of the key
+ * before then runs it at once, told that it is early: whether the change matters is the reconcile's to decide,
+ * as every decision is; when it does not, the reconcile answers `keep-waiting` and the wait goes on as it was.
  *
  * Two lanes: the front one for keys a tenant waits on (claims), and the background one for retries and for
  * keys nobody waits on (a pool's unclaimed pods, which a new term sweeps all at once). Background keys hold at
@@ -15,13 +19,22 @@ import type { RateLimiter } from './rate-limiter.js';
 
 /** What a reconcile says happens next. */
 export type ReconcileResult =
+  /** Nothing more until the key changes: done, refused, or nothing to do until then. Its failures are forgotten. */
   | { kind: 'done' }
-  /** Not a failure: look again after `ms` (for instance, an Event held back). */
+  /** Not a failure: look again after `ms` (a grace given to a pod). Its failures are forgotten. */
   | { kind: 'requeue-after'; ms: number }
-  /** Nothing to do until the key changes (a refusal, a pod without an address). */
-  | { kind: 'wait-for-change' }
-  /** A failure worth retrying: after the key's backoff, which grows with each failure in a row. */
-  | { kind: 'retry' };
+  /** A failure worth retrying: after the rate limiter's wait, which grows with each failure in a row. */
+  | { kind: 'retry' }
+  /** An early run (see Run) found that the change does not matter: the wait goes on, and the failures stand. */
+  | { kind: 'keep-waiting' };
+
+/** What the queue tells a reconcile of its run. */
+export interface Run {
+  /** When the key was queued for this run (monotonic): the first change of it since its last run began. */
+  since: number;
+  /** The key was given a wait that has not ended: a change of it runs it before. */
+  early: boolean;
+}
 
 export interface WorkQueueOptions {
   concurrency: number;
@@ -29,7 +42,7 @@ export interface WorkQueueOptions {
   /** How long a failing key waits before it runs again. */
   limiter: RateLimiter;
   clock: Clock;
-  work: (key: string) => Promise<ReconcileResult>;
+  work: (key: string, run: Run) => Promise<ReconcileResult>;
   /** A reconcile that threw: a bug. The key is retried like a failure. */
   onBug: (key: string, error: unknown) => void;
   /** Each retry scheduled, with its wait. */
@@ -48,60 +61,42 @@ export interface QueueFigures {
 export type Lane = 'front' | 'background';
 
 export class WorkQueue {
+  /** Queued keys, by lane, with when each was queued. */
   private readonly lanes: Record<Lane, Map<string, number>> = { front: new Map(), background: new Map() };
   private readonly running = new Map<string, { since: number; lane: Lane }>();
-  private readonly dirty = new Set<string>();
-  /** The dirty keys of which a change was for the front. */
-  private readonly dirtyFront = new Set<string>();
-  /** Keys whose inputs changed during a run: whatever the run came to, they run again at once. */
-  private readonly urgent = new Set<string>();
-  private readonly waiting = new Map<string, () => void>();
+  /** Keys that changed while running: when first, and in which lane they run again. */
+  private readonly dirty = new Map<string, { since: number; lane: Lane }>();
+  /** Keys given a wait, with how to cancel it. */
+  private readonly delayed = new Map<string, () => void>();
   private readonly idleWaiters: (() => void)[] = [];
   private accepting = true;
 
   constructor(private readonly options: WorkQueueOptions) {}
 
   /**
-   * A change of `key`: queued in `lane`, unless it waits out a backoff (then it runs when that ends). A key
-   * queued in the background moves to the front when a change of it is for the front.
+   * A change of `key`: queued in `lane`, or, while it runs, run again after. A key queued in the background
+   * moves to the front when a change of it is for the front.
    */
   add(key: string, lane: Lane = 'front'): void {
     if (!this.accepting) return;
+    const now = this.options.clock.monotonic();
     if (this.running.has(key)) {
-      this.dirty.add(key);
-      if (lane === 'front') this.dirtyFront.add(key);
+      const dirty = this.dirty.get(key);
+      this.dirty.set(key, { since: dirty?.since ?? now, lane: dirty?.lane === 'front' ? 'front' : lane });
       return;
     }
-    if (this.waiting.has(key) || this.lanes.front.has(key)) return;
-    const queued = this.lanes.background.get(key);
-    if (queued !== undefined && lane === 'background') return;
-    this.lanes.background.delete(key);
-    this.lanes[lane].set(key, queued ?? this.options.clock.monotonic());
+    this.queue(key, lane, now);
     this.pump();
-  }
-
-  /** A change that makes the failing attempt moot (new inputs): its backoff is dropped and it runs now. */
-  addNow(key: string, lane: Lane = 'front'): void {
-    this.forget(key);
-    if (this.running.has(key)) this.urgent.add(key);
-    this.add(key, lane);
-  }
-
-  /** True while `key` waits for a retry. */
-  backingOff(key: string): boolean {
-    return this.waiting.has(key);
   }
 
   /** Drops every queued key, wait and failure count; what runs finishes (its caller aborts it if need be). */
   clear(): void {
     this.lanes.front.clear();
     this.lanes.background.clear();
-    for (const cancel of this.waiting.values()) cancel();
-    this.waiting.clear();
+    for (const cancel of this.delayed.values()) cancel();
+    this.delayed.clear();
     this.options.limiter.clear();
     this.dirty.clear();
-    this.dirtyFront.clear();
-    this.urgent.clear();
     this.settleIdle();
   }
 
@@ -130,11 +125,12 @@ export class WorkQueue {
     };
   }
 
-  private forget(key: string): void {
-    this.waiting.get(key)?.();
-    this.waiting.delete(key);
-    this.options.limiter.forget(key);
+  private queue(key: string, lane: Lane, since: number): void {
+    if (this.lanes.front.has(key)) return;
+    const queued = this.lanes.background.get(key);
+    if (queued !== undefined && lane === 'background') return;
     this.lanes.background.delete(key);
+    this.lanes[lane].set(key, queued ?? since);
   }
 
   private backgroundSlotsUsed(): number {
@@ -144,15 +140,15 @@ export class WorkQueue {
   }
 
   /** The next key to run: the front first; the background only while it holds fewer than its slots. */
-  private next(): { key: string; lane: Lane } | undefined {
-    for (const key of this.lanes.front.keys()) {
+  private next(): { key: string; lane: Lane; since: number } | undefined {
+    for (const [key, since] of this.lanes.front) {
       this.lanes.front.delete(key);
-      return { key, lane: 'front' };
+      return { key, lane: 'front', since };
     }
     if (this.backgroundSlotsUsed() >= this.options.backgroundSlots) return undefined;
-    for (const key of this.lanes.background.keys()) {
+    for (const [key, since] of this.lanes.background) {
       this.lanes.background.delete(key);
-      return { key, lane: 'background' };
+      return { key, lane: 'background', since };
     }
     return undefined;
   }
@@ -161,15 +157,15 @@ export class WorkQueue {
     while (this.accepting && this.running.size < this.options.concurrency) {
       const picked = this.next();
       if (picked === undefined) break;
-      this.start(picked.key, picked.lane);
+      this.start(picked.key, picked.lane, picked.since);
     }
     this.settleIdle();
   }
 
-  private start(key: string, lane: Lane): void {
+  private start(key: string, lane: Lane, since: number): void {
     this.running.set(key, { since: this.options.clock.monotonic(), lane });
     void this.options
-      .work(key)
+      .work(key, { since, early: this.delayed.has(key) })
       .catch((error: unknown): ReconcileResult => {
         this.options.onBug(key, error);
         return { kind: 'retry' };
@@ -182,38 +178,40 @@ export class WorkQueue {
   }
 
   private settle(key: string, result: ReconcileResult): void {
-    const again: Lane = this.dirtyFront.delete(key) ? 'front' : 'background';
-    if (this.urgent.delete(key)) {
-      this.options.limiter.forget(key);
-      this.dirty.delete(key);
-      this.add(key, again);
-      return;
+    const { limiter } = this.options;
+    switch (result.kind) {
+      case 'keep-waiting':
+        break;
+      case 'retry': {
+        const wait = limiter.when(key);
+        this.options.onRetry?.(key, wait);
+        this.delay(key, wait);
+        break;
+      }
+      case 'requeue-after':
+        limiter.forget(key);
+        this.delay(key, result.ms);
+        break;
+      case 'done':
+        limiter.forget(key);
+        this.delayed.get(key)?.();
+        this.delayed.delete(key);
+        break;
     }
-    if (result.kind === 'retry') {
-      const wait = this.options.limiter.when(key);
-      this.options.onRetry?.(key, wait);
-      this.dirty.delete(key);
-      this.waitThenRetry(key, wait);
-      return;
-    }
-    this.options.limiter.forget(key);
-    if (result.kind === 'requeue-after') {
-      this.dirty.delete(key);
-      this.waitThenRetry(key, result.ms);
-      return;
-    }
-    if (this.dirty.delete(key)) this.add(key, again);
+    // A change during the run runs it again; if the key now waits, that run is early, and the reconcile decides.
+    const dirty = this.dirty.get(key);
+    this.dirty.delete(key);
+    if (dirty !== undefined) this.queue(key, dirty.lane, dirty.since);
   }
 
-  private waitThenRetry(key: string, ms: number): void {
-    this.waiting.get(key)?.();
-    this.waiting.set(
+  /** Runs `key` after `ms` (in the background: nobody waits on a retry), in place of any wait it had. */
+  private delay(key: string, ms: number): void {
+    this.delayed.get(key)?.();
+    this.delayed.set(
       key,
       this.options.clock.setTimer(() => {
-        this.waiting.delete(key);
-        if (!this.accepting) return;
-        this.lanes.background.set(key, this.options.clock.monotonic());
-        this.pump();
+        this.delayed.delete(key);
+        this.add(key, 'background');
       }, ms),
     );
   }

@@ -387,6 +387,25 @@ describe('Controller: the right pod', () => {
     expect(outcomes).toEqual([expect.objectContaining({ kind: 'delivered', podUid: 'pod-1' })]);
   });
 
+  it('a change that leaves what is decided on alone during the grace waits the grace out', async () => {
+    const { double } = await envd();
+    const held = sandbox(claimAnnotations(double.port, { A: 'one' }), { status: { podInfo: { podUID: 'old-pod' } } });
+    const state = { current: { sandbox: held, pod: pod() } };
+    const { controller, outcomes, clock } = harness(state);
+    controller.setTerm(term());
+    await settled(controller);
+    // Upstream's controller writes the Sandbox again: another version, the same inputs.
+    state.current = { ...state.current, sandbox: { ...held, metadata: { ...held.metadata, resourceVersion: '2' } } };
+    controller.enqueue(KEY);
+    await settled(controller);
+    expect(outcomes).toEqual([]);
+    expect(clock.pending()).toEqual([5_000]);
+    clock.advance(5_000);
+    await settled(controller);
+    expect(outcomes).toEqual([expect.objectContaining({ kind: 'held', case: 'pod-gone', podUid: 'old-pod' })]);
+    expect(double.requests).toEqual([]);
+  });
+
   it('a second pod claiming the Sandbox: nothing to either, one Warning, until it is gone', async () => {
     const { double } = await envd();
     const stranger = await envd({ host: '127.0.0.5', token: undefined });

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { BackoffRateLimiter, type RateLimiter } from '../../src/deliver/rate-limiter.js';
-import { WorkQueue, type ReconcileResult } from '../../src/deliver/work-queue.js';
+import { WorkQueue, type ReconcileResult, type Run } from '../../src/deliver/work-queue.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 /**
@@ -12,9 +12,12 @@ const until = (check: () => void) => vi.waitFor(check, { timeout: 2000, interval
 /** A reconcile the test finishes by hand: each run waits until the test settles it. */
 class Runs {
   readonly started: string[] = [];
+  /** What the queue told each run, in the order they started. */
+  readonly told: Run[] = [];
   private readonly open = new Map<string, ((result: ReconcileResult) => void)[]>();
-  work = (key: string): Promise<ReconcileResult> => {
+  work = (key: string, run: Run): Promise<ReconcileResult> => {
     this.started.push(key);
+    this.told.push(run);
     return new Promise((resolve) => this.open.set(key, [...(this.open.get(key) ?? []), resolve]));
   };
   /** Ends the oldest open run of `key` with `result`; the queue takes it a little later (see `until`). */
@@ -81,13 +84,11 @@ describe('WorkQueue', () => {
     await until(() => expect(runs.running()).toEqual(['b', 'c']));
   });
 
-  it('backs a failing key off, doubling, and a change does not skip the wait', async () => {
+  it('backs a failing key off, doubling, and a success forgets its failures', async () => {
     const { clock, runs, q, retries } = queue();
     q.add('a');
     runs.finish('a', { kind: 'retry' });
     await until(() => expect(clock.pending()).toEqual([100]));
-    q.add('a');
-    expect(runs.started).toEqual(['a']);
     clock.advance(100);
     expect(runs.started).toEqual(['a', 'a']);
     runs.finish('a', { kind: 'retry' });
@@ -99,19 +100,62 @@ describe('WorkQueue', () => {
     q.add('a');
     runs.finish('a', { kind: 'retry' });
     await until(() => expect(retries.map(([, ms]) => ms)).toEqual([100, 200, 100]));
+    expect(runs.told.map((run) => run.early)).toEqual([false, false, false, false]);
   });
 
-  it('runs a key whose inputs changed at once with addNow, even during its backoff or its run', async () => {
-    const { clock, runs, q } = queue();
+  it('runs a key that changes during its wait at once, early: keep-waiting leaves the wait and the count', async () => {
+    const { clock, runs, q, retries } = queue();
     q.add('a');
     runs.finish('a', { kind: 'retry' });
     await until(() => expect(clock.pending()).toEqual([100]));
-    q.addNow('a');
+    q.add('a');
     expect(runs.started).toEqual(['a', 'a']);
-    expect(clock.pending()).toEqual([]);
-    q.addNow('a');
+    expect(runs.told[1]?.early).toBe(true);
+    runs.finish('a', { kind: 'keep-waiting' });
+    await until(() => expect(q.busy()).toBe(false));
+    expect(clock.pending()).toEqual([100]);
+    // The wait ends: the run is not early, and its failure is the second in a row.
+    clock.advance(100);
+    expect(runs.told[2]?.early).toBe(false);
     runs.finish('a', { kind: 'retry' });
-    await until(() => expect(runs.started).toEqual(['a', 'a', 'a']));
+    await until(() => expect(retries.map(([, ms]) => ms)).toEqual([100, 200]));
+  });
+
+  it('ends the wait of an early run that acts: done drops it, another failure waits anew', async () => {
+    const { clock, runs, q, forgotten } = queue();
+    q.add('a');
+    runs.finish('a', { kind: 'requeue-after', ms: 700 });
+    await until(() => expect(clock.pending()).toEqual([700]));
+    q.add('a');
+    runs.finish('a', { kind: 'retry' });
+    await until(() => expect(clock.pending()).toEqual([100]));
+    q.add('a');
+    runs.finish('a');
+    await until(() => expect(forgotten).toEqual(['a', 'a']));
+    expect(clock.pending()).toEqual([]);
+    expect(runs.told.map((run) => run.early)).toEqual([false, true, true]);
+  });
+
+  it('runs a key that changed during a run that ended in a wait again at once, early', async () => {
+    const { clock, runs, q } = queue();
+    q.add('a');
+    q.add('a');
+    runs.finish('a', { kind: 'retry' });
+    await until(() => expect(runs.started).toEqual(['a', 'a']));
+    expect(runs.told[1]?.early).toBe(true);
+    expect(clock.pending()).toEqual([100]);
+  });
+
+  it('tells a run when its key was first queued since the last run began', async () => {
+    const { clock, runs, q } = queue();
+    q.add('a');
+    clock.advance(100);
+    q.add('a');
+    clock.advance(100);
+    q.add('a');
+    runs.finish('a');
+    await until(() => expect(runs.started).toEqual(['a', 'a']));
+    expect(runs.told.map((run) => run.since)).toEqual([5_000, 5_100]);
   });
 
   it('keeps slots for changes: retries hold at most backgroundSlots', async () => {
@@ -173,10 +217,10 @@ describe('WorkQueue', () => {
     expect(retries).toEqual([]);
   });
 
-  it('waits for a change after wait-for-change', async () => {
+  it('waits for a change after done', async () => {
     const { clock, runs, q } = queue();
     q.add('a');
-    runs.finish('a', { kind: 'wait-for-change' });
+    runs.finish('a', { kind: 'done' });
     await until(() => expect(q.busy()).toBe(false));
     expect(clock.pending()).toEqual([]);
     q.add('a');
