@@ -17,7 +17,7 @@ import { isTrustedCreator, type TrustedCreators } from '../trusted-creators.js';
 import type { KubeClients } from './clients.js';
 import { fieldKeeper, type FieldPath } from './keep-fields.js';
 import { ResilientWatch } from './resilient-watch.js';
-import { errorMessage } from '../../util/error-message.js';
+import { errorLine } from '../../util/error-message.js';
 import type { Clock } from '../../util/clock.js';
 
 export type { Sandbox };
@@ -88,7 +88,7 @@ export async function runtimesFromOwner(
   try {
     sandbox = await lookup(namespace, owner.name, owner.uid);
   } catch (error) {
-    return { ok: false, denial: DENIALS.sandboxLookupFailed(label, firstLine(errorMessage(error))) };
+    return { ok: false, denial: DENIALS.sandboxLookupFailed(label, errorLine(error)) };
   }
   if (sandbox === undefined) {
     return { ok: false, denial: DENIALS.sandboxNotFound(label, owner.uid) };
@@ -174,9 +174,4 @@ export function watchSandboxes(
     }
   };
   return { watch, lookup };
-}
-
-/** client-node's errors carry the whole response body after the first line; a denial needs the first. */
-function firstLine(message: string): string {
-  return message.split('\n', 1)[0] ?? message;
 }
