@@ -24,7 +24,7 @@ import { createHash } from 'node:crypto';
 import { EnvFileError } from '../envfile/errors.js';
 import { parseEnvJson } from '../envfile/parse-env-json.js';
 import { renderEnvFile } from '../envfile/render-env-file.js';
-import { recordedStatus } from '../injection/status.js';
+import { recordedStatus } from '../sandbox/injection-status.js';
 import type { Pod } from '../injection/index.js';
 import {
   CLAIM_TIMESTAMP,

@@ -15,7 +15,7 @@
  * - recreate: never another claim (tenants whose code runs as root there: docs/deliver-env.md);
  * - any: the claim goes in at once (the operator's own recycler restarts the sandbox).
  */
-import { recordedStatus } from '../injection/status.js';
+import { recordedStatus } from '../sandbox/injection-status.js';
 import type { Pod } from '../injection/index.js';
 
 export const RECYCLED_POD_MODES = ['restart', 'recreate', 'any'] as const;
