@@ -23,7 +23,8 @@
  * reference (the SandboxSet then makes a new Sandbox), so only a pool's unclaimed Sandboxes carry it.
  */
 import type { ConfigSnapshot } from '../sources/injection-config.js';
-import { runtimeContainers, type Pod } from '../injection/index.js';
+import { runtimeContainers } from '../injection/index.js';
+import type { Pod } from '../shapes/kubernetes.js';
 import { hasRecord, recordedStatus } from '../sandbox/injection-status.js';
 import { SANDBOX_API_VERSION, SANDBOX_KIND, SANDBOX_SET_KIND, type Sandbox } from '../shapes/sandbox-api.js';
 import { selectionFromSandbox } from '../sources/pod-annotations.js';
