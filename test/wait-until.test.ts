@@ -12,10 +12,10 @@ describe('waitUntil', () => {
     expect(found).toEqual({ asks: 3 });
   });
 
-  it('by default waits past undefined, null and false, and takes 0 and the empty string', async () => {
-    const values: unknown[] = [undefined, null, false, 0];
-    expect(await waitUntil(() => values.shift(), { what: 'a value', timeoutMs: 5000, intervalMs: 1 })).toBe(0);
-    expect(await waitUntil(() => '', { what: 'a string', timeoutMs: 5000 })).toBe('');
+  it('by default waits past what is not truthy: undefined, null, false, 0 and the empty string', async () => {
+    const values: unknown[] = [undefined, null, false, 0, '', Number.NaN, 'here'];
+    expect(await waitUntil(() => values.shift(), { what: 'a value', timeoutMs: 5000, intervalMs: 1 })).toBe('here');
+    expect(values).toEqual([]);
   });
 
   it('takes the value `until` accepts', async () => {

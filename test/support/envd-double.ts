@@ -423,6 +423,7 @@ async function writeFifo(path: string, content: Buffer, gone: () => boolean): Pr
     what: `a reader of the FIFO ${path}`,
     timeoutMs: 60_000,
     intervalMs: 5,
+    until: (fd): fd is number => fd !== undefined,
     giveUp: () => (gone() ? new Error(`the client went away before a reader opened the FIFO ${path}`) : undefined),
   });
   try {

@@ -17,7 +17,7 @@ export interface WaitOptions<T> {
   readonly timeoutMs: number;
   /** The pause between two asks, 10 ms unless given: longer for a probe that costs a process or a round trip. */
   readonly intervalMs?: number;
-  /** Whether a value is the one waited for; by default any value but undefined, null and false. */
+  /** Whether a value is the one waited for; by default any truthy value (not undefined, null, false, 0 or ''). */
   readonly until?: (value: T) => boolean;
   /** Asked after each value that falls short: an Error ends the wait at once (a process it waits on exited). */
   readonly giveUp?: () => Error | undefined;
@@ -26,12 +26,12 @@ export interface WaitOptions<T> {
 }
 
 /** The value a probe gives when it is done, under the default `until`. */
-export type Found<T> = Exclude<T, undefined | null | false>;
+export type Found<T> = Exclude<T, undefined | null | false | 0 | ''>;
 
 const DEFAULT_INTERVAL_MS = 10;
 
 function present<T>(value: T): value is Found<T> {
-  return value !== undefined && value !== null && value !== false;
+  return Boolean(value);
 }
 
 /** A value as the failure quotes it: short enough to read, deep enough to see why it fell short. */
@@ -39,7 +39,11 @@ function shown(value: unknown): string {
   return inspect(value, { depth: 4, breakLength: Infinity, maxArrayLength: 20, maxStringLength: 2000 });
 }
 
-/** Resolves with the probe's first value that `until` accepts (by default: one not undefined, null or false). */
+/** Resolves with the probe's first value that `until` accepts (by default: the first truthy one). */
+export function waitUntil<T, U extends T>(
+  probe: () => T | Promise<T>,
+  options: WaitOptions<T> & { readonly until: (value: T) => value is U },
+): Promise<U>;
 export function waitUntil<T>(
   probe: () => T | Promise<T>,
   options: WaitOptions<T> & { readonly until: (value: T) => boolean },
