@@ -16,7 +16,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { envdFiles, type EnvdFiles, type SendGuard } from '../../src/deliver/envd-files.js';
 import { deliverySteps, envPaths, wakeStep } from '../../src/deliver/plan.js';
-import type { RuntimeEndpoint } from '../../src/deliver/runtime-endpoint.js';
+import type { RuntimeEndpoint } from '../../src/deliver/envd-files.js';
 import { runtimeTlsAgent, tlsBundleFromSecretData } from '../../src/deliver/runtime-tls.js';
 import { randomHex } from '../../src/util/random-hex.js';
 import { startEnvdDouble, type EnvdDouble } from '../../test/support/envd-double.js';

@@ -46,7 +46,8 @@ import {
   type UndecidedCase,
 } from './pod-identity.js';
 import { wrappedInstances, type WrappedInstance } from './recycle.js';
-import { accessToken, runtimeBase, type EndpointSettings, type RuntimeEndpoint } from './runtime-endpoint.js';
+import type { RuntimeEndpoint } from './envd-files.js';
+import { accessToken, runtimeBase, type EndpointSettings } from './runtime-endpoint.js';
 
 /**
  * Every Sandbox annotation delivery reads: what its caches keep of a Sandbox's annotations, and what its

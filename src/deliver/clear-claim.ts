@@ -12,7 +12,7 @@ import { EnvdError } from './envd-files.js';
 import { failed, refuse, type Attempt, type LastClaim } from './memory.js';
 import { clearingSteps } from './plan.js';
 import { recycledMark } from './recycle.js';
-import type { RuntimeEndpoint } from './runtime-endpoint.js';
+import type { RuntimeEndpoint } from './envd-files.js';
 import type { ReconcileResult } from './work-queue.js';
 
 export async function clearClaim(

@@ -20,7 +20,7 @@ import { EnvdError, type EnvdFiles, type FolderEntry } from './envd-files.js';
 import type { LeaderTerm } from './leader-election.js';
 import { REFUSALS, type DeliveryKind } from './outcome.js';
 import { deliverySteps, wakeStep, type DeliveryStep, type EnvPaths, type ReadyState } from './plan.js';
-import type { RuntimeEndpoint } from './runtime-endpoint.js';
+import type { RuntimeEndpoint } from './envd-files.js';
 import { failed, refuse, type Attempt } from './memory.js';
 import { restartedSince, type RecycledPodMode } from './recycle.js';
 import type { ReconcileResult } from './work-queue.js';

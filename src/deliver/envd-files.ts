@@ -16,11 +16,11 @@
  * can neither hang a delivery nor fill memory. Errors name the operation, the path and the status, never a
  * body (envd may echo what it was sent) or a token.
  */
+import type { Agent as HttpsAgent } from 'node:https';
 import { posix } from 'node:path';
-import { CatalogueError } from '../errors/index.js';
+import { CatalogueError, DELIVERY_FAILURES } from '../errors/index.js';
 import type { Clock } from '../util/clock.js';
 import type { LeaderTerm } from './leader-election.js';
-import type { RuntimeEndpoint } from './runtime-endpoint.js';
 import {
   httpCall,
   HttpCallError,
@@ -30,8 +30,31 @@ import {
   type HttpAnswer,
   type RequestTarget,
 } from './http-call.js';
-import { ENVD_FAILURES, type EnvdErrorKind } from './outcome.js';
 import type { DeliveryStep, ReadyState } from './plan.js';
+
+/**
+ * The catalogue's failure of each kind. `unauthorized` and `rejected` wait for the Sandbox to change;
+ * `unavailable` is retried with backoff; `aborted`: the lease term ended (or was not provably fresh), so nothing
+ * more is sent in it.
+ */
+export const ENVD_FAILURES = {
+  unauthorized: DELIVERY_FAILURES.envdUnauthorized,
+  rejected: DELIVERY_FAILURES.envdRejected,
+  unavailable: DELIVERY_FAILURES.envdUnavailable,
+  aborted: DELIVERY_FAILURES.leaseTermEnded,
+} as const;
+
+export type EnvdErrorKind = keyof typeof ENVD_FAILURES;
+
+/** The pod's envd, as a claim's requests reach it. */
+export interface RuntimeEndpoint {
+  /** Base URL of the pod's envd, without a trailing slash. */
+  url: string;
+  /** Set for a TLS runtime: the agent that verifies it (and presents the client certificate). */
+  tlsAgent: HttpsAgent | undefined;
+  /** Sent as X-Access-Token; undefined sends none. */
+  accessToken: string | undefined;
+}
 
 /** A request to envd that failed: `what` names the operation and the path, `problem` what went wrong. */
 export class EnvdError extends CatalogueError<undefined> {

@@ -1,20 +1,7 @@
 /** What one reconcile of a Sandbox came to: what the metrics, the log and the Events are made from. */
 import { DELIVERY_FAILURES } from '../errors/index.js';
+import type { EnvdErrorKind } from './envd-files.js';
 import type { UndecidedCase } from './pod-identity.js';
-
-/**
- * The catalogue's failure of each kind. `unauthorized` and `rejected` wait for the Sandbox to change;
- * `unavailable` is retried with backoff; `aborted`: the lease term ended (or was not provably fresh), so nothing
- * more is sent in it.
- */
-export const ENVD_FAILURES = {
-  unauthorized: DELIVERY_FAILURES.envdUnauthorized,
-  rejected: DELIVERY_FAILURES.envdRejected,
-  unavailable: DELIVERY_FAILURES.envdUnavailable,
-  aborted: DELIVERY_FAILURES.leaseTermEnded,
-} as const;
-
-export type EnvdErrorKind = keyof typeof ENVD_FAILURES;
 
 /** The catalogue's failure of each refusal, by the name the decision gives it. */
 export const REFUSALS = {

@@ -31,15 +31,6 @@ export interface EndpointSettings {
   tls: RuntimeTls;
 }
 
-export interface RuntimeEndpoint {
-  /** Base URL of the pod's envd, without a trailing slash. */
-  url: string;
-  /** Set for a TLS runtime: the agent that verifies it (and presents the client certificate). */
-  tlsAgent: HttpsAgent | undefined;
-  /** Sent as X-Access-Token; undefined sends none. */
-  accessToken: string | undefined;
-}
-
 export type BaseResult =
   | { kind: 'ok'; url: string; tlsAgent: HttpsAgent | undefined }
   | { kind: 'refused'; event: RefusalReason; reason: string };
