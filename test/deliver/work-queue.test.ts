@@ -1,13 +1,22 @@
-import { describe, expect, it, vi } from 'vitest';
+import { inspect, isDeepStrictEqual } from 'node:util';
+import { describe, expect, it } from 'vitest';
 import { BackoffRateLimiter, type RateLimiter } from '../../src/deliver/rate-limiter.js';
 import { WorkQueue, type ReconcileResult, type Run } from '../../src/deliver/work-queue.js';
 import { ManualClock } from '../support/manual-clock.js';
+import { waitUntil } from '../support/wait-until.js';
 
 /**
  * The queue takes a finished run's result once the run's promise settles, a few turns of the event loop later:
- * a test waits for what it then checks, up to this deadline.
+ * a test waits, up to 2 s, for what it checks next, `probe` giving `expected` (compared as toEqual does). The
+ * failure names the probe by its source.
  */
-const until = (check: () => void) => vi.waitFor(check, { timeout: 2000, interval: 1 });
+const until = <T>(probe: () => T, expected: T) =>
+  waitUntil(probe, {
+    what: `${probe.toString().replace(/^\(\) => /, '')} to be ${inspect(expected)}`,
+    timeoutMs: 2000,
+    intervalMs: 1,
+    until: (value) => isDeepStrictEqual(value, expected),
+  });
 
 /** A reconcile the test finishes by hand: each run waits until the test settles it. */
 class Runs {
@@ -69,9 +78,9 @@ describe('WorkQueue', () => {
     q.add('a');
     q.add('a');
     runs.finish('a');
-    await until(() => expect(runs.started).toEqual(['a', 'a']));
+    await until(() => runs.started, ['a', 'a']);
     runs.finish('a');
-    await until(() => expect(q.busy()).toBe(false));
+    await until(() => q.busy(), false);
     expect(runs.started).toEqual(['a', 'a']);
   });
 
@@ -81,25 +90,25 @@ describe('WorkQueue', () => {
     expect(runs.running()).toEqual(['a', 'b']);
     expect(q.figures().depth).toBe(2);
     runs.finish('a');
-    await until(() => expect(runs.running()).toEqual(['b', 'c']));
+    await until(() => runs.running(), ['b', 'c']);
   });
 
   it('backs a failing key off, doubling, and a success forgets its failures', async () => {
     const { clock, runs, q, retries } = queue();
     q.add('a');
     runs.finish('a', { kind: 'retry' });
-    await until(() => expect(clock.pending()).toEqual([100]));
+    await until(() => clock.pending(), [100]);
     clock.advance(100);
     expect(runs.started).toEqual(['a', 'a']);
     runs.finish('a', { kind: 'retry' });
-    await until(() => expect(retries.map(([, ms]) => ms)).toEqual([100, 200]));
+    await until(() => retries.map(([, ms]) => ms), [100, 200]);
     clock.advance(200);
     runs.finish('a');
-    await until(() => expect(q.busy()).toBe(false));
+    await until(() => q.busy(), false);
     // A success resets the count: the next failure waits the minimum again.
     q.add('a');
     runs.finish('a', { kind: 'retry' });
-    await until(() => expect(retries.map(([, ms]) => ms)).toEqual([100, 200, 100]));
+    await until(() => retries.map(([, ms]) => ms), [100, 200, 100]);
     expect(runs.told.map((run) => run.early)).toEqual([false, false, false, false]);
   });
 
@@ -107,31 +116,31 @@ describe('WorkQueue', () => {
     const { clock, runs, q, retries } = queue();
     q.add('a');
     runs.finish('a', { kind: 'retry' });
-    await until(() => expect(clock.pending()).toEqual([100]));
+    await until(() => clock.pending(), [100]);
     q.add('a');
     expect(runs.started).toEqual(['a', 'a']);
     expect(runs.told[1]?.early).toBe(true);
     runs.finish('a', { kind: 'keep-waiting' });
-    await until(() => expect(q.busy()).toBe(false));
+    await until(() => q.busy(), false);
     expect(clock.pending()).toEqual([100]);
     // The wait ends: the run is not early, and its failure is the second in a row.
     clock.advance(100);
     expect(runs.told[2]?.early).toBe(false);
     runs.finish('a', { kind: 'retry' });
-    await until(() => expect(retries.map(([, ms]) => ms)).toEqual([100, 200]));
+    await until(() => retries.map(([, ms]) => ms), [100, 200]);
   });
 
   it('ends the wait of an early run that acts: done drops it, another failure waits anew', async () => {
     const { clock, runs, q, forgotten } = queue();
     q.add('a');
     runs.finish('a', { kind: 'requeue-after', ms: 700 });
-    await until(() => expect(clock.pending()).toEqual([700]));
+    await until(() => clock.pending(), [700]);
     q.add('a');
     runs.finish('a', { kind: 'retry' });
-    await until(() => expect(clock.pending()).toEqual([100]));
+    await until(() => clock.pending(), [100]);
     q.add('a');
     runs.finish('a');
-    await until(() => expect(forgotten).toEqual(['a', 'a']));
+    await until(() => forgotten, ['a', 'a']);
     expect(clock.pending()).toEqual([]);
     expect(runs.told.map((run) => run.early)).toEqual([false, true, true]);
   });
@@ -141,7 +150,7 @@ describe('WorkQueue', () => {
     q.add('a');
     q.add('a');
     runs.finish('a', { kind: 'retry' });
-    await until(() => expect(runs.started).toEqual(['a', 'a']));
+    await until(() => runs.started, ['a', 'a']);
     expect(runs.told[1]?.early).toBe(true);
     expect(clock.pending()).toEqual([100]);
   });
@@ -154,7 +163,7 @@ describe('WorkQueue', () => {
     clock.advance(100);
     q.add('a');
     runs.finish('a');
-    await until(() => expect(runs.started).toEqual(['a', 'a']));
+    await until(() => runs.started, ['a', 'a']);
     expect(runs.told.map((run) => run.since)).toEqual([5_000, 5_100]);
   });
 
@@ -164,17 +173,17 @@ describe('WorkQueue', () => {
     q.add('r2');
     runs.finish('r1', { kind: 'retry' });
     runs.finish('r2', { kind: 'retry' });
-    await until(() => expect(clock.pending()).toEqual([100, 100]));
+    await until(() => clock.pending(), [100, 100]);
     clock.advance(100);
     // Both are due, yet only one retry runs: the other slot is for a change.
     expect(runs.running()).toEqual(['r1']);
     q.add('claim');
     expect(runs.running()).toEqual(['r1', 'claim']);
     runs.finish('claim');
-    await until(() => expect(forgotten).toEqual(['claim']));
+    await until(() => forgotten, ['claim']);
     expect(runs.running()).toEqual(['r1']);
     runs.finish('r1');
-    await until(() => expect(runs.running()).toEqual(['r2']));
+    await until(() => runs.running(), ['r2']);
   });
 
   it('runs the front before the background, which holds at most backgroundSlots, whatever came first', async () => {
@@ -187,9 +196,9 @@ describe('WorkQueue', () => {
     expect(runs.running()).toEqual(['pool-1', 'claim-1', 'claim-2']);
     runs.finish('pool-1');
     // A free slot goes to the claim still queued, not to the pool's next key.
-    await until(() => expect(runs.running()).toEqual(['claim-1', 'claim-2', 'claim-3']));
+    await until(() => runs.running(), ['claim-1', 'claim-2', 'claim-3']);
     runs.finish('claim-1');
-    await until(() => expect(runs.running()).toEqual(['claim-2', 'claim-3', 'pool-2']));
+    await until(() => runs.running(), ['claim-2', 'claim-3', 'pool-2']);
   });
 
   it('moves a queued background key to the front when it changes for the front, and not back', async () => {
@@ -204,14 +213,14 @@ describe('WorkQueue', () => {
     q.add('pool-1');
     runs.finish('pool-3');
     runs.finish('pool-1');
-    await until(() => expect(runs.running()).toEqual(['pool-1', 'pool-2']));
+    await until(() => runs.running(), ['pool-1', 'pool-2']);
   });
 
   it('runs a key again after requeue-after, without counting a failure', async () => {
     const { clock, runs, q, retries } = queue();
     q.add('a');
     runs.finish('a', { kind: 'requeue-after', ms: 700 });
-    await until(() => expect(clock.pending()).toEqual([700]));
+    await until(() => clock.pending(), [700]);
     clock.advance(700);
     expect(runs.started).toEqual(['a', 'a']);
     expect(retries).toEqual([]);
@@ -221,7 +230,7 @@ describe('WorkQueue', () => {
     const { clock, runs, q } = queue();
     q.add('a');
     runs.finish('a', { kind: 'done' });
-    await until(() => expect(q.busy()).toBe(false));
+    await until(() => q.busy(), false);
     expect(clock.pending()).toEqual([]);
     q.add('a');
     expect(runs.started).toEqual(['a', 'a']);
@@ -254,7 +263,7 @@ describe('WorkQueue', () => {
     q.add('c');
     clock.advance(1000);
     runs.finish('b', { kind: 'retry' });
-    await until(() => expect(runs.running()).toEqual(['a', 'c']));
+    await until(() => runs.running(), ['a', 'c']);
     expect(clock.pending()).toEqual([100]);
     q.clear();
     expect(clock.pending()).toEqual([]);
@@ -264,10 +273,10 @@ describe('WorkQueue', () => {
     q.add('d');
     runs.finish('a');
     // Only c runs, which started a second after a.
-    await until(() => expect(q.figures().longestRunningSeconds).toBe(0));
+    await until(() => q.figures().longestRunningSeconds, 0);
     expect(stopped).toBe(false);
     runs.finish('c', { kind: 'retry' });
-    await until(() => expect(stopped).toBe(true));
+    await until(() => stopped, true);
     await stopping;
     expect(stopped).toBe(true);
     expect(runs.started).toEqual(['a', 'b', 'c']);
