@@ -1,9 +1,18 @@
 import type { OwnerReference, Pod } from '../shapes/kubernetes.js';
 import { SANDBOX_API_VERSION, SANDBOX_KIND } from '../shapes/sandbox-api.js';
 
-/** The pod's controller owner, when it is a Sandbox. */
-export function sandboxOwner(pod: Pod): OwnerReference | undefined {
-  return (pod.metadata.ownerReferences ?? []).find(
+/** What the owner is told by, in our shapes and in client-node's alike. */
+interface OwnerFields {
+  apiVersion?: string;
+  kind?: string;
+  controller?: boolean;
+}
+
+/** The object's controller owner, when it is a Sandbox: a pod under review, or one in deliver-env's cache. */
+export function sandboxOwner<R extends OwnerFields = OwnerReference>(object: {
+  metadata?: { ownerReferences?: readonly R[] | undefined };
+}): R | undefined {
+  return (object.metadata?.ownerReferences ?? []).find(
     (ref) => ref.controller === true && ref.apiVersion === SANDBOX_API_VERSION && ref.kind === SANDBOX_KIND,
   );
 }

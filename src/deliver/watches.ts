@@ -11,7 +11,7 @@
  */
 import type { V1OwnerReference, V1Pod } from '@kubernetes/client-node';
 import { sandboxOwner } from '../admission/sandbox-owner.js';
-import type { Pod } from '../injection/index.js';
+import type { Pod } from '../shapes/kubernetes.js';
 import {
   CREATED_BY,
   POLICY_ANNOTATION,
@@ -126,7 +126,7 @@ export function deliveryWatches(
   // can both be there for a while.
   const pods = new Map<string, Map<string, V1Pod>>();
   const index = (pod: V1Pod, present: boolean): string | undefined => {
-    const owner = sandboxOwner(pod as Pod);
+    const owner = sandboxOwner(pod);
     const uid = pod.metadata?.uid;
     if (owner === undefined || uid === undefined) return undefined;
     const key = sandboxKey(pod.metadata?.namespace, owner.name);
@@ -184,7 +184,7 @@ export function deliveryWatches(
       const candidates = pods.get(sandboxKey(sandbox.metadata?.namespace, sandbox.metadata?.name))?.values() ?? [];
       // Indexed by the owner's name; a pod whose owner reference carries another UID is a former Sandbox's.
       return [...candidates].filter((pod) => {
-        const owner = sandboxOwner(pod as Pod);
+        const owner = sandboxOwner(pod);
         return owner?.uid === undefined || owner.uid === sandbox.metadata?.uid;
       }) as Pod[];
     },
