@@ -4,11 +4,11 @@ import type { EditOperation } from '../injection/index.js';
  * The patch as kube-apiserver wants it: base64 of the JSON text of the operations the injection recorded as it
  * edited (src/injection/editor.ts).
  *
- * One JSON.stringify of the whole list, rather than text assembled from pieces made once per config version:
- * most of a patch is the pod's own commands and args, repeated after the wrapper, which no cache can hold, and
- * on the bench's review one native call over the whole list beat a few hundred small ones (docs/benchmark.md).
- * The UTF-8 text goes through a buffer of its own each time: a scratch buffer kept between calls saved too
- * little to measure in a review, and held on to three times the largest patch ever made.
+ * One JSON.stringify of the whole list: most of a patch is the pod's own commands and args, repeated after the
+ * wrapper, which no text made in advance can hold, and V8 serializes the list in one native call, on its fast
+ * path while every value keeps to the rules of src/util/fast-json.ts (`npm run bench`, the in-process table's
+ * "of which, its patch from the operations" column). Each call's UTF-8 goes into a buffer of its own, freed
+ * with the answer: one kept between calls would hold on to the largest patch ever made.
  */
 export function encodePatch(operations: readonly EditOperation[]): string {
   return Buffer.from(JSON.stringify(operations), 'utf8').toString('base64');

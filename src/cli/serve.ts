@@ -47,9 +47,10 @@ export async function run(argv: string[]): Promise<number> {
   if (options === undefined) return 0;
 
   // Asynchronous writes keep the write syscall off the event loop, and lines are gathered up to
-  // LOG_BUFFER_BYTES before a write: under steady load a write per line was a measurable share of the webhook's
-  // CPU per admission (docs/benchmark.md). A timer writes what is gathered at least every LOG_FLUSH_MS, so a line
-  // is never held longer; pino writes the rest synchronously when the process exits, however it exits.
+  // LOG_BUFFER_BYTES before a write, so that under steady load the lines of many admissions share one write
+  // (`npm run bench`, the webhook's CPU per admission). A timer writes what is gathered at least every
+  // LOG_FLUSH_MS, so a line is never held longer; pino writes the rest synchronously when the process exits,
+  // however it exits.
   const destination = pino.destination({ sync: false, minLength: LOG_BUFFER_BYTES });
   const logger = pino({ level: options.logLevel, base: { pid: process.pid } }, destination);
   const clock = systemClock;

@@ -5,10 +5,11 @@
  * ended) cuts it at once, and a failure says only what kind it was (a code such as ECONNREFUSED or
  * UNABLE_TO_VERIFY_LEAF_SIGNATURE, "timed out", "answer too large", "aborted"), never what the server sent.
  *
- * node:http and not fetch: in a burst of claims the controller was CPU-bound, and an upload through fetch
- * (undici's WHATWG streams, FormData, Blob) cost it several times the CPU of a plain request with a body made
- * here (docs/deliver-env.md has the figures). The agent keeps each runtime's connection alive for the few requests of one delivery and closes it
- * soon after, so a cluster of many sandboxes does not keep a socket per pod.
+ * node:http and not fetch: a burst of claims makes the controller CPU-bound, and a plain request with a body made
+ * here (multipartForm) costs it far less CPU than an upload through fetch's WHATWG streams, FormData and Blob;
+ * the figure is the envd client's CPU per first delivery (`npm run bench:deliver-client`, docs/benchmark.md).
+ * The agent keeps each runtime's connection alive for the few requests of one delivery and closes it soon after,
+ * so a cluster of many sandboxes does not keep a socket per pod.
  */
 import { Agent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest, type Agent as HttpsAgent } from 'node:https';
@@ -33,8 +34,9 @@ export class HttpCallError extends Error {
 }
 
 /**
- * Where a request goes, parsed from its URL once (requestTarget): node then reads no URL per request, which in
- * a burst of deliveries was a measurable part of each request's cost (docs/deliver-env.md).
+ * Where a request goes, parsed from its URL once (requestTarget) and handed to node as options, so that no
+ * request parses a URL again: a saving in the envd client's CPU per first delivery
+ * (`npm run bench:deliver-client`).
  */
 export interface RequestTarget {
   protocol: string;
@@ -113,11 +115,7 @@ export function httpCall(
         resolve({ status: status ?? 0, body: Buffer.concat(chunks).toString('utf8') });
       });
     };
-    // As a flat list, node writes the headers as given (still checking each name and value) instead of
-    // setting them one by one; so it sets no Host of its own, and this one is what it would send.
-    const headers = ['host', target.host];
-    for (const [name, value] of Object.entries(init.headers)) headers.push(name, value);
-    if (init.body !== undefined) headers.push('content-length', String(init.body.length));
+    const headers = headerList(target.host, init.headers, init.body);
     const request = target.protocol === 'https:' ? httpsRequest : httpRequest;
     const cancelTimeout = clock.setTimer(() => fail('timed out'), limits.timeoutMs);
     try {
@@ -134,6 +132,19 @@ export function httpCall(
     init.signal?.addEventListener('abort', onAbort, { once: true });
     req.end(init.body);
   });
+}
+
+/**
+ * The request's headers as one flat list of names and values, Host and Content-Length included. Given a list,
+ * node writes the headers as they are (still checking each name and value) rather than setting them one by one,
+ * a saving in the envd client's CPU per first delivery (`npm run bench:deliver-client`); so it sets no Host of
+ * its own, and this one is what it would send.
+ */
+function headerList(host: string, headers: Record<string, string>, body: Buffer | undefined): string[] {
+  const list = ['host', host];
+  for (const [name, value] of Object.entries(headers)) list.push(name, value);
+  if (body !== undefined) list.push('content-length', String(body.length));
+  return list;
 }
 
 /** One part of a multipart/form-data body: a file, under the form field `name`. */

@@ -120,9 +120,10 @@ export class PodEditor {
   /**
    * A place for final edits: the last edits of an injection, which nothing reads afterwards. Each is recorded at
    * once, but the view is left as it is, so nothing on its path is copied: a wrapped container, its probes and
-   * their execs are not copied only to keep a view that no one reads again (docs/benchmark.md measures it).
-   * `result()` applies them when the whole pod is asked for. Once one is made, only more final edits may follow,
-   * and each must change a place that no other final edit changes or lies under. `path` must exist in the view.
+   * their execs are not copied only to keep a view that no one reads again (`npm run bench`, the in-process
+   * table's "injecting" column). `result()` applies them when the whole pod is asked for. Once one is made, only
+   * more final edits may follow, and each must change a place that no other final edit changes or lies under.
+   * `path` must exist in the view.
    */
   finalPlace(path: readonly Segment[]): FinalPlace {
     let node: unknown = this.view;
@@ -212,9 +213,7 @@ export class EditCursor {
     const pointer = this.pointers.child(this.pointer, key);
     let copy: Node;
     if (current !== null && typeof current === 'object') {
-      // Object.assign rather than a spread: V8 gives a spread clone a map of its own, outside the transition
-      // tree, so each property the edit then adds would make a new map, and garbage only a full collection frees.
-      copy = (Array.isArray(current) ? current.slice() : Object.assign({}, current)) as Node;
+      copy = shallowCopy(current);
     } else {
       this.record(Object.hasOwn(this.node, key) ? 'replace' : 'add', pointer, kind === 'array' ? [] : {});
       copy = (kind === 'array' ? [] : {}) as Node;
@@ -262,6 +261,11 @@ export class EditCursor {
       this.children = new Map([...children, cursor].map((c) => [c.key, c]));
     }
   }
+}
+
+/** A shallow copy of an object or array of the pod, for an edit to write into. */
+function shallowCopy(value: object): Node {
+  return (Array.isArray(value) ? value.slice() : Object.assign({}, value)) as Node;
 }
 
 /** A path below some object, with its JSON pointer made once (it is usually a constant of the caller's). */

@@ -7,8 +7,8 @@ import type { Container, Pod, Volume, VolumeMount } from './types.js';
 
 /**
  * The wrapper every wrapped command and exec probe starts with. These lists are shared by every pod and go into
- * patches as they are; a recorded value is never written into. Not frozen: a frozen array keeps JSON.stringify
- * off its fast path (`deepFreeze` in src/sources/injection-config.ts).
+ * patches as they are; a recorded value is never written into. Not frozen, as no array that goes into a patch is
+ * (deepFreezeObjects, src/util/fast-json.ts).
  */
 export const WRAPPER: readonly string[] = ['/bin/bash', WRAPPER_PATH];
 /** A wrapped container's command. */
@@ -139,7 +139,6 @@ function blockingMount(container: Container): VolumeMount | undefined {
 /** `container` is the pod's container at `index` as the view last showed it; its edits are final edits. */
 function wrapContainer(editor: PodEditor, index: number, container: Container): void {
   const place = editor.finalPlace(containerPath('containers', index));
-  // concat makes each new list at its final length, where a spread grows it as it goes.
   const command = container.command ?? [];
   place.set(ARGS, command.concat(container.args ?? []));
   // The command and each probe command read here exist: replaced without looking them up again.

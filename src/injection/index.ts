@@ -141,10 +141,7 @@ export function injectRuntimes(pod: Pod, input: InjectionInput): InjectionResult
   return new EditedPod(editor, report);
 }
 
-/**
- * The result with the whole pod made only when asked. A class rather than an object literal with a getter: V8
- * gives each such literal a map of its own, which held every admission's copies until a full collection.
- */
+/** The result with the whole pod made only when asked. */
 class EditedPod implements InjectionResult {
   readonly operations: readonly EditOperation[];
   readonly changed: boolean;

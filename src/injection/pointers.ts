@@ -1,19 +1,19 @@
 /**
  * The JSON pointers (RFC 6901) of the patch's operations, kept between admissions. Every admission of the same
  * pod shape writes the same paths (`/spec/containers/3/livenessProbe/exec/command` and the like), and making
- * them afresh for each operation is a large part of deciding a review (docs/benchmark.md). So a pointer made is
- * kept, under its parent and its last part, and the next admission looks it up instead. Whoever reviews many
- * pods owns one cache for all of them (the server's app, a CLI command) and hands it to each injection.
+ * them afresh for each operation is a large part of deciding a review (`npm run bench`, the in-process table's
+ * "injecting" column). So a pointer made is kept, under its parent and its last part, and the next admission
+ * looks it up instead. Whoever reviews many pods owns one cache for all of them (the server's app, a CLI
+ * command) and hands it to each injection.
  *
  * Bounded: at most MAX_KEPT pointers of at most MAX_KEPT_LENGTH characters are kept, under a megabyte with the
  * maps around them, whatever the pods (docs/server.md, "Memory"). Past the bound a pointer is made as before and
  * not kept, so a stream of pods with ever new paths costs what it would without the cache, no more. The paths
  * of a pod are short (the longest a wrap writes, `/spec/containers/N/readinessProbe/exec/command`, is under 50).
  *
- * Every pointer is a flat string, made by a join rather than a concatenation: V8 keeps a long concatenation as a
- * rope (a cons string), and JSON.stringify's fast path takes flat strings only, so a patch whose paths were
- * ropes would be stringified the slow way.
+ * Every pointer goes into a patch, so each is made a flat string (flatJoin).
  */
+import { flatJoin } from '../util/fast-json.js';
 import { escapePointer } from '../util/json-pointer.js';
 
 /** One step of a path into the pod: an object key or an array index. */
@@ -35,13 +35,13 @@ export class JsonPointers {
   child(parent: string, segment: Segment): string {
     return (
       this.children.get(parent)?.get(segment) ??
-      this.keep(this.children, parent, segment, [parent, token(segment)].join('/'))
+      this.keep(this.children, parent, segment, flatJoin([parent, token(segment)], '/'))
     );
   }
 
   /** `below`, a pointer relative to `base` (it starts with a slash), as a pointer from the root. */
   under(base: string, below: string): string {
-    return this.below.get(base)?.get(below) ?? this.keep(this.below, base, below, [base, below].join(''));
+    return this.below.get(base)?.get(below) ?? this.keep(this.below, base, below, flatJoin([base, below]));
   }
 
   of(path: readonly Segment[]): string {

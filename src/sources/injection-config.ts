@@ -4,6 +4,7 @@ import { jsonSchemaOf } from '../shapes/json-schema.js';
 import { describeShapeError, pointerName } from '../shapes/schema-errors.js';
 import { runtimeConfig, type RuntimeConfig } from '../shapes/kubernetes.js';
 import { systemClock, type Clock } from '../util/clock.js';
+import { deepFreezeObjects } from '../util/fast-json.js';
 import { errorMessage, jsonErrorPosition } from '../util/error-message.js';
 import { keyDigest, RevisionMemo } from './config-revision.js';
 
@@ -72,7 +73,10 @@ export function parseRuntimeConfig(text: string): ParsedKey {
   if (!validateRuntimeConfig(value)) {
     return { ok: false, message: describeSchemaError(validateRuntimeConfig.errors) };
   }
-  return { ok: true, config: deepFreeze(value), unknownFields };
+  // Configs are shared by every admission: frozen, an accidental write into one is a loud error. Arrays stay
+  // writable, as no array that goes into a patch may be frozen (deepFreezeObjects); the tests freeze them too
+  // (test/support/freeze-all.ts), so an edit that writes into one fails there.
+  return { ok: true, config: deepFreezeObjects(value), unknownFields };
 }
 
 /**
@@ -155,24 +159,4 @@ export function describeJsonError(text: string, error: unknown): string {
 /** The first schema error as "field /a/0/b must be string". */
 export function describeSchemaError(errors: readonly ErrorObject[] | null | undefined): string {
   return describeShapeError(errors, pointerName);
-}
-
-/**
- * Configs are shared by every admission; freezing them turns an accidental write into a loud error.
- *
- * Objects are frozen, arrays are not (their elements are, all the way down). Config values go into patches by
- * reference, and V8's fast path for JSON.stringify (on Node 26, not on Node 20) takes only arrays of the ordinary
- * element kinds: one frozen array sends a whole patch down the slow path, which costs the
- * bench's review several times the time (docs/benchmark.md). The tests freeze arrays too (test/support/freeze-all.ts), so an edit that writes
- * into one fails there.
- */
-export function deepFreeze<T>(value: T): T {
-  if (value === null || typeof value !== 'object') return value;
-  if (Array.isArray(value)) {
-    for (const element of value) deepFreeze(element);
-  } else if (!Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
 }

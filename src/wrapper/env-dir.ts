@@ -5,6 +5,7 @@
  * and deliver-env write into it, all with these names; the script spells its own defaults, and
  * test/wrapper/env-dir.test.ts runs it under bash to check that they are these.
  */
+import { flatJoin } from '../util/fast-json.js';
 
 /**
  * Where every wrapped pod has the folder. The injection rules fix it (docs/policy.md, "The injection rules"):
@@ -21,12 +22,10 @@ export const ENV_DIR_VARIABLE = 'SANDBOX_ENV_DIR';
  */
 export const WRAPPER_SCRIPT = 'run_with_envs.sh';
 /**
- * The script as the webhook puts it in front of a wrapped command or exec probe (run by /bin/bash): ENV_DIR and
- * WRAPPER_SCRIPT joined, spelled out rather than joined at load (test/wrapper/env-dir.test.ts holds the two
- * together). Every wrapped command in every patch carries this string, and the joined form, a string V8 keeps
- * as two pieces, made the whole review measurably slower (its commit in git has the figures).
+ * The script as the webhook puts it in front of a wrapped command or exec probe (run by /bin/bash). Every wrapped
+ * command in every patch carries it, so it is one flat string.
  */
-export const WRAPPER_PATH = '/var/sandbox/run_with_envs.sh';
+export const WRAPPER_PATH = flatJoin([ENV_DIR, WRAPPER_SCRIPT], '/');
 
 /** The claim's variables, as shell assignments. */
 export const ENV_FILE_NAME = 'env.sh';

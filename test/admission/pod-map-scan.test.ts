@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MAX_ANNOTATIONS_BYTES, podOverLimits } from '../../src/admission/pod-limits.js';
-import { scanPodMaps, utf8Bytes, type MapFacts, type PodMapScan } from '../../src/admission/pod-map-scan.js';
+import { scanPodMaps, type MapFacts, type PodMapScan } from '../../src/admission/pod-map-scan.js';
 import { propertyRuns, propertyTimeout } from '../support/property-runs.js';
 
 /** What the scan must find, read from the parsed review: the maps' members in insertion order. */
@@ -16,10 +16,10 @@ function expectedFacts(review: unknown): PodMapScan {
     for (const [key, value] of Object.entries(map)) {
       if (typeof value !== 'string') {
         facts.nonString ??= { key, bytesBefore: facts.bytes };
-        facts.bytes += utf8Bytes(key);
+        facts.bytes += Buffer.byteLength(key);
         continue;
       }
-      facts.bytes += utf8Bytes(key) + utf8Bytes(value);
+      facts.bytes += Buffer.byteLength(key) + Buffer.byteLength(value);
     }
     result[field] = facts;
   }

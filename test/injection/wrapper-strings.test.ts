@@ -1,8 +1,6 @@
-// The wrapper's strings are copied into every wrapped command of every patch. V8 14's JSON.stringify fast path
-// takes only plain strings: a string joined at run time (a template literal of other constants, say) stays a
-// rope, and one rope among the operations sends the whole patch's stringify down the slow path, which made the
-// injecting review measurably slower (the commit that made it a literal has the figures). A string literal is
-// internalized when its module loads; a joined string is not, so that is what this holds the constants to.
+// The wrapper's strings are copied into every wrapped command of every patch, so each must be one JSON.stringify's
+// fast path takes: a flat string (flatJoin, src/util/fast-json.ts). A string joined at load with a template
+// literal of other constants would be a rope, which nothing has flattened yet when this runs.
 import v8 from 'node:v8';
 import { describe, expect, it } from 'vitest';
 import { WRAPPER } from '../../src/injection/env-wrapper.js';
@@ -11,17 +9,17 @@ import { ENV_DIR, WRAPPER_PATH } from '../../src/wrapper/env-dir.js';
 v8.setFlagsFromString('--allow-natives-syntax');
 // Compiled after the flag is set, so V8 reads the intrinsic in it; only source compiled at run time can.
 // eslint-disable-next-line @typescript-eslint/no-implied-eval
-const isInternalized = new Function('s', 'return %IsInternalizedString(s)') as (s: string) => boolean;
+const isFlat = new Function('s', 'return %StringIsFlat(s)') as (s: string) => boolean;
 
 describe("the wrapper's strings in a patch", () => {
-  it('tells a joined string from a literal (the check itself)', () => {
+  it('tells a rope from a flat string (the check itself)', () => {
     const joined = `${ENV_DIR}/${'run_with_envs.sh'}`;
-    expect(isInternalized(joined)).toBe(false);
-    expect(isInternalized('/var/sandbox/run_with_envs.sh')).toBe(true);
+    expect(isFlat(joined)).toBe(false);
+    expect(isFlat('/var/sandbox/run_with_envs.sh')).toBe(true);
   });
 
-  it('are literals, not strings joined when the module loads', () => {
+  it('are flat strings, not ropes joined when the module loads', () => {
     for (const part of [...WRAPPER, WRAPPER_PATH, ENV_DIR])
-      expect({ part, literal: isInternalized(part) }).toEqual({ part, literal: true });
+      expect({ part, flat: isFlat(part) }).toEqual({ part, flat: true });
   });
 });

@@ -4,8 +4,9 @@
  */
 import type { Logger } from 'pino';
 import type { ServeOptions } from './options.js';
-// Type only: @kubernetes/client-node alone is a large share of the RSS (docs/benchmark.md), which a local run
-// (npm start, the benchmark) has no use for, so the module is imported where cluster mode starts.
+// Type only: @kubernetes/client-node alone is a large share of the RSS (bench/rss.ts, the webhook's memory under
+// the bench's load), which a local run (npm start, the benchmark) has no use for, so the module is imported
+// where cluster mode starts.
 import type { KubeClients } from '../../sources/kube/clients.js';
 
 export type ServeTarget = { mode: 'local' } | { mode: 'cluster'; kube: KubeClients };
