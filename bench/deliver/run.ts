@@ -28,6 +28,8 @@ import { waitUntilWaiting } from '../../test/wrapper/run-wrapper.js';
 import { auditFlags } from '../../test/e2e/support/audit-log.js';
 import { startCluster } from '../../test/e2e/support/cluster.js';
 import { CLI, repoPath } from '../../harness/repo.js';
+import { DELIVER_OPTION_ROWS } from '../../src/cli/deliver-env/options.js';
+import { DEFAULT_CONFIG_NAMESPACE } from '../../src/sources/injection-config.js';
 import { startBurstCpu } from './burst-cpu.js';
 import { cpuGroup } from '../cpu-group.js';
 import { claimSent, readyAt, recordedTimes, reportClaims, seenTimes } from './figures.js';
@@ -36,6 +38,8 @@ import { createSandboxes, NS, startApp, type WaitingApp } from './sandboxes.js';
 
 const COUNT = Number(process.env.DELIVER_BENCH_SANDBOXES ?? 200);
 const SERIAL = Number(process.env.DELIVER_BENCH_SERIAL ?? 100);
+/** deliver-env's Lease where it takes it by default; the bench claims once deliver-env holds it. */
+const LEASE = { namespace: DELIVER_OPTION_ROWS.leaseNamespace.default, name: DELIVER_OPTION_ROWS.leaseName.default };
 /** Extra deliver-env flags, space-separated, e.g. "--concurrency 64". */
 const EXTRA_ARGS = (process.env.DELIVER_BENCH_ARGS ?? '').split(' ').filter((arg) => arg !== '');
 
@@ -63,7 +67,9 @@ async function main(): Promise<void> {
   try {
     await cluster.installSandboxCrd(repoPath('test/fixtures/e2e/sandbox-crd.yaml'));
     await cluster.ensureNamespace(NS);
-    await cluster.ensureNamespace('sandbox-system');
+    // Upstream's namespace, where deliver-env reads the injection config, and ours, where it takes its Lease.
+    await cluster.ensureNamespace(DEFAULT_CONFIG_NAMESPACE);
+    await cluster.ensureNamespace(LEASE.namespace);
     for (let i = 0; i < COUNT + SERIAL; i += 1) {
       const dir = mkdtempSync(path.join(tmpdir(), 'si-bench-envd-'));
       dirs.push(dir);
@@ -135,10 +141,10 @@ async function main(): Promise<void> {
     for (let tries = 0; ; tries += 1) {
       const lease = await cluster.kubectl([
         '-n',
-        'sandbox-system',
+        LEASE.namespace,
         'get',
         'lease',
-        'sandbox-injector-deliver-env',
+        LEASE.name,
         '-o',
         'jsonpath={.spec.holderIdentity}',
       ]);
