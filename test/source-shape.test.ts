@@ -55,6 +55,7 @@ const SHORT_ON_PURPOSE: Readonly<Record<string, string>> = {
   'src/admission/patch.ts': "the patch's wire form, which the bench times alone (bench/inprocess.ts)",
   'src/cli/pod-review.ts': "the CLI's reading of a pod manifest and of an answer's patch, for inject and explain",
   'src/cli/serve/cluster.ts': "serve's mode and its clients, which load client-node only in cluster mode",
+  'src/server/health.ts': 'the probe answers, which the webhook port and the plain-HTTP metrics port both serve',
   'src/cli/version.ts': 'the package version, for --version and the listening line (two commands read it)',
   'src/envfile/errors.ts': "the env-file writer's one error, which each of its steps throws and the CLI prints as-is",
   'src/wrapper/installer.ts':

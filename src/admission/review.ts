@@ -8,7 +8,8 @@ import {
 } from '../injection/index.js';
 import type { AdmissionRequest } from '../shapes/admission-review.js';
 import { encodePatch } from './patch.js';
-import type { ConfigSnapshot, RuntimeSelection } from './ports.js';
+import type { ConfigSnapshot } from '../sources/injection-config.js';
+import type { RuntimeSelection } from '../sources/pod-annotations.js';
 import { DENIALS, type Failure } from '../errors/index.js';
 import { allowed, denied, patched, type ReviewFacts, type ReviewOutcome } from './answers.js';
 import { podOverLimits } from './pod-limits.js';

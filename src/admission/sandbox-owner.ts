@@ -1,4 +1,4 @@
-import type { OwnerReference, Pod } from '../injection/index.js';
+import type { OwnerReference, Pod } from '../shapes/kubernetes.js';
 import { SANDBOX_API_VERSION, SANDBOX_KIND } from '../shapes/sandbox-api.js';
 
 /** The pod's controller owner, when it is a Sandbox. */

@@ -3,7 +3,7 @@ import { stringify } from 'yaml';
 import { reviewAdmission } from '../admission/review.js';
 import { autoWarnings, wrappedWithoutInstaller, type Pod } from '../injection/index.js';
 import { wrapperFromImage } from '../wrapper/installer.js';
-import type { RuntimeSelection } from '../admission/ports.js';
+import type { RuntimeSelection } from '../sources/pod-annotations.js';
 import { podCreateReview } from '../shapes/pod-create-review.js';
 import { POLICY_ANNOTATION, RUNTIMES_ANNOTATION } from '../shapes/sandbox-api.js';
 import { firstPolicy, parsePolicy, parseRuntimeList, runtimesFromAnnotations } from '../sources/pod-annotations.js';

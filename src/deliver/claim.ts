@@ -24,8 +24,8 @@ import { createHash } from 'node:crypto';
 import { EnvFileError } from '../envfile/errors.js';
 import { parseEnvJson } from '../envfile/parse-env-json.js';
 import { renderEnvFile } from '../envfile/render-env-file.js';
-import { recordedStatus } from '../injection/status.js';
-import type { Pod } from '../injection/index.js';
+import { recordedStatus } from '../sandbox/injection-status.js';
+import type { Pod } from '../shapes/kubernetes.js';
 import {
   CLAIM_TIMESTAMP,
   INIT_RUNTIME_REQUEST,

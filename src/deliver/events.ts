@@ -7,9 +7,12 @@ import type { CoreV1Api, CoreV1Event } from '@kubernetes/client-node';
 import { SANDBOX_API_VERSION, SANDBOX_KIND } from '../shapes/sandbox-api.js';
 import type { DeliverySandbox } from './claim.js';
 import type { DeliveryOutcome, FailureEvent } from './outcome.js';
-import type { PoolPodEventReason } from './pool-pods.js';
 
 export const COMPONENT = 'sandbox-injector-deliver-env';
+
+/** The Events on a Sandbox about its pool pod: found missing or stale, replaced (under a claim), a pool stopped. */
+export type PoolPodEventReason =
+  'PoolPodMissing' | 'PoolPodStale' | 'PoolPodReplaced' | 'PoolPodReplacedUnderClaim' | 'PoolReplacementStopped';
 
 export interface SandboxEvent {
   reason: 'EnvDelivered' | 'EnvCleared' | 'EnvDeliveryHeld' | FailureEvent | PoolPodEventReason;

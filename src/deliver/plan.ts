@@ -63,13 +63,13 @@ export function tempPath(finalPath: string, nonce: string): string {
 
 /** The files delivery and clearing write, each of which goes up under a temporary name first. */
 const WRITTEN_NAMES = [ENV_FILE_NAME, READY_FILE_NAME, RECYCLED_FILE_NAME];
-const TEMP_NAME = new RegExp(
-  `^\\.(${WRITTEN_NAMES.map((name) => name.replace(/^\./, '').replace(/[.]/g, '\\.')).join('|')})\\.[0-9a-f]{8,64}\\.tmp$`,
-);
+/** The nonce a temporary name may carry: what `tempPath` is given, from `randomHex`. */
+const NONCE_IN_NAME = /\.([0-9a-f]{8,64})\.tmp$/;
 
 /** The temporary files any attempt makes (tempPath's names), by name alone: what clearing removes. */
 export function isTempName(name: string): boolean {
-  return TEMP_NAME.test(name);
+  const nonce = NONCE_IN_NAME.exec(name)?.[1];
+  return nonce !== undefined && WRITTEN_NAMES.some((written) => tempPath(written, nonce) === name);
 }
 
 export function deliverySteps(

@@ -20,7 +20,12 @@
  * start. Pure: no I/O, no clock.
  */
 import { isIP } from 'node:net';
-import type { DeliveryPod, DeliverySandbox } from './claim.js';
+import type { Pod } from '../shapes/kubernetes.js';
+
+/** What identity reads of a Sandbox: the pod its status names. */
+export interface IdentifiedSandbox {
+  status?: { podInfo?: { podUID?: unknown } };
+}
 
 export const UNDECIDED_CASES = ['no-pod-uid', 'pod-gone', 'terminal', 'ambiguous', 'host-network'] as const;
 export type UndecidedCase = (typeof UNDECIDED_CASES)[number];
@@ -33,7 +38,7 @@ export type PodIdentity =
   | { kind: 'none' }
   | { kind: 'undecided'; case: UndecidedCase; podUid: string | undefined; reason: string }
   /** The Sandbox's own pod; `address` is its own IP once it runs, undefined before. */
-  | { kind: 'pod'; pod: DeliveryPod; podUid: string; address: string | undefined };
+  | { kind: 'pod'; pod: Pod; podUid: string; address: string | undefined };
 
 const TERMINAL_PHASES = new Set(['Failed', 'Succeeded']);
 
@@ -47,8 +52,8 @@ export interface IdentitySettings {
  * UID). Their order does not matter.
  */
 export function identifyPod(
-  sandbox: DeliverySandbox,
-  candidates: readonly DeliveryPod[],
+  sandbox: IdentifiedSandbox,
+  candidates: readonly Pod[],
   settings: IdentitySettings,
 ): PodIdentity {
   const named = sandbox.status?.podInfo?.podUID;
@@ -82,12 +87,12 @@ export function identifyPod(
 }
 
 /** What of a pod the identity reads, for a digest of a decision's inputs. */
-export function podFacts(pod: DeliveryPod): unknown[] {
+export function podFacts(pod: Pod): unknown[] {
   return [uidOf(pod), phaseOf(pod) ?? null, isDeleting(pod), pod.spec?.hostNetwork === true, ownIp(pod) ?? null];
 }
 
 /** Candidates in one order whatever order the cache gave them in, so a digest of them is stable. */
-export function byUid(a: DeliveryPod, b: DeliveryPod): number {
+export function byUid(a: Pod, b: Pod): number {
   return uidOf(a) < uidOf(b) ? -1 : uidOf(a) > uidOf(b) ? 1 : 0;
 }
 
@@ -95,41 +100,41 @@ function undecided(kind: UndecidedCase, podUid: string | undefined, reason: stri
   return { kind: 'undecided', case: kind, podUid, reason };
 }
 
-function countOf(pods: readonly DeliveryPod[]): string {
+function countOf(pods: readonly Pod[]): string {
   return pods.length === 1 ? '1 pod' : `${pods.length} pods`;
 }
 
-function uidOf(pod: DeliveryPod): string {
+function uidOf(pod: Pod): string {
   const uid: unknown = pod.metadata?.uid;
   return typeof uid === 'string' ? uid : '';
 }
 
-function isDeleting(pod: DeliveryPod): boolean {
+function isDeleting(pod: Pod): boolean {
   const at: unknown = pod.metadata?.deletionTimestamp;
   return at !== undefined && at !== null;
 }
 
-function statusOf(pod: DeliveryPod): { phase?: unknown; podIP?: unknown } | undefined {
+function statusOf(pod: Pod): { phase?: unknown; podIP?: unknown } | undefined {
   const status: unknown = pod.status;
   return status !== null && typeof status === 'object' ? status : undefined;
 }
 
 /** Failed or Succeeded: Kubernetes keeps its podIP while the network hands the address on. */
-function isTerminal(pod: DeliveryPod): boolean {
+function isTerminal(pod: Pod): boolean {
   return TERMINAL_PHASES.has(phaseOf(pod) ?? '');
 }
 
-function phaseOf(pod: DeliveryPod): string | undefined {
+function phaseOf(pod: Pod): string | undefined {
   const phase = statusOf(pod)?.phase;
   return typeof phase === 'string' ? phase : undefined;
 }
 
-function ownIp(pod: DeliveryPod): unknown {
+function ownIp(pod: Pod): unknown {
   return statusOf(pod)?.podIP;
 }
 
 /** The pod's own IP as the kubelet reports it; never the Sandbox's copy of it. */
-function ownAddress(pod: DeliveryPod): string | undefined {
+function ownAddress(pod: Pod): string | undefined {
   const ip = ownIp(pod);
   return typeof ip === 'string' && isIP(ip) !== 0 ? ip : undefined;
 }

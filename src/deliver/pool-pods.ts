@@ -22,20 +22,17 @@
  * The pool is the SandboxSet that is the Sandbox's controller owner: upstream's claim removes that owner
  * reference (the SandboxSet then makes a new Sandbox), so only a pool's unclaimed Sandboxes carry it.
  */
-import type { ConfigSnapshot } from '../admission/ports.js';
-import { runtimeContainers, type Pod } from '../injection/index.js';
-import { hasRecord, recordedStatus } from '../injection/status.js';
+import type { ConfigSnapshot } from '../sources/injection-config.js';
+import { runtimeContainers } from '../injection/index.js';
+import type { Pod } from '../shapes/kubernetes.js';
+import { hasRecord, recordedStatus } from '../sandbox/injection-status.js';
 import { SANDBOX_API_VERSION, SANDBOX_KIND, SANDBOX_SET_KIND, type Sandbox } from '../shapes/sandbox-api.js';
-import { selectionFromSandbox } from '../sources/kube/sandbox-runtimes.js';
+import { selectionFromSandbox } from '../sources/pod-annotations.js';
 import { isClaimed, type DeliveryPod, type DeliverySandbox } from './claim.js';
 import { identifyPod, type IdentitySettings } from './pod-identity.js';
 
 export const POOL_POD_STATES = ['fine', 'missing', 'stale'] as const;
 export type PoolPodState = (typeof POOL_POD_STATES)[number];
-
-/** The Events on a Sandbox about its pool pod: found missing or stale, replaced (under a claim), a pool stopped. */
-export type PoolPodEventReason =
-  'PoolPodMissing' | 'PoolPodStale' | 'PoolPodReplaced' | 'PoolPodReplacedUnderClaim' | 'PoolReplacementStopped';
 
 /** What a pool pod's judgement reads of a Sandbox, besides what delivery reads. */
 export type PoolSandbox = DeliverySandbox & {

@@ -23,7 +23,7 @@
  * Each deletion, each stop, each skip is reported (an Event on the Sandbox and a counter for the first two).
  */
 import type { Clock } from '../util/clock.js';
-import { errorMessage } from '../util/error-message.js';
+import { errorLine } from '../util/error-message.js';
 import { isClaimed } from './claim.js';
 import type { SendGuard } from './envd-files.js';
 import type { PoolPodCensus, PoolPodEntry } from './pool-pod-census.js';
@@ -287,7 +287,7 @@ export class PoolReplacement {
     } catch (error) {
       if (this.term !== term) return;
       this.release(record);
-      this.deps.report({ kind: 'failed', entry, pool: record.pool, problem: firstLine(errorMessage(error)) });
+      this.deps.report({ kind: 'failed', entry, pool: record.pool, problem: errorLine(error) });
       this.deps.clock.setTimer(() => this.retry(entry.key, term), RETRY_MS);
     }
   }
@@ -373,9 +373,4 @@ function unsafe(
   if (latest === undefined || latest.podUid !== judged.podUid || latest.state !== judged.state)
     return 'the pod was judged anew since';
   return undefined;
-}
-
-/** client-node's errors carry the whole response body after the first line. */
-function firstLine(message: string): string {
-  return message.split('\n', 1)[0] ?? message;
 }

@@ -15,8 +15,8 @@
  * - recreate: never another claim (tenants whose code runs as root there: docs/deliver-env.md);
  * - any: the claim goes in at once (the operator's own recycler restarts the sandbox).
  */
-import { recordedStatus } from '../injection/status.js';
-import type { Pod } from '../injection/index.js';
+import { recordedStatus } from '../sandbox/injection-status.js';
+import type { Pod } from '../shapes/kubernetes.js';
 
 export const RECYCLED_POD_MODES = ['restart', 'recreate', 'any'] as const;
 export type RecycledPodMode = (typeof RECYCLED_POD_MODES)[number];

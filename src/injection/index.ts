@@ -42,7 +42,8 @@ import type { JsonPointers } from './pointers.js';
 import { wrapForEnvInjection, type WrapperInstaller } from './env-wrapper.js';
 import { injectGeneric } from './generic.js';
 import { emptyReport, type InjectionReport } from './report.js';
-import { recordedStatus, settledRuntimes, statusAfter, type RecordedStatus } from './status.js';
+import { recordedStatus, settledRuntimes, type RecordedStatus } from '../sandbox/injection-status.js';
+import { statusAfter } from './status.js';
 import { rewriteProbesThroughProxy } from './traffic-proxy-probes.js';
 import {
   AGENT_RUNTIME,

@@ -1,12 +1,6 @@
-/** Why a runtime (or part of one) was left out. The codes are stable: metrics and the status annotation use them. */
-export type SkipReason =
-  'container-name-conflict' | 'poststart-conflict' | 'volume-name-conflict' | 'no-main-container';
+import type { RuntimeSkip, SkipReason } from '../sandbox/injection-status.js';
 
-export interface RuntimeSkip {
-  runtime: string;
-  reason: SkipReason;
-  message: string;
-}
+export type { RuntimeSkip, SkipReason };
 
 export interface InjectionReport {
   /** Runtimes injected by this admission, in the order applied. */

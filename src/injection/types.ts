@@ -20,7 +20,10 @@ export type {
   VolumeMount,
 } from '../shapes/kubernetes.js';
 
-export type EnvVarsInjectionPolicy = 'None' | 'Auto';
-export const ENV_VARS_INJECTION_POLICIES: readonly EnvVarsInjectionPolicy[] = ['None', 'Auto'];
-
-export { AGENT_RUNTIME, CSI, TRAFFIC_PROXY } from '../shapes/sandbox-api.js';
+export {
+  AGENT_RUNTIME,
+  CSI,
+  ENV_VARS_INJECTION_POLICIES,
+  TRAFFIC_PROXY,
+  type EnvVarsInjectionPolicy,
+} from '../shapes/sandbox-api.js';

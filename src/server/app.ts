@@ -11,6 +11,7 @@ import type { Logger } from '../util/logger.js';
 import { admissionRoute } from './admission-route.js';
 import { AnswersInFlight, clientErrorHandler } from './client-errors.js';
 import { errorAnswer, notFoundAnswer } from './error-answers.js';
+import { ALIVE, readiness } from './health.js';
 import type { HttpFailure } from './http-failure.js';
 import { logRefusal } from './log-lines.js';
 import type { ServerMetrics } from './metrics.js';
@@ -88,11 +89,11 @@ export function buildApp(deps: AppDeps): FastifyInstance<Server> {
   const review: ReviewDeps = { ...deps.review, pointers: new JsonPointers() };
   void app.register(admissionRoute, { review, logger, metrics, clock });
 
-  app.get('/healthz', () => ({ status: 'ok' }));
+  app.get('/healthz', () => ALIVE.body);
   app.get('/readyz', (_request, reply) => {
-    const ready = deps.ready();
-    void reply.code(ready ? 200 : 503);
-    return { status: ready ? 'ready' : 'not ready' };
+    const { code, body } = readiness(deps.ready());
+    void reply.code(code);
+    return body;
   });
   return app;
 }

@@ -6,6 +6,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { ALIVE, readiness } from './health.js';
 
 export interface MetricsServerDeps {
   registry: Registry;
@@ -48,11 +49,9 @@ async function handle(deps: MetricsServerDeps, request: IncomingMessage, respons
   }
   if (path === '/metrics') {
     send(response, 200, deps.registry.contentType, await deps.registry.metrics());
-  } else if (path === '/healthz') {
-    send(response, 200, 'text/plain', 'ok\n');
-  } else if (path === '/readyz') {
-    if (deps.ready()) send(response, 200, 'text/plain', 'ready\n');
-    else send(response, 503, 'text/plain', 'not ready\n');
+  } else if (path === '/healthz' || path === '/readyz') {
+    const { code, body } = path === '/healthz' ? ALIVE : readiness(deps.ready());
+    send(response, code, 'application/json; charset=utf-8', JSON.stringify(body));
   } else {
     send(response, 404, 'text/plain', 'not found\n');
   }

@@ -46,6 +46,10 @@ export const HEALTH_PROBE_REWRITE_ANNOTATION = 'networking.agents.kruise.io/heal
 /** The name of the proxy container that takes the probes over, when it is not the default. */
 export const SIDECAR_PROXY_ANNOTATION = 'networking.agents.kruise.io/sidecar-proxy';
 
+/** `spec.envVarsInjectionPolicy`: Auto makes the pod's processes wait for the claim's environment. */
+export type EnvVarsInjectionPolicy = 'None' | 'Auto';
+export const ENV_VARS_INJECTION_POLICIES: readonly EnvVarsInjectionPolicy[] = ['None', 'Auto'];
+
 /** The pod's own choice of runtimes (comma-separated) and policy, where the operator lets a pod choose. */
 export const RUNTIMES_ANNOTATION = 'agents.kruise.io/runtimes';
 export const POLICY_ANNOTATION = 'agents.kruise.io/env-vars-injection-policy';

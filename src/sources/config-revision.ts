@@ -17,7 +17,7 @@
  * in `explain` and in the annotation.
  */
 import { createHash } from 'node:crypto';
-import type { RuntimeConfig } from '../injection/index.js';
+import type { RuntimeConfig } from '../shapes/kubernetes.js';
 
 /** JSON with every object's keys in code-point order and no whitespace: one text for one value. */
 export function canonicalJson(value: unknown): string {

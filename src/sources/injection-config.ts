@@ -1,13 +1,32 @@
 import { Ajv, type ErrorObject } from 'ajv';
-import type { ConfigEntry, ConfigSnapshot } from '../admission/ports.js';
-import type { RuntimeConfig } from '../injection/index.js';
 import { readLikeGo } from '../shapes/go-json.js';
 import { jsonSchemaOf } from '../shapes/json-schema.js';
 import { describeShapeError, pointerName } from '../shapes/schema-errors.js';
-import { runtimeConfig } from '../shapes/kubernetes.js';
+import { runtimeConfig, type RuntimeConfig } from '../shapes/kubernetes.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { errorMessage, jsonErrorPosition } from '../util/error-message.js';
 import { keyDigest, RevisionMemo } from './config-revision.js';
+
+export interface ConfigEntry {
+  /** The config in force for this key: the current value, or the last valid one when the current is bad. */
+  config: RuntimeConfig | undefined;
+  /** Set when the current value is bad; with `config` set, that config is an earlier version. */
+  error: string | undefined;
+}
+
+export type ConfigSnapshot =
+  | { present: false; name: string }
+  | {
+      present: true;
+      name: string;
+      entries: ReadonlyMap<string, ConfigEntry>;
+      valid: ReadonlyMap<string, RuntimeConfig>;
+      /**
+       * The revision of these keys' configs in force (src/sources/config-revision.ts), undefined when one has none;
+       * computed once per config version and set of keys.
+       */
+      revision: (keys: readonly string[]) => string | undefined;
+    };
 
 export const DEFAULT_CONFIG_NAMESPACE = 'sandbox-system';
 export const DEFAULT_CONFIG_NAME = 'sandbox-injection-config';

@@ -5,6 +5,14 @@ export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/**
+ * The first line of what a caught value says, for a log field, an Event or a denial: client-node's and the YAML
+ * reader's messages go on with a response body or a code frame that would flood one line.
+ */
+export function errorLine(error: unknown): string {
+  return errorMessage(error).split('\n', 1)[0] ?? '';
+}
+
 /** The `code` a Node system error carries (`ENOENT`, `EADDRINUSE`), or undefined. */
 export function errorCode(error: unknown): string | undefined {
   return error instanceof Error && 'code' in error && typeof error.code === 'string' ? error.code : undefined;

@@ -1,5 +1,5 @@
 import { parseAllDocuments } from 'yaml';
-import { errorMessage } from './error-message.js';
+import { errorLine, errorMessage } from './error-message.js';
 
 /**
  * The one YAML (or JSON, which is YAML) document of a manifest, as plain data; anything else is refused with
@@ -12,16 +12,14 @@ export function oneYamlDocument(text: string, origin: string, what: string, fail
     throw fail(`${origin}: expected one ${what} manifest, found ${documents.length} documents`);
   }
   const [firstError] = document.errors;
-  // The parser's message goes on, after a colon, with an excerpt of the text: the first line is the sentence.
-  if (firstError !== undefined) throw fail(`${origin}: not valid YAML or JSON: ${firstLine(firstError.message)}`);
+  // The parser's first line ends in a colon that introduced the excerpt of the text cut off with the rest.
+  if (firstError !== undefined) {
+    throw fail(`${origin}: not valid YAML or JSON: ${errorLine(firstError).replace(/:\s*$/, '')}`);
+  }
   try {
     return document.toJS();
   } catch (error) {
     // Turning the document into data is where too many aliases (an alias bomb) are refused.
     throw fail(`${origin}: ${errorMessage(error)}`);
   }
-}
-
-function firstLine(message: string): string {
-  return (message.split('\n')[0] ?? '').replace(/:\s*$/, '');
 }

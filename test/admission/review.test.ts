@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ConfigSnapshot } from '../../src/admission/ports.js';
+import type { ConfigSnapshot } from '../../src/sources/injection-config.js';
 import { JsonPointers, reviewAdmission, type ReviewDeps, type ReviewOutcome } from '../../src/admission/review.js';
 import { MAX_ANNOTATIONS_BYTES } from '../../src/admission/pod-limits.js';
 import { MAX_WARNINGS_BYTES, MAX_WARNING_LENGTH, limitWarnings } from '../../src/admission/warnings.js';

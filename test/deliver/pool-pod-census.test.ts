@@ -5,7 +5,7 @@
 import { CoreV1Api, type CoreV1Event } from '@kubernetes/client-node';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { ConfigSnapshot } from '../../src/admission/ports.js';
+import type { ConfigSnapshot } from '../../src/sources/injection-config.js';
 import type { DeliveryPod } from '../../src/deliver/claim.js';
 import type { SandboxCache } from '../../src/deliver/controller.js';
 import type { EventQueue } from '../../src/deliver/event-queue.js';

@@ -4,7 +4,7 @@
  * injection with the same config snapshot deliver-env judges them against, so the two sides agree by test.
  */
 import { describe, expect, it } from 'vitest';
-import type { ConfigSnapshot } from '../../src/admission/ports.js';
+import type { ConfigSnapshot } from '../../src/sources/injection-config.js';
 import type { DeliveryPod } from '../../src/deliver/claim.js';
 import { judgePoolPod, poolOf, type PoolSandbox } from '../../src/deliver/pool-pods.js';
 import { injectRuntimes, STATUS_ANNOTATION, type Pod } from '../../src/injection/index.js';

@@ -5,7 +5,7 @@
  * cache the census reads, an API whose reads and deletes act on the same world, and a clock the test moves.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { ConfigSnapshot } from '../../src/admission/ports.js';
+import type { ConfigSnapshot } from '../../src/sources/injection-config.js';
 import type { DeliveryPod } from '../../src/deliver/claim.js';
 import type { SandboxCache } from '../../src/deliver/controller.js';
 import { PoolPodCensus } from '../../src/deliver/pool-pod-census.js';

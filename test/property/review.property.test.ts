@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { ConfigSnapshot } from '../../src/admission/ports.js';
+import type { ConfigSnapshot } from '../../src/sources/injection-config.js';
 import { reviewAdmission, type ReviewDeps } from '../../src/admission/review.js';
 import type { Pod } from '../../src/injection/index.js';
 import { InjectionConfigStore } from '../../src/sources/injection-config.js';

@@ -1,5 +1,6 @@
 /** The plain-HTTP side listener: /metrics with the admission metrics, and the probes again. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ALIVE, readiness } from '../../src/server/health.js';
 import { startMetricsServer, type MetricsServer } from '../../src/server/metrics-server.js';
 import { loadConformanceCases, reviewFor } from '../support/conformance.js';
 import { postJson } from './support/https-client.js';
@@ -79,6 +80,20 @@ describe('GET /metrics on the metrics port', () => {
     ready = false;
     expect((await get('/readyz')).status).toBe(503);
     expect((await get('/healthz')).status).toBe(200);
+  });
+
+  it('answers the probes in the JSON the webhook port answers', async () => {
+    for (const value of [true, false]) {
+      ready = value;
+      for (const [path, expected] of [
+        ['/healthz', ALIVE],
+        ['/readyz', readiness(value)],
+      ] as const) {
+        const { status, text, type } = await get(path);
+        expect(type).toBe('application/json; charset=utf-8');
+        expect({ code: status, body: JSON.parse(text) as unknown }).toEqual(expected);
+      }
+    }
   });
 
   it('is 404 elsewhere and 405 for other methods', async () => {

@@ -21,7 +21,7 @@ import { InjectionConfigStore } from '../../sources/injection-config.js';
 import type { KubeClients } from '../../sources/kube/clients.js';
 import { watchInjectionConfigMap } from '../../sources/kube/configmap-watch.js';
 import type { Clock } from '../../util/clock.js';
-import { errorMessage } from '../../util/error-message.js';
+import { errorLine } from '../../util/error-message.js';
 import { replacementSettings, type DeliverOptions } from './options.js';
 
 export interface PoolPodsDeps {
@@ -95,7 +95,7 @@ export function startPoolPods(deps: PoolPodsDeps): PoolPods {
     },
     onError: (error, retryInMs) =>
       logger.warn(
-        { watch: 'injection ConfigMap', retryInMs, err: { message: firstLine(errorMessage(error)) } },
+        { watch: 'injection ConfigMap', retryInMs, err: { message: errorLine(error) } },
         'watch failed; restarting',
       ),
     clock,
@@ -150,9 +150,4 @@ function replacementApi(clients: KubeClients): ReplacementApi {
       }
     },
   };
-}
-
-/** client-node's errors carry the whole response body after the first line. */
-function firstLine(message: string): string {
-  return message.split('\n', 1)[0] ?? message;
 }

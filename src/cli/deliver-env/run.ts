@@ -19,7 +19,7 @@ import { deliveryWatches } from '../../deliver/watches.js';
 import { startMetricsServer } from '../../server/metrics-server.js';
 import { createKubeClients, type KubeClients } from '../../sources/kube/clients.js';
 import { systemClock, sleepOn } from '../../util/clock.js';
-import { errorMessage } from '../../util/error-message.js';
+import { errorLine, errorMessage } from '../../util/error-message.js';
 import { listenForStopSignals } from '../serve/shutdown.js';
 import { requiresRuntimeTls, type DeliverOptions } from './options.js';
 import { startPoolPods } from './pool-pods.js';
@@ -52,7 +52,7 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
     maxHoldMs: EVENT_MAX_HOLD_MS,
     clock,
     onDropped: () => logger.warn({}, 'Event backlog full: the oldest Event was dropped'),
-    onError: (error) => logger.warn({ err: { message: firstLine(errorMessage(error)) } }, 'cannot record Event'),
+    onError: (error) => logger.warn({ err: { message: errorLine(error) } }, 'cannot record Event'),
   });
   // The watches enqueue into the controller, which reads their cache: enqueue is only called once they start.
   const watches = deliveryWatches(
@@ -62,10 +62,7 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
       poolPods.changed(key);
     },
     (what, error, retryInMs) =>
-      logger.warn(
-        { watch: what, retryInMs, err: { message: firstLine(errorMessage(error)) } },
-        'watch failed; restarting',
-      ),
+      logger.warn({ watch: what, retryInMs, err: { message: errorLine(error) } }, 'watch failed; restarting'),
     clock,
   );
   // A new bundle (or the loss of the only one) changes what TLS Sandboxes are decided: all are looked at again.
@@ -77,7 +74,7 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
       logger.warn({ secret: options.runtimeTlsSecret, keptLastGood }, `runtime TLS Secret not used: ${reason}`),
     onError: (error, retryInMs) =>
       logger.warn(
-        { watch: 'runtime TLS Secret', retryInMs, err: { message: firstLine(errorMessage(error)) } },
+        { watch: 'runtime TLS Secret', retryInMs, err: { message: errorLine(error) } },
         'watch failed; restarting',
       ),
     clock,
@@ -138,7 +135,7 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
       controller.setTerm(term);
       poolPods.setTerm(term);
     },
-    onError: (error) => logger.warn({ err: { message: firstLine(errorMessage(error)) } }, 'Lease update failed'),
+    onError: (error) => logger.warn({ err: { message: errorLine(error) } }, 'Lease update failed'),
   });
   const server = await startMetricsServer(
     {
@@ -185,9 +182,4 @@ function leaseApi(clients: KubeClients, name: string, namespace: string): LeaseA
     create: (body: V1Lease) => api.createNamespacedLease({ namespace, body }),
     replace: (body: V1Lease) => api.replaceNamespacedLease({ name, namespace, body }),
   };
-}
-
-/** client-node's errors carry the whole response body after the first line. */
-function firstLine(message: string): string {
-  return message.split('\n', 1)[0] ?? message;
 }

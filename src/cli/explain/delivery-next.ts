@@ -7,7 +7,7 @@ import type { UndecidedCase } from '../../deliver/pod-identity.js';
 import type { RefusalReason } from '../../deliver/outcome.js';
 import type { RecycledPodMode } from '../../deliver/recycle.js';
 import { RUNTIME_TLS_PORT, SANDBOX_POD_SELECTOR } from '../../shapes/sandbox-api.js';
-import type { DeliveryExplanation } from './delivery.js';
+import type { DeliveryExplanation } from './delivery-facts.js';
 
 export interface NextContext {
   namespace: string;

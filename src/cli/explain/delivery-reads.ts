@@ -13,7 +13,7 @@ import { errorMessage } from '../../util/error-message.js';
 import { UsageError } from '../command.js';
 import { leaseTerm } from '../preflight/checks-install.js';
 import type { ClusterReads } from './cluster-reads.js';
-import type { DeliveryFacts, LeaseFacts, SandboxEventRecord } from './delivery.js';
+import type { DeliveryFacts, LeaseFacts, SandboxEventRecord } from './delivery-facts.js';
 import type { DeliverySettings } from './delivery-settings.js';
 
 /** Pods are listed a page at a time, each page cut to the Sandbox's own before the next is read. */

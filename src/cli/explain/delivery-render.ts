@@ -1,5 +1,5 @@
 import { INIT_RUNTIME_REQUEST, SANDBOX_CLAIMED } from '../../shapes/sandbox-api.js';
-import type { DeliveryExplanation, EnvState } from './delivery.js';
+import type { DeliveryExplanation, EnvState } from './delivery-facts.js';
 
 const ENV: Record<EnvState, string> = {
   delivered: 'delivered: the newest Event says env.sh and .env_ready are in this pod',

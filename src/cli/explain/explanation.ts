@@ -1,15 +1,16 @@
 import type { Operation } from 'fast-json-patch';
 import { stringify } from 'yaml';
-import type { ConfigSnapshot, RuntimeSelection } from '../../admission/ports.js';
+import type { ConfigSnapshot } from '../../sources/injection-config.js';
+import type { RuntimeSelection } from '../../sources/pod-annotations.js';
 import { podName } from '../../admission/sandbox-owner.js';
 import { reviewAdmission, type Decision, type ReviewDeps } from '../../admission/review.js';
 import { autoWarnings, wrappedWithoutInstaller, type Pod, type SkipReason } from '../../injection/index.js';
 // The status annotation's one reader; injection/index.ts does not re-export it and the core is not ours to edit.
-import { recordedStatus, type RecordedStatus } from '../../injection/status.js';
+import { recordedStatus, type RecordedStatus } from '../../sandbox/injection-status.js';
 import { podCreateReview } from '../../shapes/pod-create-review.js';
 import { CliError } from '../io.js';
 import { applyResponsePatch, decodePatch } from '../pod-review.js';
-import type { DeliveryExplanation } from './delivery.js';
+import type { DeliveryExplanation } from './delivery-facts.js';
 import { unifiedDiff } from './line-diff.js';
 import type { WebhookVerdict } from './webhook-match.js';
 

@@ -1,5 +1,4 @@
 import type { KubernetesListObject } from '@kubernetes/client-node';
-import type { RuntimeSelection } from '../../admission/ports.js';
 import { sandboxOwner } from '../../admission/sandbox-owner.js';
 import type { AdmissionRequest } from '../../shapes/admission-review.js';
 import { DENIALS } from '../../errors/index.js';
@@ -12,12 +11,12 @@ import {
   type Sandbox,
 } from '../../shapes/sandbox-api.js';
 import type { Pod } from '../../injection/index.js';
-import { firstPolicy, runtimesFromAnnotations } from '../pod-annotations.js';
+import { runtimesFromAnnotations, selectionFromSandbox, type RuntimeSelection } from '../pod-annotations.js';
 import { isTrustedCreator, type TrustedCreators } from '../trusted-creators.js';
 import type { KubeClients } from './clients.js';
 import { fieldKeeper, type FieldPath } from './keep-fields.js';
 import { ResilientWatch } from './resilient-watch.js';
-import { errorMessage } from '../../util/error-message.js';
+import { errorLine } from '../../util/error-message.js';
 import type { Clock } from '../../util/clock.js';
 
 export type { Sandbox };
@@ -88,46 +87,12 @@ export async function runtimesFromOwner(
   try {
     sandbox = await lookup(namespace, owner.name, owner.uid);
   } catch (error) {
-    return { ok: false, denial: DENIALS.sandboxLookupFailed(label, firstLine(errorMessage(error))) };
+    return { ok: false, denial: DENIALS.sandboxLookupFailed(label, errorLine(error)) };
   }
   if (sandbox === undefined) {
     return { ok: false, denial: DENIALS.sandboxNotFound(label, owner.uid) };
   }
   return selectionFromSandbox(sandbox, pod, label);
-}
-
-/**
- * Runtimes come only from the Sandbox's spec. The policy is the first set of: the Sandbox's
- * spec.envVarsInjectionPolicy (proposed; today's CRD prunes it), the Sandbox's annotation, and the pod's own
- * annotation, which the Sandbox controller copies from the template. Reading it from the pod is safe because
- * wrapping grants nothing: it only makes the pod's own commands wait for their environment.
- */
-export function selectionFromSandbox(sandbox: Sandbox, pod: Pod, label: string): RuntimeSelection {
-  const runtimes = sandbox.spec?.runtimes ?? [];
-  if (!Array.isArray(runtimes))
-    return { ok: false, denial: DENIALS.sandboxSpecInvalid(label, 'spec.runtimes must be a list') };
-  const names: string[] = [];
-  for (const [index, runtime] of runtimes.entries()) {
-    const name: unknown = (runtime as { name?: unknown } | null)?.name;
-    if (typeof name !== 'string' || name === '') {
-      const detail = `spec.runtimes[${index}].name must be a non-empty string`;
-      return { ok: false, denial: DENIALS.sandboxSpecInvalid(label, detail) };
-    }
-    if (!names.includes(name)) names.push(name);
-  }
-  const policy = firstPolicy([
-    [sandbox.spec?.envVarsInjectionPolicy, `${label}: spec.envVarsInjectionPolicy`],
-    [sandbox.metadata?.annotations?.[POLICY_ANNOTATION], `${label}: annotation ${POLICY_ANNOTATION}`],
-    [pod.metadata.annotations?.[POLICY_ANNOTATION], `pod annotation ${POLICY_ANNOTATION}`],
-  ]);
-  if (!policy.ok) return policy;
-  return {
-    ok: true,
-    runtimes: names,
-    policy: policy.policy,
-    source: `${label}: spec.runtimes`,
-    policySource: policy.field,
-  };
 }
 
 /**
@@ -174,9 +139,4 @@ export function watchSandboxes(
     }
   };
   return { watch, lookup };
-}
-
-/** client-node's errors carry the whole response body after the first line; a denial needs the first. */
-function firstLine(message: string): string {
-  return message.split('\n', 1)[0] ?? message;
 }

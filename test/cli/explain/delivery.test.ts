@@ -4,13 +4,8 @@ import { describe, expect, it } from 'vitest';
 import type { DeliveryPod, DeliverySandbox } from '../../../src/deliver/claim.js';
 import { eventFor, eventObject } from '../../../src/deliver/events.js';
 import type { DeliveryOutcome } from '../../../src/deliver/outcome.js';
-import {
-  explainDelivery,
-  lastDeliveryEvent,
-  podUidIn,
-  type DeliveryFacts,
-  type SandboxEventRecord,
-} from '../../../src/cli/explain/delivery.js';
+import { explainDelivery, lastDeliveryEvent, podUidIn } from '../../../src/cli/explain/delivery.js';
+import type { DeliveryFacts, SandboxEventRecord } from '../../../src/cli/explain/delivery-facts.js';
 import { deliverySection } from '../../../src/cli/explain/delivery-render.js';
 import { wrappedSandboxPod } from '../../support/wrapped-sandbox-pod.js';
 
