@@ -27,6 +27,7 @@ import type { RecycledPodMode } from '../../src/deliver/recycle.js';
 import { renderEnvFile } from '../../src/envfile/render-env-file.js';
 import { startEnvdDouble, type EnvdDouble } from '../support/envd-double.js';
 import { ManualClock } from '../support/manual-clock.js';
+import { waitUntil } from '../support/wait-until.js';
 
 const KEY = 'team/sbx';
 const STATUS = 'agents.kruise.io/runtime-injection-status';
@@ -144,12 +145,8 @@ function harness(
 
 /** Resolves once the controller has nothing queued or running; a deadline of its own. */
 async function settled(controller: Controller): Promise<void> {
-  const deadline = Date.now() + 10_000;
   await new Promise((resolve) => setImmediate(resolve));
-  while (controller.busy()) {
-    if (Date.now() > deadline) throw new Error('the controller did not settle within 10 s');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
+  await waitUntil(() => !controller.busy(), { what: 'the controller to settle', timeoutMs: 10_000, intervalMs: 5 });
 }
 
 const ops = (double: EnvdDouble) => double.requests.map((r) => `${r.operation} ${r.path ?? ''} ${r.status}`);
@@ -717,11 +714,12 @@ describe('Controller: the queue', () => {
     );
     const sweep = term();
     controller.setTerm(sweep);
-    const deadline = Date.now() + 10_000;
-    while (!outcomes.some((o) => o.kind === 'delivered')) {
-      if (Date.now() > deadline) throw new Error('the claim was not delivered within 10 s');
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await waitUntil(() => outcomes.map((o) => o.kind), {
+      what: 'the claim to be delivered',
+      timeoutMs: 10_000,
+      intervalMs: 5,
+      until: (kinds) => kinds.includes('delivered'),
+    });
     // Half the slots hold the pool's stuck listings, the rest of the pool still waits; a free slot took the claim.
     expect(controller.figures().depth).toBe(poolKeys.length - 2);
     expect(readdirSync(claimed.dir).sort()).toEqual(['.env_ready', 'env.sh']);
@@ -848,11 +846,12 @@ describe('Controller: leadership', () => {
     );
     const first = term();
     controller.setTerm(first);
-    const deadline = Date.now() + 10_000;
-    while (!double.requests.some((r) => r.operation === 'list')) {
-      if (Date.now() > deadline) throw new Error('no listing within 10 s');
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await waitUntil(() => double.requests.map((r) => r.operation), {
+      what: 'a listing',
+      timeoutMs: 10_000,
+      intervalMs: 5,
+      until: (operations) => operations.includes('list'),
+    });
     first.end();
     controller.setTerm(undefined);
     await settled(controller);

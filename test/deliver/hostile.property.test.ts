@@ -30,6 +30,7 @@ import type { Pod } from '../../src/injection/index.js';
 import { startEnvdDouble, type EnvdBehaviour, type EnvdDouble } from '../support/envd-double.js';
 import { FULL_RUNS, propertyRuns, propertyTimeout } from '../support/property-runs.js';
 import { ManualClock } from '../support/manual-clock.js';
+import { waitUntil } from '../support/wait-until.js';
 
 const SECRET = 'SECRET-';
 const TLS_AGENT = new HttpsAgent();
@@ -357,12 +358,12 @@ describe('delivery fuzz: a hostile envd', () => {
         controller.enqueue('n/s');
       };
       const idle = async () => {
-        const deadline = Date.now() + 10_000;
         await new Promise((resolve) => setImmediate(resolve));
-        while (controller.busy()) {
-          if (Date.now() > deadline) throw new Error('the controller did not settle within 10 s');
-          await new Promise((resolve) => setTimeout(resolve, 2));
-        }
+        await waitUntil(() => !controller.busy(), {
+          what: 'the controller to settle',
+          timeoutMs: 10_000,
+          intervalMs: 2,
+        });
       };
       const settle = async () => {
         await idle();

@@ -19,6 +19,7 @@ import { STATUS_ANNOTATION } from '../../src/injection/index.js';
 import { InjectionConfigStore } from '../../src/sources/injection-config.js';
 import { AGENT_CONFIG } from '../support/builders.js';
 import { ManualClock } from '../support/manual-clock.js';
+import { waitUntil } from '../support/wait-until.js';
 
 const TIMEOUT_MS = 60_000;
 type State = 'fine' | 'missing' | 'stale';
@@ -181,6 +182,16 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
+/** Waits until `list` (the deletions, the reports) holds `length` entries: the replacement goes on in promises. */
+function untilLength(list: readonly unknown[], length: number, what: string): Promise<number> {
+  return waitUntil(() => list.length, {
+    what: `the ${what} to number ${length}`,
+    timeoutMs: 5000,
+    intervalMs: 5,
+    until: (n) => n === length,
+  });
+}
+
 describe('pool pod replacement', () => {
   it('deletes nothing while it does not hold the Lease, nor when its term is not provably fresh', async () => {
     const { world, replacement, calls, term, freshness } = harness();
@@ -197,14 +208,14 @@ describe('pool pod replacement', () => {
     const { world, replacement, deleted, term, reports } = harness();
     const keys = ['a1', 'a2', 'a3'].map((name) => world.add('pool-a', name, 'stale'));
     replacement.setTerm(term);
-    await vi.waitFor(() => expect(deleted).toHaveLength(1));
+    await untilLength(deleted, 1, 'deletions');
     expect(replacement.figures()).toEqual({ inFlight: 1, stoppedPools: 0 });
     const first = keys.find((key) => world.podUid(key) === undefined) ?? '';
     world.newPod(first, 'fine');
     await Promise.resolve();
     expect(deleted).toHaveLength(1);
     world.ready(first);
-    await vi.waitFor(() => expect(deleted).toHaveLength(2));
+    await untilLength(deleted, 2, 'deletions');
     expect(reports.filter((r) => r.kind === 'replaced').map((r) => r.kind === 'replaced' && r.entry.state)).toEqual([
       'stale',
       'stale',
@@ -215,7 +226,7 @@ describe('pool pod replacement', () => {
     const { world, replacement, deleted, term } = harness({ maxAtOnce: 5, maxPerPool: { kind: 'count', count: 2 } });
     for (const pool of ['p', 'q', 'r']) for (let i = 0; i < 4; i++) world.add(pool, `${pool}${i}`, 'missing');
     replacement.setTerm(term);
-    await vi.waitFor(() => expect(deleted).toHaveLength(5));
+    await untilLength(deleted, 5, 'deletions');
     const perPool = ['p', 'q', 'r'].map(
       (pool) => [0, 1, 2, 3].filter((i) => world.podUid(`team/${pool}${i}`) === undefined).length,
     );
@@ -229,7 +240,7 @@ describe('pool pod replacement', () => {
     for (let i = 0; i < 2; i++) world.add('small', `s${i}`, 'stale');
     replacement.setTerm(term);
     // 25% of 8 is 2; of 2 it rounds down to 0, so 1. The pool shrinks by one as each deleted pod goes.
-    await vi.waitFor(() => expect(deleted).toHaveLength(3));
+    await untilLength(deleted, 3, 'deletions');
     await Promise.resolve();
     expect(deleted).toHaveLength(3);
   });
@@ -239,14 +250,14 @@ describe('pool pod replacement', () => {
     world.add('pool-a', 'a1', 'stale');
     world.add('pool-a', 'a2', 'stale');
     replacement.setTerm(term);
-    await vi.waitFor(() => expect(deleted).toHaveLength(1));
+    await untilLength(deleted, 1, 'deletions');
     const first = ['team/a1', 'team/a2'].find((key) => world.podUid(key) === undefined) ?? '';
     world.newPod(first, 'fine');
     clock.advance(TIMEOUT_MS - 1);
     await Promise.resolve();
     expect(deleted).toHaveLength(1);
     clock.advance(1);
-    await vi.waitFor(() => expect(deleted).toHaveLength(2));
+    await untilLength(deleted, 2, 'deletions');
     expect(reports).toContainEqual({
       kind: 'timed-out',
       pool: 'team/pool-a',
@@ -260,7 +271,7 @@ describe('pool pod replacement', () => {
     const keys = ['a1', 'a2', 'a3', 'a4'].map((name) => world.add('pool-a', name, 'stale'));
     replacement.setTerm(term);
     for (const round of [1, 2]) {
-      await vi.waitFor(() => expect(deleted).toHaveLength(round));
+      await untilLength(deleted, round, 'deletions');
       const gone = keys.find((key) => world.podUid(key) === undefined) ?? '';
       world.newPod(gone, 'stale', true);
     }
@@ -272,7 +283,7 @@ describe('pool pod replacement', () => {
     expect(stopped?.kind === 'stopped' && stopped.why).toMatch(/^pod pod-\d+ came back stale: it records/);
     // A change of the injection config may be the fix: the pool is tried again.
     replacement.configChanged();
-    await vi.waitFor(() => expect(deleted).toHaveLength(3));
+    await untilLength(deleted, 3, 'deletions');
     expect(reports).toContainEqual({ kind: 'resumed', pool: 'team/pool-a' });
   });
 
@@ -285,11 +296,11 @@ describe('pool pod replacement', () => {
       [2, 'fine'],
       [3, 'missing'],
     ] as const) {
-      await vi.waitFor(() => expect(deleted).toHaveLength(round));
+      await untilLength(deleted, round, 'deletions');
       const gone = keys.find((key) => world.podUid(key) === undefined) ?? '';
       world.newPod(gone, back, true);
     }
-    await vi.waitFor(() => expect(deleted).toHaveLength(4));
+    await untilLength(deleted, 4, 'deletions');
     expect(replacement.figures().stoppedPools).toBe(0);
   });
 
@@ -298,7 +309,7 @@ describe('pool pod replacement', () => {
     const key = world.add('pool-a', 'a1', 'stale');
     world.claim(key);
     replacement.setTerm(term);
-    await vi.waitFor(() => expect(reports).toHaveLength(1));
+    await untilLength(reports, 1, 'reports');
     expect(calls).toEqual(['read team/a1']);
     expect(reports[0]).toMatchObject({ kind: 'skipped', why: 'the Sandbox is claimed' });
     expect(world.podUid(key)).toBeDefined();
@@ -308,7 +319,12 @@ describe('pool pod replacement', () => {
     const { world, replacement, calls, term, reports } = harness({}, (key) => world.claim(key));
     world.add('pool-a', 'a1', 'stale');
     replacement.setTerm(term);
-    await vi.waitFor(() => expect(reports.map((r) => r.kind)).toEqual(['replaced', 'claimed-meanwhile']));
+    await waitUntil(() => reports.map((r) => r.kind).join(', '), {
+      what: 'a replacement and a claim meanwhile',
+      timeoutMs: 5000,
+      intervalMs: 5,
+      until: (kinds) => kinds === 'replaced, claimed-meanwhile',
+    });
     expect(calls).toEqual(['read team/a1', 'delete team/a1 pod-1@1', 'read team/a1']);
   });
 
@@ -319,7 +335,7 @@ describe('pool pod replacement', () => {
     replacement.setTerm(term);
     // The pod changes on the API server between the judgement and the delete, before the cache hears of it.
     if (pod !== undefined) world.pods.set(key, { ...pod, metadata: { ...pod.metadata, resourceVersion: '999' } });
-    await vi.waitFor(() => expect(reports).toHaveLength(1));
+    await untilLength(reports, 1, 'reports');
     expect(calls[1]).toMatch(/^delete team\/a1 pod-1@1$/);
     expect(reports[0]).toMatchObject({ kind: 'skipped', why: expect.stringContaining('precondition') as unknown });
     expect(world.podUid(key)).toBe('pod-1');
@@ -338,7 +354,7 @@ describe('pool pod replacement', () => {
     await Promise.resolve();
     expect(deleted).toEqual([]);
     world.add('pool-a', 'missing1', 'missing');
-    await vi.waitFor(() => expect(deleted).toHaveLength(1));
+    await untilLength(deleted, 1, 'deletions');
   });
 
   it('forgets what was in flight when the term ends, and sends nothing more in it', async () => {
@@ -346,7 +362,7 @@ describe('pool pod replacement', () => {
     world.add('pool-a', 'a1', 'stale');
     world.add('pool-a', 'a2', 'stale');
     replacement.setTerm(term);
-    await vi.waitFor(() => expect(deleted).toHaveLength(1));
+    await untilLength(deleted, 1, 'deletions');
     replacement.setTerm(undefined);
     expect(replacement.figures()).toEqual({ inFlight: 0, stoppedPools: 0 });
     const sent = calls.length;

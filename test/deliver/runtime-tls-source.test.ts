@@ -20,6 +20,7 @@ import {
 import { createCa } from '../server/support/pki.js';
 import { startEnvdDouble, type EnvdDouble } from '../support/envd-double.js';
 import { runtimeTlsPki, runtimeTlsSecretData, type RuntimeTlsPki } from '../support/runtime-tls-pki.js';
+import { waitUntil } from '../support/wait-until.js';
 
 const NAMESPACE = 'sandbox-system';
 const NAME = 'runtime-tls';
@@ -105,14 +106,8 @@ function clientsOf(api: FakeApi): { core: CoreV1Api; watch: Watch } {
   return { core: kubeConfig.makeApiClient(CoreV1Api), watch: new Watch(kubeConfig) };
 }
 
-/** Waits for `check`, for at most 10 s. */
-async function until(check: () => boolean, what: string): Promise<void> {
-  const deadline = performance.now() + 10_000;
-  while (!check()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
+/** How long each wait for the source may take, and how often it looks. */
+const WAIT = { timeoutMs: 10_000, intervalMs: 5 } as const;
 
 let pki: RuntimeTlsPki;
 let otherCa: ReturnType<typeof createCa>;
@@ -161,7 +156,11 @@ async function started(initial: Record<string, string> | undefined): Promise<Sta
   });
   running.push({ source, api });
   source.start();
-  await until(() => source.synced && api.watching() > 0, 'the list and the watch');
+  await waitUntil(() => ({ synced: source.synced, watching: api.watching() }), {
+    ...WAIT,
+    what: 'the list and the watch',
+    until: ({ synced, watching }) => synced && watching > 0,
+  });
   return { api, source, changes, problems };
 }
 
@@ -228,14 +227,14 @@ describe('runtimeTlsSource', () => {
     const first = source.current();
     api.put(runtimeTlsSecretData(pki.ca.certPem, pki.client));
     api.put(runtimeTlsSecretData(`${otherCa.certPem}${pki.ca.certPem}`, pki.client));
-    await until(() => changes.length === 2, 'the changed bundle');
+    await waitUntil(() => changes.length, { ...WAIT, what: 'the changed bundle', until: (n) => n === 2 });
     const second = source.current();
     expect(second).toMatchObject({ kind: 'ok', version: 2 });
     if (first.kind !== 'ok' || second.kind !== 'ok') return;
     expect(second.agent).not.toBe(first.agent);
     expect(await status(second)).toBe(404);
     api.put(runtimeTlsSecretData(otherCa.certPem, pki.client));
-    await until(() => changes.length === 3, 'a bundle without the runtime CA');
+    await waitUntil(() => changes.length, { ...WAIT, what: 'a bundle without the runtime CA', until: (n) => n === 3 });
     // The runtime's CA is no longer trusted: the new agent refuses it (the double sends that CA in its chain).
     await expect(status(source.current())).rejects.toMatchObject({ problem: 'SELF_SIGNED_CERT_IN_CHAIN' });
   });
@@ -247,13 +246,13 @@ describe('runtimeTlsSource', () => {
       ...runtimeTlsSecretData(pki.ca.certPem),
       'client.crt': Buffer.from(pki.client.certPem).toString('base64'),
     });
-    await until(() => problems.length === 1, 'the bad update');
+    await waitUntil(() => problems.length, { ...WAIT, what: 'the bad update', until: (n) => n === 1 });
     expect(problems[0]).toEqual([
       `Secret ${NAMESPACE}/${NAME}: data key "client.crt" is set without "client.key" (set both or neither)`,
       true,
     ]);
     api.put(undefined);
-    await until(() => problems.length === 2, 'the deletion');
+    await waitUntil(() => problems.length, { ...WAIT, what: 'the deletion', until: (n) => n === 2 });
     expect(problems[1]).toEqual([`Secret ${NAMESPACE}/${NAME} not found`, true]);
     expect(source.current()).toBe(good);
     expect(changes).toHaveLength(1);
@@ -263,7 +262,7 @@ describe('runtimeTlsSource', () => {
     const { api, source, changes } = await started(undefined);
     expect(source.current()).toEqual({ kind: 'broken', reason: `Secret ${NAMESPACE}/${NAME} not found` });
     api.put(runtimeTlsSecretData(pki.ca.certPem, pki.client));
-    await until(() => source.current().kind === 'ok', 'the created Secret');
+    await waitUntil(() => source.current(), { ...WAIT, what: 'the created Secret', until: (s) => s.kind === 'ok' });
     expect(changes.map((c) => c.kind)).toEqual(['broken', 'ok']);
   });
 

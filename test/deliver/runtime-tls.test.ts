@@ -22,15 +22,7 @@ import {
   type RuntimeTlsPki,
 } from '../support/runtime-tls-pki.js';
 import { createCa } from '../server/support/pki.js';
-
-/** Waits for `check`, for at most 10 s. */
-async function until(check: () => boolean): Promise<void> {
-  const deadline = performance.now() + 10_000;
-  while (!check()) {
-    if (performance.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
+import { waitUntil } from '../support/wait-until.js';
 
 const b64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
 
@@ -277,7 +269,12 @@ describe('the runtime TLS agent, against an HTTPS envd double', () => {
       (e: unknown) => e,
     );
     expect(error).toBeInstanceOf(HttpCallError);
-    await until(() => envd.handshakeFailures === 1);
+    await waitUntil(() => envd.handshakeFailures, {
+      what: "envd's failed handshake",
+      timeoutMs: 10_000,
+      intervalMs: 5,
+      until: (failures) => failures === 1,
+    });
     expect(envd.requests).toEqual([]);
   });
 

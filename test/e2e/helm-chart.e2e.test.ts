@@ -18,7 +18,6 @@ import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify as toYaml } from 'yaml';
 import { auditFlags, readAuditEvents } from './support/audit-log.js';
@@ -27,6 +26,7 @@ import { byKey, isHook, objectKey, releaseObjects, withoutHelmLabels } from './s
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
 import { renderWithComponents } from './support/components.js';
 import { ALERTS } from './support/promtool.js';
+import { waitUntil } from '../support/wait-until.js';
 import { settleScaledToZero } from './support/deployment-controller.js';
 import {
   CHART,
@@ -751,12 +751,17 @@ async function admittedSandboxPod(name: string): Promise<Record<string, unknown>
   ) as SandboxObject;
   // Nothing injected by the controller: whatever the pod gets comes from the webhook.
   const pod = JSON.stringify(podFromSandbox(sandbox));
-  for (let i = 0; ; i++) {
-    if (i > 300) throw new Error(`the webhook never injected a dry-run pod of ${name}`);
+  const injected = async (): Promise<true | string> => {
     const dry = await cluster.kubectl(['create', '--dry-run=server', '-f', '-', '-o', 'json'], { input: pod });
-    if (dry.code === 0 && at(JSON.parse(dry.stdout), 'metadata', 'annotations', STATUS) !== undefined) break;
-    await sleep(100);
-  }
+    if (dry.code !== 0) return dry.stderr.trim();
+    return at(JSON.parse(dry.stdout), 'metadata', 'annotations', STATUS) !== undefined || 'no status annotation';
+  };
+  await waitUntil(injected, {
+    what: `the webhook to inject a dry-run pod of ${name}`,
+    timeoutMs: 60_000,
+    intervalMs: 100,
+    until: (answer) => answer === true,
+  });
   return JSON.parse(await cluster.kubectlOk(['create', '-f', '-', '-o', 'json'], { input: pod })) as Record<
     string,
     unknown
@@ -832,17 +837,17 @@ describe('helm install of another release into another namespace, --wait, a Sand
       '5m',
       ...helm.valuesArgs(installValues()),
     ]);
-    let exited = false;
-    void install.done.then(() => (exited = true));
-    for (let i = 0; ; i++) {
-      if (exited) throw new Error(`helm install exited early: ${(await install.done).stderr}`);
-      if (i > 600) throw new Error('helm install never created the Deployment');
-      if ((await cluster.kubectl(['-n', namespace, 'get', 'deployment', fullname])).code === 0) break;
-      await sleep(100);
-    }
+    let exited: { stderr: string } | undefined;
+    void install.done.then((result) => (exited = result));
+    await waitUntil(async () => (await cluster.kubectl(['-n', namespace, 'get', 'deployment', fullname])).code === 0, {
+      what: 'helm install to create the Deployment',
+      timeoutMs: 120_000,
+      intervalMs: 100,
+      giveUp: () => (exited === undefined ? undefined : new Error(`helm install exited early: ${exited.stderr}`)),
+    });
     // Every object is there, and helm is still waiting: nothing has played the Deployment controller yet.
     expect(await releaseStatus()).toBe('pending-install');
-    expect(exited).toBe(false);
+    expect(exited).toBeUndefined();
 
     await settleScaledToZero(cluster, namespace, fullname);
     const result = await install.done;
@@ -904,22 +909,24 @@ describe('helm install of another release into another namespace, --wait, a Sand
     }
     expect(cert.subject).toContain(`CN=${fullname}.${namespace}.svc`);
     // The process wrote the CA into the release's webhook configuration, with the chart's RBAC alone.
-    for (let i = 0; ; i++) {
-      const bundle = await cluster.kubectlOk([
-        'get',
-        'mutatingwebhookconfiguration',
-        fullname,
-        '-o',
-        'jsonpath={.webhooks[0].clientConfig.caBundle}',
-      ]);
-      if (
-        Buffer.from(bundle, 'base64').toString('utf8') ===
-        Buffer.from(String(at(secret, 'data', 'ca.crt')), 'base64').toString('utf8')
-      )
-        break;
-      if (i > 300) throw new Error("the caBundle never became the Secret's CA");
-      await sleep(100);
-    }
+    const caBundle = async (): Promise<string> =>
+      Buffer.from(
+        await cluster.kubectlOk([
+          'get',
+          'mutatingwebhookconfiguration',
+          fullname,
+          '-o',
+          'jsonpath={.webhooks[0].clientConfig.caBundle}',
+        ]),
+        'base64',
+      ).toString('utf8');
+    const secretCa = Buffer.from(String(at(secret, 'data', 'ca.crt')), 'base64').toString('utf8');
+    await waitUntil(caBundle, {
+      what: "the caBundle to become the Secret's CA",
+      timeoutMs: 60_000,
+      intervalMs: 100,
+      until: (bundle) => bundle === secretCa,
+    });
   });
 
   it("a Sandbox pod created after the install gets its runtimes from the chart's ConfigMap", async () => {

@@ -43,6 +43,7 @@ import { runContainer, startContainer, type ContainerSpec, type RunningContainer
 import { createSandbox, sandboxPod } from './support/sandbox-pods.js';
 import { freePort } from './support/webhook-process.js';
 import { startEnvdDouble } from '../support/envd-double.js';
+import { waitUntil } from '../support/wait-until.js';
 import { wrappedSandboxPod } from '../support/wrapped-sandbox-pod.js';
 
 const run = promisify(execFile);
@@ -143,29 +144,24 @@ function get(url: string, tls: boolean): Promise<{ status: number; body: string 
 }
 
 /** Polls `url` until it answers `status`, within the test's own deadline. */
-async function untilStatus(
+function untilStatus(
   url: string,
   tls: boolean,
   status: number,
   timeoutMs = 60_000,
   container: RunningContainer | undefined = webhook,
 ): Promise<{ status: number; body: string }> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    if (container?.hasExited() === true) throw new Error(`the container exited; its output:\n${container.output()}`);
-    try {
-      const answer = await get(url, tls);
-      if (answer.status === status) return answer;
-      last = answer.status;
-    } catch (error) {
-      last = (error as Error).message;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  throw new Error(
-    `${url} did not answer ${status} within ${timeoutMs} ms (last: ${String(last)}); its output:\n${container?.output() ?? ''}`,
-  );
+  return waitUntil(() => get(url, tls).catch((error: unknown) => (error as Error).message), {
+    what: `${url} to answer ${status}`,
+    timeoutMs,
+    intervalMs: 250,
+    until: (got): got is { status: number; body: string } => typeof got !== 'string' && got.status === status,
+    giveUp: () =>
+      container?.hasExited() === true
+        ? new Error(`the container exited; its output:\n${container.output()}`)
+        : undefined,
+    detail: () => `its output:\n${container?.output() ?? ''}`,
+  });
 }
 
 /** A container of the image as the Deployment's pod template describes it, with the overrides a test needs. */
@@ -428,25 +424,30 @@ describe('serve from the image, run as manifests/base/deployment.yaml runs it, i
   });
 
   it('fills the webhook configuration caBundle itself (self-managed certificates) and keeps the pair in its volume', async () => {
-    const filled = Date.now() + 60_000;
-    let bundle = '';
-    while (bundle === '' && Date.now() < filled) {
-      bundle = await cluster.kubectlOk([
+    const caBundle = (): Promise<string> =>
+      cluster.kubectlOk([
         'get',
         'mutatingwebhookconfiguration',
         'sandbox-injector',
         '-o',
         'jsonpath={.webhooks[0].clientConfig.caBundle}',
       ]);
-      if (bundle === '') await new Promise((resolve) => setTimeout(resolve, 250));
-    }
+    const bundle = await waitUntil(caBundle, {
+      what: 'the webhook configuration caBundle to be filled',
+      timeoutMs: 60_000,
+      intervalMs: 250,
+    });
     expect(Buffer.from(bundle, 'base64').toString('utf8')).toContain('BEGIN CERTIFICATE');
     const secret = await cluster.kubectlOk(['get', 'secret', 'sandbox-injector-tls', '-n', OWN_NS, '-o', 'name']);
     expect(secret.trim()).toBe('secret/sandbox-injector-tls');
     // Written into its in-memory volume, the one place the container can write.
     const pair = (): string[] => readdirSync(certVolumeHost).filter((name) => name === 'tls.crt' || name === 'tls.key');
-    const written = Date.now() + 30_000;
-    while (pair().length < 2 && Date.now() < written) await new Promise((resolve) => setTimeout(resolve, 250));
+    await waitUntil(pair, {
+      what: 'the pair in the certificate volume',
+      timeoutMs: 30_000,
+      intervalMs: 250,
+      until: (names) => names.length === 2,
+    });
     expect(pair().sort()).toEqual(['tls.crt', 'tls.key']);
   });
 

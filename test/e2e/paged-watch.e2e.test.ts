@@ -3,12 +3,12 @@
 // proxy, left open) is replaced by a fresh list once its silence deadline passes, so a change made during the
 // freeze reaches the cache anyway.
 import { KubeConfig, Watch, type V1ConfigMap } from '@kubernetes/client-node';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKubeClients, type KubeClients } from '../../src/sources/kube/clients.js';
 import { WatchSilentError } from '../../src/sources/kube/guarded-watch.js';
 import type { ListPage } from '../../src/sources/kube/paged-list.js';
 import { ResilientWatch } from '../../src/sources/kube/resilient-watch.js';
+import { waitUntil } from '../support/wait-until.js';
 import { startCluster, type TestCluster } from './support/cluster.js';
 import { startFreezableProxy, type FreezableProxy } from './support/freezable-proxy.js';
 
@@ -31,13 +31,8 @@ const strip = (cm: V1ConfigMap): V1ConfigMap => ({
   data: cm.data?.mark === undefined ? {} : { mark: cm.data.mark },
 });
 
-async function until(what: string, check: () => boolean, ms = 60_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
+/** How long each wait for the watch may take, and how often it looks. */
+const WAIT = { timeoutMs: 60_000, intervalMs: 50 } as const;
 
 beforeAll(async () => {
   cluster = await startCluster();
@@ -76,7 +71,7 @@ describe('a paged list', () => {
     });
     watches.push(watch);
     watch.start();
-    await until('the first list', () => watch.hasSynced);
+    await waitUntil(() => watch.hasSynced, { ...WAIT, what: 'the first list' });
 
     expect(asked.length).toBeGreaterThanOrEqual(COUNT / 100);
     expect(asked.every((page) => page.limit === 100)).toBe(true);
@@ -98,7 +93,11 @@ describe('a paged list', () => {
       '-p',
       '{"data":{"mark":"seven"}}',
     ]);
-    await until('the watched change', () => watch.get('cm-7', MANY)?.data?.mark === 'seven');
+    await waitUntil(() => watch.get('cm-7', MANY)?.data, {
+      ...WAIT,
+      what: 'the watched change',
+      until: (data) => data?.mark === 'seven',
+    });
     expect(watch.get('cm-7', MANY)).toEqual({
       metadata: expect.objectContaining({ name: 'cm-7', namespace: MANY }) as unknown,
       data: { mark: 'seven' },
@@ -131,17 +130,21 @@ describe('a silent watch', () => {
     });
     watches.push(watch);
     watch.start();
-    await until('the first list', () => watch.hasSynced);
+    await waitUntil(() => watch.hasSynced, { ...WAIT, what: 'the first list' });
     const mark = (name: string, value: string) =>
       cluster.kubectlOk(['-n', QUIET, 'create', 'configmap', name, `--from-literal=mark=${value}`]);
 
     await mark('before', 'live');
-    await until('the change through the live watch', () => watch.get('before', QUIET) !== undefined);
+    await waitUntil(() => watch.get('before', QUIET), { ...WAIT, what: 'the change through the live watch' });
     const listsBefore = lists;
     expect(proxy.freeze()).toBeGreaterThanOrEqual(1);
 
     await mark('during', 'frozen');
-    await until('the change made during the freeze', () => watch.get('during', QUIET)?.data?.mark === 'frozen');
+    await waitUntil(() => watch.get('during', QUIET)?.data, {
+      ...WAIT,
+      what: 'the change made during the freeze',
+      until: (data) => data?.mark === 'frozen',
+    });
     expect(lists).toBeGreaterThan(listsBefore);
     expect(errors.some((error) => error instanceof WatchSilentError)).toBe(true);
     expect(watch.get('before', QUIET)?.data).toEqual({ mark: 'live' });

@@ -19,6 +19,7 @@ import {
 import { parseAllDocuments, stringify as toYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKubeClients, type KubeClients } from '../../src/sources/kube/clients.js';
+import { waitUntil } from '../support/wait-until.js';
 import { compileReplica, startReplica, type CompiledReplica, type Replica } from './support/cert-replicas.js';
 import type { ReplicaLog } from './support/cert-replica-protocol.js';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
@@ -87,14 +88,14 @@ async function caBundles(): Promise<string[]> {
   return ((await webhookConfig()).webhooks ?? []).map((w) => decode(w.clientConfig.caBundle));
 }
 
-async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}\n${replicas.map((r) => r.describeLogs()).join('\n')}`);
-    }
-    await sleep(50);
-  }
+/** waitUntil as this suite asks it: `check` true within 30 s, the replicas' logs on a timeout. */
+async function waitFor(what: string, check: () => Promise<boolean> | boolean): Promise<void> {
+  await waitUntil(check, {
+    what,
+    timeoutMs: 30_000,
+    intervalMs: 50,
+    detail: () => replicas.map((r) => r.describeLogs()).join('\n'),
+  });
 }
 
 /** `kubectl apply` of the install's Secret, client-side (as `kubectl apply -k` does) or server-side. */

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSelfManagedCertificates } from '../../src/certs/self-managed.js';
 import { createKubeClients } from '../../src/sources/kube/clients.js';
 import { reviewFor } from '../support/conformance.js';
+import { waitUntil } from '../support/wait-until.js';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
 import { JsonLog } from './support/json-log.js';
 import { terminate } from './support/processes.js';
@@ -93,12 +94,7 @@ describe('self-managed certificates, two serve processes started together', () =
         .filter((s) => s.includes('sandbox-injector')),
     ).toEqual(['secret/sandbox-injector-tls']);
 
-    let bundle = '';
-    const deadline = Date.now() + 90_000;
-    while (bundle === '' && Date.now() < deadline) {
-      bundle = await caBundle();
-      if (bundle === '') await new Promise((resolve) => setTimeout(resolve, 500));
-    }
+    const bundle = await waitUntil(caBundle, { what: 'the caBundle to be filled', timeoutMs: 90_000, intervalMs: 500 });
     expect(bundle).toContain('BEGIN CERTIFICATE');
     const served = await Promise.all(replicas.map((r) => servedCertificate(r.port, bundle)));
     const [a, b] = served;
@@ -110,19 +106,20 @@ describe('self-managed certificates, two serve processes started together', () =
   it('kube-apiserver calls a replica through that caBundle and the pod is injected', async () => {
     const uid = await createSandbox(cluster, NS, 'sbx', { runtimes: [{ name: 'agent-runtime' }], template: {} });
     const pod = sandboxPod(NS, 'sbx', uid, [{ name: 'main', image: 'python:3.12' }]);
-    let names: unknown[] = [];
-    const deadline = Date.now() + 30_000;
-    while (Date.now() < deadline) {
+    const injected = async (): Promise<string[] | string> => {
       const result = await cluster.kubectl(['create', '--dry-run=server', '-f', '-', '-o', 'json'], {
         input: JSON.stringify(pod),
       });
-      if (result.code === 0) {
-        const stored = JSON.parse(result.stdout) as { spec: { initContainers?: { name: string }[] } };
-        names = (stored.spec.initContainers ?? []).map((c) => c.name);
-        if (names.length > 0) break;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
+      if (result.code !== 0) return result.stderr.trim();
+      const stored = JSON.parse(result.stdout) as { spec: { initContainers?: { name: string }[] } };
+      return (stored.spec.initContainers ?? []).map((c) => c.name);
+    };
+    const names = await waitUntil(injected, {
+      what: 'a dry-run pod with init containers',
+      timeoutMs: 30_000,
+      intervalMs: 250,
+      until: (got) => typeof got !== 'string' && got.length > 0,
+    });
     expect(names).toEqual(['agent-runtime']);
   });
 
@@ -159,14 +156,15 @@ describe('self-managed certificates, two serve processes started together', () =
     try {
       await other.ready;
       await other.renewNow();
-      const deadline = Date.now() + 30_000;
-      let adopted = false;
-      while (!adopted && Date.now() < deadline) {
-        const now = await Promise.all(replicas.map((r) => servedCertificate(r.port, bundle)));
-        adopted = now.every((cert) => cert.fingerprint256 !== before.fingerprint256);
-        if (!adopted) await sleep(200);
-      }
-      expect(adopted).toBe(true);
+      await waitUntil(
+        () => Promise.all(replicas.map(async (r) => (await servedCertificate(r.port, bundle)).fingerprint256)),
+        {
+          what: 'every replica to serve the renewed certificate',
+          timeoutMs: 30_000,
+          intervalMs: 200,
+          until: (served) => served.every((fingerprint) => fingerprint !== before.fingerprint256),
+        },
+      );
       await sleep(500);
     } finally {
       looping = false;

@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify as toYaml } from 'yaml';
 import { decodePatch, reviewFor } from '../support/conformance.js';
+import { waitUntil } from '../support/wait-until.js';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';
 import { probe, startWebhookProcess, type WebhookProcess } from './support/webhook-process.js';
 
@@ -103,12 +104,12 @@ describe('the ConfigMap watch recovers from errors by itself', () => {
       '--role=read-injection-config',
       `--serviceaccount=${SA_NS}:${SA}`,
     ]);
-    let status = 0;
-    while (status !== 200 && Date.now() - grantedAt < 60_000) {
-      status = await probe('/readyz', port, ca.certPem);
-      if (status !== 200) await sleep(200);
-    }
-    expect(status).toBe(200);
+    await waitUntil(() => probe('/readyz', port, ca.certPem), {
+      what: '/readyz to answer 200 once RBAC allows the list',
+      timeoutMs: 60_000,
+      intervalMs: 200,
+      until: (status) => status === 200,
+    });
     console.info(`ready ${Date.now() - grantedAt} ms after the RoleBinding was created`);
 
     const pod = {

@@ -3,10 +3,10 @@
 import { createServer, type Server } from 'node:https';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { loadConformanceCases, type ConformanceCase } from '../support/conformance.js';
+import { waitUntil } from '../support/wait-until.js';
 import { createServingCert, repoRoot, startCluster, type TestCluster } from './support/cluster.js';
 import { startWebhookProcess, webhookConfiguration, type WebhookProcess } from './support/webhook-process.js';
 
@@ -108,18 +108,13 @@ function expectSubset(actual: unknown, expected: unknown, where = ''): void {
 }
 
 /** Retries a dry-run creation until `done` holds: config and webhook changes reach kube-apiserver asynchronously. */
-async function eventually(
-  pod: Json,
-  done: (stored: StoredPod | undefined, stderr: string) => boolean,
-  timeoutMs = 20_000,
-): Promise<number> {
-  const started = Date.now();
-  for (;;) {
-    const result = await create(pod, ['--dry-run=server']);
-    if (done(result.pod, result.stderr)) return Date.now() - started;
-    if (Date.now() - started > timeoutMs) throw new Error(`condition not reached in ${timeoutMs} ms: ${result.stderr}`);
-    await sleep(100);
-  }
+async function eventually(pod: Json, done: (stored: StoredPod | undefined, stderr: string) => boolean): Promise<void> {
+  await waitUntil(() => create(pod, ['--dry-run=server']), {
+    what: 'the dry-run creation to come out as the test expects',
+    timeoutMs: 20_000,
+    intervalMs: 100,
+    until: (result) => done(result.pod, result.stderr),
+  });
 }
 
 beforeAll(async () => {

@@ -4,10 +4,10 @@
  * the series.
  */
 import { rename, writeFile } from 'node:fs/promises';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePorts } from '../e2e/support/free-ports.js';
 import { loadConformanceCases } from '../support/conformance.js';
+import { waitUntil } from '../support/wait-until.js';
 import { spawnServer, type ChildServer } from './support/child-server.js';
 import { temporaryDirectory } from './support/pki.js';
 
@@ -30,7 +30,13 @@ async function writeConfig(data: Record<string, string>): Promise<void> {
 
 /** Resolves once the server has logged `message` `count` times in all. */
 async function loggedTimes(message: string, count: number): Promise<void> {
-  while ((server?.logs.filter((line) => line.msg === message).length ?? 0) < count) await sleep(20);
+  await waitUntil(() => server?.logs.filter((line) => line.msg === message).length ?? 0, {
+    what: `${count} "${message}" log lines`,
+    timeoutMs: 10_000,
+    intervalMs: 20,
+    until: (seen) => seen >= count,
+    detail: () => server?.stderr() ?? '',
+  });
 }
 
 async function fallbackSeries(): Promise<Record<string, string>> {

@@ -10,6 +10,7 @@ import { connect } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConformanceCases, reviewFor } from '../support/conformance.js';
+import { waitUntil } from '../support/wait-until.js';
 import { postJson } from './support/https-client.js';
 import { spawnServer, type ChildServer } from './support/child-server.js';
 import { temporaryDirectory } from './support/pki.js';
@@ -78,14 +79,14 @@ function slowReview(
 }
 
 /**
- * Resolves once a connection to `port` is refused: the listener has closed. Each try waits for its own
- * answer (accepted or refused), so this waits for the event rather than for a time; the test's timeout bounds
- * it, and fails the test if the listener never closes.
+ * Resolves once a connection to `port` is refused: the listener has closed. An accepted connection means the
+ * listener is still open: the drain closes it right after the shutdown delay.
  */
 async function untilRefused(port: number): Promise<void> {
-  // An accepted connection means the listener is still open: the drain closes it right after the shutdown delay.
-  let refused = await connectRefused(port);
-  while (!refused) refused = await connectRefused(port);
+  await waitUntil(() => connectRefused(port), {
+    what: `a connection to port ${port} to be refused (the listener closed)`,
+    timeoutMs: 10_000,
+  });
 }
 
 function connectRefused(port: number): Promise<boolean> {

@@ -6,13 +6,13 @@
  */
 import { readFile } from 'node:fs/promises';
 import { Agent } from 'node:https';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadTlsMaterial } from '../../src/server/tls/material.js';
 import { startTlsReloader, type TlsReloader } from '../../src/server/tls/reloader.js';
 import { systemClock } from '../../src/util/clock.js';
 import { directoryWatcher } from '../../src/util/directory-watch.js';
 import { loadConformanceCases, reviewFor } from '../support/conformance.js';
+import { waitUntil } from '../support/wait-until.js';
 import { postJson, type HttpResult } from './support/https-client.js';
 import { createKubeVolume, swapKubeVolume } from './support/kube-volume.js';
 import { servingPki, temporaryDirectory } from './support/pki.js';
@@ -28,8 +28,8 @@ let trust: Buffer[];
 let next: { cert: Buffer; key: Buffer; fingerprint: string };
 let firstFingerprint: string;
 let removeDir: () => Promise<void>;
-/** Resolves at the reload that serves `next`. */
-let nextServed: Promise<void>;
+/** Set at the reload that serves `next`. */
+let nextServed = false;
 
 beforeAll(async () => {
   const { dir, remove } = await temporaryDirectory('tls-swap');
@@ -45,8 +45,6 @@ beforeAll(async () => {
   const initial = await loadTlsMaterial(files);
   firstFingerprint = initial.fingerprint256;
   const nextMaterial = await loadTlsMaterial(b);
-  let served: () => void = () => undefined;
-  nextServed = new Promise((resolve) => (served = resolve));
   reloader = startTlsReloader({
     files,
     initial,
@@ -56,7 +54,8 @@ beforeAll(async () => {
     attempts: 5,
     retryDelayMs: 100,
     onResult: (result) => {
-      if (result.kind === 'reloaded' && result.material.fingerprint256 === nextMaterial.fingerprint256) served();
+      if (result.kind === 'reloaded' && result.material.fingerprint256 === nextMaterial.fingerprint256)
+        nextServed = true;
     },
   });
   next = { cert: nextMaterial.cert, key: nextMaterial.key, fingerprint: nextMaterial.fingerprint256 };
@@ -98,7 +97,11 @@ async function requestLoop(stop: () => boolean, agent: Agent | undefined, report
 async function allProgressed(reports: readonly LoopReport[]): Promise<void> {
   const done = (r: LoopReport): number => r.ok + r.failures.length;
   const start = reports.map(done);
-  while (reports.some((r, i) => done(r) < (start[i] ?? 0) + 2)) await sleep(10);
+  await waitUntil(() => reports.map((r, i) => done(r) - (start[i] ?? 0)), {
+    what: 'every request loop to complete two more requests',
+    timeoutMs: 10_000,
+    until: (progress) => progress.every((n) => n >= 2),
+  });
 }
 
 describe('certificate swap by ..data symlink under load', () => {
@@ -117,7 +120,7 @@ describe('certificate swap by ..data symlink under load', () => {
 
     await allProgressed(reports);
     await swapKubeVolume(volume, { 'tls.crt': next.cert, 'tls.key': next.key });
-    await nextServed;
+    await waitUntil(() => nextServed, { what: 'the reload that serves the new certificate', timeoutMs: 10_000 });
     const probe = await postJson(`${server.url}/mutate`, reviewFor(basic.pod), { ca: trust });
     // Load went on across the swap: every loop completes requests after the reload too.
     await allProgressed(reports);

@@ -57,6 +57,7 @@ import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { dirname, join, posix } from 'node:path';
 import { readMultipart } from './multipart-reader.js';
+import { waitUntil } from './wait-until.js';
 
 /**
  * How the double answers one request. `{ listing }` answers a ListDir with these entries, whatever the folder
@@ -406,22 +407,29 @@ async function readBody(request: IncomingMessage): Promise<Buffer> {
  * As envd's open of a FIFO: it waits until a reader has the FIFO open, then writes. A blocking open here would
  * stop the whole process for as long as no reader comes (a wrapper that already started its app), and every
  * double in the process shares it; so the open is tried without blocking until a reader is there, or the client
- * has gone (envd's own open would go on waiting, which the client cannot tell apart).
+ * has gone (envd's own open would go on waiting, which the client cannot tell apart), or a minute has passed:
+ * longer than any client in the tests waits for an upload.
  */
 async function writeFifo(path: string, content: Buffer, gone: () => boolean): Promise<void> {
-  for (;;) {
+  const opened = (): number | undefined => {
     try {
-      const fd = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
-      try {
-        writeSync(fd, content);
-      } finally {
-        closeSync(fd);
-      }
-      return;
+      return openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENXIO' || gone()) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 5));
+      if ((error as NodeJS.ErrnoException).code === 'ENXIO') return undefined;
+      throw error;
     }
+  };
+  const fd = await waitUntil(opened, {
+    what: `a reader of the FIFO ${path}`,
+    timeoutMs: 60_000,
+    intervalMs: 5,
+    until: (fd): fd is number => fd !== undefined,
+    giveUp: () => (gone() ? new Error(`the client went away before a reader opened the FIFO ${path}`) : undefined),
+  });
+  try {
+    writeSync(fd, content);
+  } finally {
+    closeSync(fd);
   }
 }
 

@@ -8,6 +8,7 @@ import { mkdtemp, open, readdir, readFile, readlink, rm, stat, writeFile } from 
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { waitUntil } from '../support/wait-until.js';
 
 export const WRAPPER_PATH = fileURLToPath(new URL('../../src/wrapper/run_with_envs.sh', import.meta.url));
 
@@ -93,18 +94,12 @@ export async function exists(file: string): Promise<boolean> {
   }
 }
 
-export function sleep(ms: number): Promise<void> {
+function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 export async function waitForFile(file: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await exists(file))) {
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${file}`);
-    }
-    await sleep(20);
-  }
+  await waitUntil(() => exists(file), { what: file, timeoutMs, intervalMs: 20 });
 }
 
 /** Parse `env -0` output into name → raw bytes of the value. */
@@ -169,18 +164,16 @@ export type WaitKind = 'fifo' | 'ptmx';
  */
 export async function waitUntilWaiting(pid: number, envDir: string, timeoutMs = 10_000): Promise<WaitKind> {
   const fifo = path.join(envDir, '.env_wake');
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  const waiting = async (): Promise<WaitKind | undefined> => {
     let kind: WaitKind | undefined;
     for (const fd of await readdir(`/proc/${pid}/fd`).catch(() => [] as string[])) {
       const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
       if (target === fifo) kind = 'fifo';
       else if (target === '/dev/ptmx' || target === '/dev/pts/ptmx') kind ??= 'ptmx';
     }
-    if (kind !== undefined && (await statFields(pid))?.[0] === 'S') return kind;
-    if (Date.now() > deadline) throw new Error(`process ${pid} did not start waiting within ${timeoutMs} ms`);
-    await sleep(10);
-  }
+    return kind !== undefined && (await statFields(pid))?.[0] === 'S' ? kind : undefined;
+  };
+  return waitUntil(waiting, { what: `process ${pid} to start waiting`, timeoutMs });
 }
 
 /**
@@ -189,17 +182,14 @@ export async function waitUntilWaiting(pid: number, envDir: string, timeoutMs = 
  * (/proc/PID/syscall, x86-64 numbers 2 and 257) stands for it. Its own deadline.
  */
 export async function waitUntilBlockedOpening(pid: number, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  const blocked = async (): Promise<boolean> => {
     const wchan = await readFile(`/proc/${pid}/wchan`, 'utf8').catch(() => '');
-    if (wchan === 'wait_for_partner') return;
-    if (wchan === '' || wchan === '0') {
-      const syscall = (await readFile(`/proc/${pid}/syscall`, 'utf8').catch(() => '')).split(' ')[0];
-      if ((syscall === '2' || syscall === '257') && (await statFields(pid))?.[0] === 'S') return;
-    }
-    if (Date.now() > deadline) throw new Error(`process ${pid} was not blocked opening a FIFO within ${timeoutMs} ms`);
-    await sleep(10);
-  }
+    if (wchan === 'wait_for_partner') return true;
+    if (wchan !== '' && wchan !== '0') return false;
+    const syscall = (await readFile(`/proc/${pid}/syscall`, 'utf8').catch(() => '')).split(' ')[0];
+    return (syscall === '2' || syscall === '257') && (await statFields(pid))?.[0] === 'S';
+  };
+  await waitUntil(blocked, { what: `process ${pid} to be blocked opening a FIFO`, timeoutMs });
 }
 
 export interface ProcessesStarted {

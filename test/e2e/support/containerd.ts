@@ -8,7 +8,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { waitUntil } from '../../support/wait-until.js';
 import { runCollecting, startProcess, type ManagedProcess } from './processes.js';
 import { describeExit, logTail } from './processes.js';
 
@@ -92,18 +92,19 @@ export async function startContainerd(binDir: string, dir: string, deadline: num
     if (r.code !== 0) throw new Error(`ctr ${args.join(' ')} exited ${r.code}: ${r.stderr.trim()}`);
     return r.stdout;
   };
-  for (;;) {
-    if (proc.exit !== undefined) throw new Error(`containerd ${describeExit(proc.exit)}:\n${logTail(proc)}`);
-    if (
-      existsSync(socket) &&
-      (await ctr(['version']).then(
-        () => true,
-        () => false,
-      ))
-    )
-      break;
-    if (Date.now() > deadline) throw new Error(`containerd not serving in time:\n${logTail(proc)}`);
-    await sleep(100);
-  }
+  const serving = async (): Promise<boolean> =>
+    existsSync(socket) &&
+    (await ctr(['version']).then(
+      () => true,
+      () => false,
+    ));
+  await waitUntil(serving, {
+    what: 'containerd to serve',
+    timeoutMs: Math.max(0, deadline - Date.now()),
+    intervalMs: 100,
+    giveUp: () =>
+      proc.exit === undefined ? undefined : new Error(`containerd ${describeExit(proc.exit)}:\n${logTail(proc)}`),
+    detail: () => logTail(proc),
+  });
   return { process: proc, socket, ctr };
 }

@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { waitUntil } from '../../support/wait-until.js';
 import { repoRoot } from './binaries.js';
 import type { TestCluster } from './cluster.js';
 import { JsonLog } from './json-log.js';
@@ -67,12 +67,13 @@ export async function startDeliverProcess(
       'started',
     );
     port = Number(started?.metricsPort);
-    const deadline = Date.now() + 60_000;
-    while ((await status(port, '/readyz')) !== 200) {
-      if (proc.exitCode !== null) throw new Error(`${identity} exited with ${proc.exitCode}`);
-      if (Date.now() > deadline) throw new Error(`${identity} not ready within 60 s`);
-      await sleep(100);
-    }
+    await waitUntil(() => status(port, '/readyz'), {
+      what: `${identity} to answer /readyz with 200`,
+      timeoutMs: 60_000,
+      intervalMs: 100,
+      until: (code) => code === 200,
+      giveUp: () => (proc.exitCode === null ? undefined : new Error(`${identity} exited with ${proc.exitCode}`)),
+    });
   };
 
   const stop = (): Promise<void> => {

@@ -4,8 +4,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { startEnvdDouble, type EnvdDouble, type EnvdDoubleOptions } from '../../support/envd-double.js';
+import { waitUntil } from '../../support/wait-until.js';
 import { wrappedSandboxPod } from '../../support/wrapped-sandbox-pod.js';
 import { repoRoot, startCluster, type TestCluster } from './cluster.js';
 import { serviceAccountIdentity } from './identities.js';
@@ -13,19 +13,13 @@ import { serviceAccountIdentity } from './identities.js';
 export const REQUEST = 'agents.kruise.io/init-runtime-request';
 export const RUNTIME_URL = 'agents.kruise.io/runtime-url';
 
-/** Polls `probe` until it gives a value, with its own deadline. */
-export async function until<T>(
+/** waitUntil as these suites ask it: until `probe` gives a value (false and null are values), 30 s unless told. */
+export function until<T>(
   what: string,
   probe: () => Promise<T | undefined> | T | undefined,
   timeoutMs = 30_000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await sleep(50);
-  }
+  return waitUntil(probe, { what, timeoutMs, intervalMs: 50, until: (v): v is T => v !== undefined });
 }
 
 const DELIVER_COMPONENT = path.join(repoRoot, 'manifests', 'components', 'deliver-env');

@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { waitUntil } from '../../support/wait-until.js';
 import { resolveToolDir } from './binaries.js';
 import type { TestCluster } from './cluster.js';
 import { startContainerd, type Containerd } from './containerd.js';
@@ -45,19 +45,18 @@ export interface E2eNode {
 }
 
 async function until(what: string, deadline: number, procs: ManagedProcess[], probe: () => Promise<boolean>) {
-  for (;;) {
-    for (const p of procs) {
-      if (p.exit !== undefined)
-        throw new Error(`${p.name} ${describeExit(p.exit)} while waiting for ${what}:\n${logTail(p)}`);
-    }
-    if (await probe()) return;
-    if (Date.now() > deadline) {
-      throw new Error(
-        `not within the deadline: ${what}\n${procs.map((p) => `${p.name}:\n${logTail(p, 20)}`).join('\n')}`,
-      );
-    }
-    await sleep(200);
-  }
+  await waitUntil(probe, {
+    what,
+    timeoutMs: Math.max(0, deadline - Date.now()),
+    intervalMs: 200,
+    giveUp: () => {
+      const exited = procs.find((p) => p.exit !== undefined);
+      return exited?.exit === undefined
+        ? undefined
+        : new Error(`${exited.name} ${describeExit(exited.exit)} while waiting for ${what}:\n${logTail(exited)}`);
+    },
+    detail: () => procs.map((p) => `${p.name}:\n${logTail(p, 20)}`).join('\n'),
+  });
 }
 
 async function nodeReady(cluster: TestCluster): Promise<boolean> {
@@ -101,10 +100,13 @@ export async function startNode(prepared: PreparedNode, cluster: TestCluster, ti
     ]);
     if (containerd !== undefined && procs.some((p) => p.name === 'kubelet' && p.exit === undefined)) {
       const ctr = containerd.ctr;
-      const stopBy = Date.now() + 60_000;
-      while (Date.now() < stopBy && (await ctr(['containers', 'ls', '-q']).catch(() => '')).trim() !== '') {
-        await sleep(200);
-      }
+      // Past the minute, what is left is taken down by hand below.
+      await waitUntil(async () => (await ctr(['containers', 'ls', '-q']).catch(() => '')).trim(), {
+        what: "the kubelet to take the pods' containers down",
+        timeoutMs: 60_000,
+        intervalMs: 200,
+        until: (left) => left === '',
+      }).catch(() => undefined);
     }
     for (const p of procs.filter((p) => p.name !== 'containerd').reverse()) await stopProcess(p, 10_000);
     if (containerd !== undefined && containerd.process.exit === undefined) {

@@ -1,7 +1,7 @@
 // The cluster's etcd: one member on loopback, data in `<dir>/etcd-data`.
 import path from 'node:path';
 import { startProcess, type ManagedProcess } from './processes.js';
-import { httpGet, waitUntil } from './readiness.js';
+import { httpGet, untilServing } from './readiness.js';
 
 export interface EtcdUrls {
   /** Where kube-apiserver reaches etcd (http://127.0.0.1:<port>). */
@@ -31,7 +31,7 @@ export function startEtcd(binDir: string, dir: string, urls: EtcdUrls): ManagedP
 }
 
 export async function waitForEtcd(etcd: ManagedProcess, clientUrl: string, deadline: number): Promise<void> {
-  await waitUntil('etcd /health', deadline, [etcd], async () => {
+  await untilServing('etcd /health', deadline, [etcd], async () => {
     const r = await httpGet(`${clientUrl}/health`);
     return r.status === 200 && r.body.includes('"true"') ? true : `etcd /health ${r.status} ${r.body}`;
   });

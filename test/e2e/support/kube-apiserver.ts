@@ -2,7 +2,7 @@
 import path from 'node:path';
 import type { ClusterPki } from './cluster-pki.js';
 import { startProcess, type ManagedProcess } from './processes.js';
-import { httpGet, waitUntil, type TlsMaterial } from './readiness.js';
+import { httpGet, untilServing, type TlsMaterial } from './readiness.js';
 
 export interface ApiserverFlagsInput {
   dir: string;
@@ -53,7 +53,7 @@ export async function waitForApiserver(
   procs: readonly ManagedProcess[],
 ): Promise<void> {
   const tls: TlsMaterial = { ca: pki.ca.certPem, cert: pki.admin.certPem, key: pki.admin.keyPem };
-  await waitUntil('kube-apiserver /readyz', deadline, procs, async () => {
+  await untilServing('kube-apiserver /readyz', deadline, procs, async () => {
     const r = await httpGet(`${server}/readyz`, tls);
     return r.status === 200
       ? true
@@ -64,7 +64,7 @@ export async function waitForApiserver(
   });
   // The `default` namespace is created by a post-start controller that
   // /readyz does not wait for.
-  await waitUntil('namespace default', deadline, procs, async () => {
+  await untilServing('namespace default', deadline, procs, async () => {
     const r = await httpGet(`${server}/api/v1/namespaces/default`, tls);
     return r.status === 200 ? true : `GET namespaces/default ${r.status}`;
   });

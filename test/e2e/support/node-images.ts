@@ -28,7 +28,7 @@ export const APP_ENTRYPOINT_LINE = 'app image entrypoint';
 const STAND_IN_BASE = 'docker.io/library/node:26-trixie-slim';
 const AGENT_RUNTIME_DIR = path.join(repoRoot, 'test', 'e2e', 'node', 'agent-runtime');
 /** The double's modules: itself and the local modules it imports, each imported as `./<name>.js`. */
-const ENVD_MODULES = ['envd-double', 'multipart-reader'];
+const ENVD_MODULES = ['envd-double', 'multipart-reader', 'wait-until'];
 
 // The double's own module, run by the stand-in's envd in the main container; /var/sandbox is the pod's volume.
 const ENVD_MAIN = `import { startEnvdDouble } from './envd-double.mjs';

@@ -2,6 +2,7 @@
 // passes, failing early (with the log's tail) when a process exits meanwhile.
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { waitUntil } from '../../support/wait-until.js';
 import { describeExit, logTail, type ManagedProcess } from './processes.js';
 
 export interface HttpResult {
@@ -45,50 +46,45 @@ export class StartError extends Error {
   }
 }
 
-/** Polls `check` (true, or why not yet) every 250 ms until it passes, a process in `procs` exits, or `deadline`. */
-export async function waitUntil(
+/**
+ * Asks `check` (true, or why not yet) every 250 ms until it passes, a process in `procs` exits, or `deadline`
+ * (Date.now() time, shared by the steps of one start). A check that throws has not passed yet: what it threw
+ * is why.
+ */
+export async function untilServing(
   what: string,
   deadline: number,
   procs: readonly ManagedProcess[],
   check: () => Promise<string | true>,
 ): Promise<void> {
-  for (;;) {
-    for (const p of procs) {
-      if (p.exit !== undefined) {
-        const tail = logTail(p);
-        throw new StartError(
-          `${p.name} ${describeExit(p.exit)} while waiting for ${what}; log ${p.logPath}:\n${tail}`,
-          /address already in use/i.test(tail),
-        );
-      }
-    }
-    let last: string;
-    try {
-      const r = await check();
-      if (r === true) return;
-      last = r;
-    } catch (err) {
-      last = err instanceof Error ? err.message : String(err);
-    }
-    if (Date.now() > deadline) {
-      const tails = procs.map((p) => `--- ${p.name} (${p.logPath}):\n${logTail(p, 20)}`).join('\n');
-      throw new StartError(`timed out waiting for ${what} (last: ${last})\n${tails}`, false);
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  const why = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+  await waitUntil(() => check().catch(why), {
+    what,
+    timeoutMs: Math.max(0, deadline - Date.now()),
+    intervalMs: 250,
+    until: (answer) => answer === true,
+    giveUp: () => {
+      const exited = procs.find((p) => p.exit !== undefined);
+      if (exited?.exit === undefined) return undefined;
+      const tail = logTail(exited);
+      return new StartError(
+        `${exited.name} ${describeExit(exited.exit)} while waiting for ${what}; log ${exited.logPath}:\n${tail}`,
+        /address already in use/i.test(tail),
+      );
+    },
+    detail: () => procs.map((p) => `--- ${p.name} (${p.logPath}):\n${logTail(p, 20)}`).join('\n'),
+  });
 }
 
 /**
  * kube-apiserver picks a new webhook configuration up asynchronously: dry-runs a pod (`dryRun`, which says
- * whether the webhook answered it) every 100 ms until the webhook is called, at most 200 times.
+ * whether the webhook answered it) every 100 ms until the webhook is called, for at most a minute.
  */
 export async function untilWebhookCalled(what: string, dryRun: () => Promise<true | string>): Promise<void> {
-  let last = '';
-  for (let i = 0; i <= 200; i++) {
-    const answer = await dryRun();
-    if (answer === true) return;
-    last = answer;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`kube-apiserver never called ${what}${last === '' ? '' : `: ${last}`}`);
+  await waitUntil(dryRun, {
+    what: `kube-apiserver to call ${what}`,
+    timeoutMs: 60_000,
+    intervalMs: 100,
+    until: (answer) => answer === true,
+  });
 }

@@ -5,9 +5,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'node:https';
 import { createCa, createServingCert, type CertAndKey } from '../../server/support/pki.js';
+import { waitUntil } from '../../support/wait-until.js';
 import { repoRoot } from './binaries.js';
 import type { TestCluster } from './cluster.js';
 import { JsonLog } from './json-log.js';
@@ -134,13 +134,14 @@ export async function startWebhookProcess(
 }
 
 async function waitFor(path: string, port: number, caPem: string | undefined, proc: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    if (proc.exitCode !== null) throw new Error(`webhook exited with ${proc.exitCode} before it was ready`);
-    if ((await probe(path, port, caPem)) === 200) return;
-    await sleep(100);
-  }
-  throw new Error('webhook not ready within 60 s');
+  await waitUntil(() => probe(path, port, caPem), {
+    what: `the webhook to answer ${path} with 200`,
+    timeoutMs: 60_000,
+    intervalMs: 100,
+    until: (status) => status === 200,
+    giveUp: () =>
+      proc.exitCode === null ? undefined : new Error(`webhook exited with ${proc.exitCode} before it was ready`),
+  });
 }
 
 /** The status of GET `path`, 0 when the server does not answer. */

@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { waitUntil } from '../../support/wait-until.js';
 
 export const MAIN = new URL('../../../dist/cli/main.js', import.meta.url).pathname;
 
@@ -11,8 +12,8 @@ export interface ChildServer {
   logs: Record<string, unknown>[];
   stderr(): string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  /** Resolves with the first log line whose msg is `message`. */
-  logged(message: string): Promise<Record<string, unknown>>;
+  /** Resolves with the first log line whose msg is `message`; fails if none comes within `timeoutMs`. */
+  logged(message: string, timeoutMs?: number): Promise<Record<string, unknown>>;
 }
 
 export async function spawnServer(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<ChildServer> {
@@ -23,32 +24,30 @@ export async function spawnServer(args: string[], cwd: string, env: NodeJS.Proce
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: Record<string, unknown>[] = [];
-  const waiters: { message: string; resolve: (line: Record<string, unknown>) => void }[] = [];
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
   // 'close', not 'exit': it comes once stdout has ended, so every log line the process wrote is in `logs`.
+  let closed: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('close', (code, signal) => resolve({ code, signal })),
+    child.on('close', (code, signal) => resolve((closed = { code, signal }))),
   );
   if (child.stdout !== null) {
-    createInterface({ input: child.stdout }).on('line', (text) => {
-      const line = JSON.parse(text) as Record<string, unknown>;
-      logs.push(line);
-      for (const waiter of waiters.filter((w) => w.message === line.msg)) waiter.resolve(line);
-    });
+    createInterface({ input: child.stdout }).on('line', (text) =>
+      logs.push(JSON.parse(text) as Record<string, unknown>),
+    );
   }
-  const logged = (message: string): Promise<Record<string, unknown>> => {
-    const seen = logs.find((line) => line.msg === message);
-    if (seen !== undefined) return Promise.resolve(seen);
-    return new Promise((resolve) => waiters.push({ message, resolve }));
-  };
+  const logged = (message: string, timeoutMs = 20_000): Promise<Record<string, unknown>> =>
+    waitUntil(() => logs.find((line) => line.msg === message), {
+      what: `a "${message}" log line`,
+      timeoutMs,
+      giveUp: () =>
+        closed === undefined
+          ? undefined
+          : new Error(`server exited with ${String(closed.code)} before logging "${message}": ${stderr}`),
+      detail: () => stderr,
+    });
 
-  const listening = await Promise.race([
-    logged('listening'),
-    exited.then(({ code }) => {
-      throw new Error(`server exited with ${String(code)} before listening: ${stderr}`);
-    }),
-  ]);
+  const listening = await logged('listening');
   const address = listening.address as { port: number };
   return { child, port: address.port, logs, stderr: () => stderr, exited, logged };
 }
