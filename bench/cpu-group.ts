@@ -8,6 +8,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { errorCode } from '../src/util/error-message.js';
 
 export interface CpuGroup {
   /** Moves a process into the group; what it and its children run from then on is counted. */
@@ -32,8 +33,7 @@ export function cpuGroup(name: string): CpuGroup | { unavailable: string } {
   try {
     mkdirSync(dir);
   } catch (error) {
-    // A module of bench/ itself, compiled apart from src/ (bench/tsconfig.json): fs throws system errors.
-    return { unavailable: `cannot make ${dir}: ${(error as NodeJS.ErrnoException).code ?? String(error)}` };
+    return { unavailable: `cannot make ${dir}: ${errorCode(error) ?? String(error)}` };
   }
   const seconds = v2
     ? () => Number(/^usage_usec (\d+)$/m.exec(readFileSync(path.join(dir, 'cpu.stat'), 'utf8'))?.[1]) / 1e6

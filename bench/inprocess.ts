@@ -1,80 +1,40 @@
 /**
  * The review function timed in this process, without TLS or HTTP: what the webhook's own work costs per review
- * and how it grows with the pod. It runs the built modules in dist/, the code the server runs, loaded by path
- * at run time so the bench does not compile against src/ while src/ is being changed.
+ * and how it grows with the pod. It runs the product's modules from src/, compiled with the bench.
  */
 import { performance } from 'node:perf_hooks';
-import { median } from './quantiles.js';
-import { manyAnnotationsReview, reviewText } from './reviews.js';
-
-interface Outcome {
-  kind: string;
-  review?: { response?: { patch?: string } };
-  summary?: { decision?: string };
-}
-interface ReviewModule {
-  /** The third argument: the body's text since the size rule reads it itself, a map scan before, nothing earlier. */
-  reviewAdmission: (body: unknown, deps: unknown, textOrMaps?: unknown) => Promise<Outcome>;
-}
-interface PodLimitsModule {
-  mapsOfLargeBody?: (text: string) => unknown;
-}
-interface SerializeModule {
-  reviewBytes?: (review: unknown) => Buffer;
-  reviewJson?: (review: unknown) => string;
-}
-interface OfflineDepsModule {
-  offlineDeps: (configFile: string, postStartConflict: string, io: unknown) => Promise<unknown>;
-}
+import { reviewBytes } from '../src/admission/answers.js';
+import { encodePatch } from '../src/admission/patch.js';
+import { reviewAdmission } from '../src/admission/review.js';
+import { offlineDeps } from '../src/cli/offline-deps.js';
+import type { EditOperation } from '../src/injection/index.js';
+import { median } from '../harness/quantiles.js';
+import { manyAnnotationsReview, reviewText, shapeName, type ShapeReviews } from './reviews.js';
+import { HELD_LOOP_RUNS, INPROCESS_MS, MANY_ANNOTATIONS, SCALE, progress } from './settings.js';
 
 /**
- * What the server does with a parsed body: review it, then turn the answer into the bytes it sends. Given the body's text, also
- * what its JSON parser does past the parse: measure a large body's label and annotation maps in the text.
+ * What the server does with a parsed body: review it, then turn the answer into the bytes it sends; given the
+ * body's text, as its JSON parser keeps it, the review reads the size rule's maps from the text.
  */
 export type ReviewFn = (
   body: unknown,
   text?: string,
 ) => Promise<{ decision: string; answerBytes: number; patch: string | undefined }>;
 
-/** Turns recorded operations into the patch the answer carries (JSON text, UTF-8, base64). */
-export type PatchEncoder = (operations: unknown[]) => string;
-
-interface PatchModule {
-  encodePatch: PatchEncoder;
-}
-
-export async function loadPatchEncoder(distRoot: string): Promise<PatchEncoder> {
-  const { encodePatch } = (await import(new URL('admission/patch.js', distRoot).href)) as PatchModule;
-  return encodePatch;
-}
-
-export async function loadReview(distRoot: string, configFile: string): Promise<ReviewFn> {
-  const load = (path: string): Promise<unknown> => import(new URL(path, distRoot).href);
-  const { reviewAdmission } = (await load('admission/review.js')) as ReviewModule;
-  // reviewBytes lives in answers.js; builds before that had it in serialize.js, and earlier ones only reviewJson.
-  const answers = (await load('admission/answers.js')) as SerializeModule;
-  const { reviewBytes, reviewJson } =
-    answers.reviewBytes !== undefined ? answers : ((await load('admission/serialize.js')) as SerializeModule);
-  const serialize = (review: unknown): number =>
-    reviewBytes !== undefined ? reviewBytes(review).length : (reviewJson?.(review).length ?? 0);
-  // Builds from before the text scan have no mapsOfLargeBody: their review walks the parsed maps. Builds since the
-  // size rule moved into admission have none either, and take the body's text (older ones ignore it).
-  const { mapsOfLargeBody } = (await load('admission/pod-limits.js')) as PodLimitsModule;
-  const { offlineDeps } = (await load('cli/offline-deps.js')) as OfflineDepsModule;
-  // The deps `sandbox-injector review` builds: the ConfigMap from the file, runtimes from the pod's annotations.
+/** The review with the deps `sandbox-injector review` builds: the ConfigMap from the file, runtimes from the pod's annotations. */
+export async function reviewFunction(configFile: string): Promise<ReviewFn> {
   const deps = await offlineDeps(configFile, 'skip', {
     stdin: process.stdin,
     stdout: process.stdout,
     stderr: process.stderr,
   });
   return async (body, text) => {
-    const third = mapsOfLargeBody === undefined || text === undefined ? text : mapsOfLargeBody(text);
-    const outcome = await reviewAdmission(body, deps, third);
+    const outcome = await reviewAdmission(body, deps, text);
     if (outcome.kind !== 'response') throw new Error(`bench review refused: ${JSON.stringify(outcome)}`);
     return {
-      decision: outcome.summary?.decision ?? '?',
-      answerBytes: serialize(outcome.review),
-      patch: outcome.review?.response?.patch,
+      decision: outcome.summary.decision,
+      answerBytes: reviewBytes(outcome.review).length,
+      patch: outcome.review.response?.patch,
     };
   };
 }
@@ -100,7 +60,7 @@ async function timeReviews(review: ReviewFn, text: string, budgetMs: number): Pr
  * µs to make the patch from its operations (the lower quartile of batches), checked against the answer's own
  * patch: what building the answer's largest field costs, whatever the injection does before it.
  */
-function timeEncoding(encodePatch: PatchEncoder, operations: unknown[], expected: string, budgetMs: number): number {
+function timeEncoding(operations: EditOperation[], expected: string, budgetMs: number): number {
   if (encodePatch(operations) !== expected)
     throw new Error("the patch made again from its operations differs from the answer's");
   const batch = 64;
@@ -154,7 +114,6 @@ export interface ReviewTiming {
 /** Times the injecting and the no-op review of one body pair, after a warm-up, and checks they do as meant. */
 export async function timePair(
   review: ReviewFn,
-  encodePatch: PatchEncoder,
   label: string,
   containers: number,
   injecting: string,
@@ -167,14 +126,14 @@ export async function timePair(
   }
   await timeReviews(review, injecting, budgetMs / 2);
   await timeReviews(review, noop, budgetMs / 2);
-  const operations = JSON.parse(Buffer.from(a.patch ?? '', 'base64').toString('utf8')) as unknown[];
+  const operations = JSON.parse(Buffer.from(a.patch ?? '', 'base64').toString('utf8')) as EditOperation[];
   return {
     label,
     containers,
     bytes: injecting.length,
     parseUs: timeParse(injecting, budgetMs),
     injectingUs: await timeReviews(review, injecting, budgetMs),
-    patchTextUs: timeEncoding(encodePatch, operations, a.patch ?? '', budgetMs),
+    patchTextUs: timeEncoding(operations, a.patch ?? '', budgetMs),
     noopUs: await timeReviews(review, noop, budgetMs),
   };
 }
@@ -250,5 +209,43 @@ export async function heldLoop(review: ReviewFn, keys: number, runs: number): Pr
     beyondParseMs: median(beyond),
     maxBeyondParseMs: Math.max(...beyond),
     runs,
+  };
+}
+
+export interface InProcess {
+  held: HeldLoop;
+  shapes: ReviewTiming[];
+  scale: ReviewTiming[];
+  injecting: Linearity;
+  noop: Linearity;
+}
+
+/** Every in-process figure: the review of each shape, of pods of growing size, and of the huge annotation map. */
+export async function timeInProcess(configFile: string, shapes: ShapeReviews[]): Promise<InProcess> {
+  const review = await reviewFunction(configFile);
+  const envVars = shapes[0]?.envVarsPerContainer ?? 0;
+  progress(`in-process: review function on ${shapes.length} shapes and on ${SCALE.join(', ')} containers`);
+  const first = shapes[0];
+  // One pass thrown away: the first body timed otherwise pays for the JIT warming up the whole review path.
+  if (first !== undefined)
+    await timePair(review, 'warm-up', first.shape.containers, first.injecting, first.noop, INPROCESS_MS);
+  const timings: ReviewTiming[] = [];
+  for (const reviews of shapes) {
+    const { shape, injecting, noop } = reviews;
+    timings.push(await timePair(review, shapeName(shape), shape.containers, injecting, noop, INPROCESS_MS));
+  }
+  const scale: ReviewTiming[] = [];
+  for (const containers of SCALE) {
+    const { injecting, noop } = scaledPair(containers, envVars);
+    scale.push(await timePair(review, `${containers} containers`, containers, injecting, noop, INPROCESS_MS));
+  }
+  progress(`in-process: a review of a pod with ${MANY_ANNOTATIONS} annotations, ${HELD_LOOP_RUNS} times`);
+  const held = await heldLoop(review, MANY_ANNOTATIONS, HELD_LOOP_RUNS);
+  return {
+    held,
+    shapes: timings,
+    scale,
+    injecting: linearity(scale, (t) => t.injectingUs),
+    noop: linearity(scale, (t) => t.noopUs),
   };
 }

@@ -10,6 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect, type TLSSocket } from 'node:tls';
 import autocannon from 'autocannon';
+import { quantile } from '../harness/quantiles.js';
 
 export interface LoadTarget {
   port: number;
@@ -35,11 +36,10 @@ export interface LoadResult {
   senderLagP99?: number;
 }
 
+/** The samples' median, p99 and largest; NaN for none. */
 export function latencyOf(samples: number[]): Latency {
-  if (samples.length === 0) return { p50: NaN, p99: NaN, max: NaN };
   const sorted = Float64Array.from(samples).sort();
-  const rank = (p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] ?? NaN;
-  return { p50: rank(0.5), p99: rank(0.99), max: sorted[sorted.length - 1] ?? NaN };
+  return { p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), max: sorted[sorted.length - 1] ?? NaN };
 }
 
 function autocannonRun(target: LoadTarget, seconds: number, overallRate?: number): Promise<LoadResult> {

@@ -1,37 +1,20 @@
 /** Starting the servers under test, talking to them once, and reading their CPU and memory from /proc. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
-import { createServer } from 'node:net';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TLSSocket } from 'node:tls';
+import { statCpuMs, statusKiB } from '../harness/proc.js';
+import { repoPath } from '../harness/repo.js';
+import { serveArgs } from '../harness/serve.js';
 
-export const CLOCK_TICKS = 100; // USER_HZ on Linux
-
-/**
- * The fields of a /proc/PID/stat line after "pid (comm) ": [0] the state, [1] the parent's PID, [8] cminflt,
- * [11] to [14] utime, stime, cutime and cstime. The comm may hold spaces and parentheses, hence the last ')'.
- */
-export function statFields(stat: string): string[] {
-  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-}
+const CONFIG_CASE = repoPath('test/fixtures/conformance/01-agent-runtime-basic.json');
 
 /** Seconds from a field of bash's `times` builtin, such as 0m0.512s; NaN for anything else. */
 export function timesSeconds(field: string): number {
   const match = /^(\d+)m([\d.]+)s$/.exec(field);
   return match === null ? Number.NaN : Number(match[1]) * 60 + Number(match[2]);
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
 }
 
 export interface Reply {
@@ -74,25 +57,17 @@ export function send(port: number, ca: Buffer, body: string, path = '/mutate'): 
   });
 }
 
-// Compiled to dist/bench/procs.js (dist/ is outside lint and git): the built CLI is one level up.
-const MAIN = new URL('../cli/main.js', import.meta.url).pathname;
+/** The webhook's config in every bench: the first conformance case's ConfigMap, written into `dir`; its file. */
+export async function writeWebhookConfig(dir: string): Promise<string> {
+  const configCase = JSON.parse(await readFile(CONFIG_CASE, 'utf8')) as { configMap: unknown };
+  const file = join(dir, 'config.json');
+  await writeFile(file, JSON.stringify(configCase.configMap));
+  return file;
+}
 
-/** The built webhook's `serve` on 127.0.0.1:`port`, as `npm start` runs it but for its config and certificates. */
+/** The built webhook's `serve`, as `npm start` runs it but for its address, its config and its certificates. */
 export function webhookArgs(port: number, configFile: string, certsDir: string): string[] {
-  return [
-    MAIN,
-    'serve',
-    '--host',
-    '127.0.0.1',
-    '--port',
-    String(port),
-    '--metrics-port',
-    '0',
-    '--config-file',
-    configFile,
-    '--self-signed-dir',
-    certsDir,
-  ];
+  return serveArgs(port, '--config-file', configFile, '--self-signed-dir', certsDir);
 }
 
 export function startNode(args: string[]): ChildProcess {
@@ -134,7 +109,5 @@ export async function procSample(pid: number): Promise<ProcSample> {
     readFile(`/proc/${pid}/status`, 'utf8'),
     readFile(`/proc/${pid}/stat`, 'utf8'),
   ]);
-  const rss = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
-  const fields = statFields(stat);
-  return { rssKiB: Number(rss), cpuMs: ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS };
+  return { rssKiB: statusKiB(status, 'VmRSS'), cpuMs: statCpuMs(stat) };
 }

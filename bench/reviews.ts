@@ -5,6 +5,7 @@
  * is wrapped; the no-op review is the same pod without the runtimes annotation, padded to the same size, and
  * the webhook admits it unchanged.
  */
+import { podCreateReview, type PodCreateReview } from '../src/shapes/pod-create-review.js';
 
 const RUNTIMES = 'agents.kruise.io/runtimes';
 const POLICY = 'agents.kruise.io/env-vars-injection-policy';
@@ -101,23 +102,13 @@ export function benchPod(
   };
 }
 
-export function reviewOf(pod: Record<string, unknown>, uid: string): Record<string, unknown> {
-  return {
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: {
-      uid,
-      kind: { group: '', version: 'v1', kind: 'Pod' },
-      resource: { group: '', version: 'v1', resource: 'pods' },
-      requestKind: { group: '', version: 'v1', kind: 'Pod' },
-      operation: 'CREATE',
-      namespace: 'agents',
-      userInfo: { username: 'system:serviceaccount:kruise-system:kruise-agents', groups: ['system:serviceaccounts'] },
-      object: pod,
-      dryRun: false,
-      options: { kind: 'CreateOptions', apiVersion: 'meta.k8s.io/v1' },
-    },
+/** The review a live kube-apiserver sends for the pod's creation, by a Sandbox controller's service account. */
+function reviewOf(pod: Record<string, unknown>, uid: string): PodCreateReview {
+  const userInfo = {
+    username: 'system:serviceaccount:kruise-system:kruise-agents',
+    groups: ['system:serviceaccounts'],
   };
+  return podCreateReview(pod, { uid, namespace: 'agents', userInfo });
 }
 
 /** A review of `containers` containers asking for the runtimes (`inject`) or not, as JSON text. */

@@ -3,37 +3,33 @@
  * only, at peak (autocannon, BENCH_CONNECTIONS keep-alive connections), once per NODE_OPTIONS given, so the
  * heap flags can be compared on one machine in one run. docs/benchmark.md ("Latest figures") records its figures.
  *
- *   node dist/bench/rss.js ['--max-old-space-size=192 --max-semi-space-size=4' ''...]
+ *   npm run bench:webhook-memory -- ['--max-old-space-size=192 --max-semi-space-size=4' ''...]
  *
  * With no argument it runs with the Deployment's NODE_OPTIONS and with none. RSS is sampled from /proc every
  * 250 ms; the peak is VmHWM, which also catches what falls between samples.
  */
-import { readFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { readFile, mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { peak } from './load.js';
-import { freePort, stop, waitReady, webhookArgs } from './procs.js';
+import { knob } from '../harness/knobs.js';
+import { memoryMiB } from '../harness/proc.js';
+import { repoPath } from '../harness/repo.js';
+import { freePort } from '../harness/serve.js';
+import { stop, waitReady, webhookArgs, writeWebhookConfig } from './procs.js';
 import { DEFAULT_SHAPES, parseShapes, shapeName, shapeReviews } from './reviews.js';
 
-const ROOT = new URL('../../', import.meta.url).pathname;
-const CONFIG_CASE = join(ROOT, 'test/fixtures/conformance/01-agent-runtime-basic.json');
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
-const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+const SECONDS = knob('BENCH_SECONDS', 20);
+const WARMUP = knob('BENCH_WARMUP', 5);
+const CONNECTIONS = knob('BENCH_CONNECTIONS', 16, 'positive integer');
 const SHAPES = parseShapes(process.env.BENCH_REVIEWS ?? DEFAULT_SHAPES);
 
 async function deploymentNodeOptions(): Promise<string> {
-  const manifest = await readFile(join(ROOT, 'manifests/base/deployment.yaml'), 'utf8');
+  const manifest = await readFile(repoPath('manifests/base/deployment.yaml'), 'utf8');
   const value = /name: NODE_OPTIONS\s+value: (.*)/.exec(manifest)?.[1];
   if (value === undefined) throw new Error('no NODE_OPTIONS in manifests/base/deployment.yaml');
   return value.trim();
-}
-
-async function memory(pid: number): Promise<{ rss: number; hwm: number }> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kib = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
-  return { rss: kib('VmRSS') / 1024, hwm: kib('VmHWM') / 1024 };
 }
 
 async function run(nodeOptions: string, work: string, configFile: string): Promise<string> {
@@ -46,11 +42,11 @@ async function run(nodeOptions: string, work: string, configFile: string): Promi
   const pid = child.pid ?? 0;
   try {
     const ca = await waitReady(port, join(certs, 'ca.crt'), child);
-    const idle = await memory(pid);
+    const idle = await memoryMiB(pid);
     const rss: number[] = [];
     const sampler = setInterval(
       () =>
-        void memory(pid).then(
+        void memoryMiB(pid).then(
           (m) => rss.push(m.rss),
           () => undefined,
         ),
@@ -66,12 +62,12 @@ async function run(nodeOptions: string, work: string, configFile: string): Promi
       );
     }
     clearInterval(sampler);
-    const end = await memory(pid);
+    const end = await memoryMiB(pid);
     const sorted = rss.sort((a, b) => a - b);
     const median = sorted[Math.floor(sorted.length / 2)] ?? 0;
     return (
       `NODE_OPTIONS=${JSON.stringify(nodeOptions)}: idle ${idle.rss.toFixed(0)} MiB, under load median ${median.toFixed(0)} MiB, ` +
-      `peak (VmHWM) ${end.hwm.toFixed(0)} MiB; ${parts.join('; ')}; load average ${loadavg()
+      `peak (VmHWM) ${end.peak.toFixed(0)} MiB; ${parts.join('; ')}; load average ${loadavg()
         .map((l) => l.toFixed(2))
         .join(' ')}`
     );
@@ -82,11 +78,7 @@ async function run(nodeOptions: string, work: string, configFile: string): Promi
 
 const work = await mkdtemp(join(tmpdir(), 'si-bench-rss-'));
 try {
-  const configFile = join(work, 'config.json');
-  await writeFile(
-    configFile,
-    JSON.stringify((JSON.parse(await readFile(CONFIG_CASE, 'utf8')) as { configMap: unknown }).configMap),
-  );
+  const configFile = await writeWebhookConfig(work);
   const variants = process.argv.length > 2 ? process.argv.slice(2) : [await deploymentNodeOptions(), ''];
   process.stdout.write(
     `bench rss: Node ${process.version}, ${CONNECTIONS} connections, ${WARMUP} s warm-up and ${SECONDS} s per review shape; load average ${loadavg()

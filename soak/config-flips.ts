@@ -16,11 +16,11 @@ import { createKubeVolume, swapKubeVolume } from '../test/server/support/kube-vo
 import { checkReviewAnswer } from './check.js';
 import { exchange, keepAliveAgent, type Target } from './http.js';
 import { NormalLoad, describeLoad, normalLoadSpec } from './load.js';
-import type { SoakOptions } from './options.js';
 import { exampleReview, reviewText, type JsonObject } from './reviews.js';
-import { ROOT, type ServeSetup } from './server.js';
-import { Session, type PhaseResult } from './session.js';
-import { percentile, Tally } from './tally.js';
+import { repoPath } from '../harness/repo.js';
+import { Session, type PhaseResult, type PhaseRun } from './session.js';
+import { median } from '../harness/quantiles.js';
+import { Tally } from './tally.js';
 
 const FILE = 'injection-config.yaml';
 const EFFECT_TIMEOUT_MS = 10_000;
@@ -53,14 +53,9 @@ function versioned(manifest: JsonObject, version: number): string {
   return stringify({ ...manifest, data });
 }
 
-export async function configFlipPhase(
-  dir: string,
-  setup: ServeSetup,
-  options: SoakOptions,
-  timeoutMs: number,
-): Promise<PhaseResult> {
+export async function configFlipPhase({ dir, setup, options, timeoutMs }: PhaseRun): Promise<PhaseResult> {
   const manifest = parse(
-    await readFile(join(ROOT, 'manifests/components/injection-config/injection-config.yaml'), 'utf8'),
+    await readFile(repoPath('manifests/components/injection-config/injection-config.yaml'), 'utf8'),
   ) as JsonObject;
   const volume = join(dir, 'config');
   await createKubeVolume(volume, { [FILE]: versioned(manifest, 0) });
@@ -126,7 +121,7 @@ export async function configFlipPhase(
   versions.merge({ counts: report.versions });
   const notes = [
     `${done} flips (${flips.summary()}); ${version} valid versions written`,
-    `changes in effect after p50 ${percentile(effect, 50).toFixed(0)} ms, max ${(effect[effect.length - 1] ?? 0).toFixed(0)} ms`,
+    `changes in effect after p50 ${median(effect).toFixed(0)} ms, max ${(effect[effect.length - 1] ?? 0).toFixed(0)} ms`,
     `answers mixing two configs: ${mixed} (normal admissions and probes); answers by version: ${versions.counts.size} versions seen`,
     ...describeLoad(report),
   ];

@@ -14,10 +14,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Agent } from 'node:https';
 import { checkReviewAnswer } from './check.js';
 import { exchange, keepAliveAgent } from './http.js';
-import type { SoakOptions } from './options.js';
 import { exampleReview, reviewText } from './reviews.js';
-import type { HelpFlag, ServeSetup } from './server.js';
-import { Session, type PhaseResult } from './session.js';
+import type { HelpFlag } from './server.js';
+import { Session, type PhaseResult, type PhaseRun } from './session.js';
 import { Tally } from './tally.js';
 
 const SHUTDOWN_DELAY_SECONDS = 2;
@@ -31,11 +30,8 @@ export function shutdownDelayArgs(help: Map<string, HelpFlag>): string[] | undef
 }
 
 export async function drainPhase(
-  dir: string,
-  setup: ServeSetup,
+  { dir, setup, options, timeoutMs }: PhaseRun,
   delayArgs: readonly string[] | undefined,
-  options: SoakOptions,
-  timeoutMs: number,
 ): Promise<PhaseResult> {
   const rounds: PhaseResult[] = [];
   const notes: string[] = [];

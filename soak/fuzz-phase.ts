@@ -13,9 +13,9 @@ import type { DeepJob } from './check-worker.js';
 import { Fuzzer, type FuzzCase } from './fuzz.js';
 import { exchange, keepAliveAgent, type Outcome } from './http.js';
 import type { SoakOptions } from './options.js';
+import { ROOT } from '../harness/repo.js';
 import { probeBodyLimit } from './raw.js';
 import { fuzzSeeds } from './reviews.js';
-import { ROOT } from './server.js';
 import { Session, type PhaseResult } from './session.js';
 import { Tally } from './tally.js';
 

@@ -1,10 +1,23 @@
 /**
  * Fuzzed requests, each made from its number and the run's seed alone, so any case a run reports can be made
  * again (`caseAt(n)` with the same SOAK_SEED). Every other case, until it is done, sweeps every path of every
- * seed with every wrong type; the rest draw a mutation family by weight: bytes and bits flipped, truncation, deep nesting,
- * huge strings, prototype keys, bad content types, chunked bodies and sizes at the body limit.
+ * seed with every wrong type; the rest draw a mutation family by weight: bytes and bits flipped, truncation,
+ * deep nesting, huge strings, prototype keys, bad content types, chunked bodies and sizes at the body limit. The
+ * values they draw from are fuzz-values.ts's; the edits by path, json-paths.ts's.
  */
 import type { RequestSpec } from './http.js';
+import { CONTENT_TYPES, POLICIES, randomJson, Rng, RUNTIME_NAMES, WEIRD_STRINGS, WRONG_TYPES } from './fuzz-values.js';
+import {
+  getAt,
+  insertKey,
+  pathsOf,
+  PLACEHOLDER,
+  QUOTED_PLACEHOLDER,
+  setAt,
+  splitOnce,
+  type Path,
+  type Replacement,
+} from './json-paths.js';
 import type { Json, JsonObject, Seed } from './reviews.js';
 
 export interface FuzzCase {
@@ -18,98 +31,7 @@ export interface FuzzCase {
   limit?: 'below' | 'at' | 'above';
 }
 
-type Key = string | number;
-type Path = Key[];
-
-class Rng {
-  private state: number;
-  constructor(seed: number) {
-    this.state = seed >>> 0;
-  }
-
-  /** mulberry32: small, fast and good enough to spread cases; reproducibility is what matters here. */
-  next(): number {
-    this.state = (this.state + 0x6d2b79f5) | 0;
-    let t = Math.imul(this.state ^ (this.state >>> 15), 1 | this.state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  }
-
-  int(below: number): number {
-    return Math.floor(this.next() * below);
-  }
-
-  pick<T>(items: readonly T[]): T {
-    const item = items[this.int(items.length)];
-    if (item === undefined) throw new Error('pick from an empty list');
-    return item;
-  }
-}
-
-const DELETE = Symbol('delete');
-type Replacement = Json | typeof DELETE;
-
-/** Every JSON type, and absence: at each path at least one of them is the wrong one. */
-const WRONG_TYPES: readonly Replacement[] = [
-  DELETE,
-  null,
-  true,
-  0,
-  -1,
-  1.5,
-  1e308,
-  2 ** 53 + 1,
-  '',
-  'x',
-  '__proto__',
-  [],
-  [null],
-  {},
-  { '': 1 },
-];
-
-const PLACEHOLDER = '\u0001soak\u0001';
-const QUOTED_PLACEHOLDER = JSON.stringify(PLACEHOLDER);
 const JSON_HEADERS = { 'content-type': 'application/json' };
-
-const RUNTIME_NAMES = [
-  'agent-runtime',
-  'csi',
-  'traffic-proxy',
-  'no-such-runtime',
-  '',
-  ' csi ',
-  'AGENT-RUNTIME',
-  '__proto__',
-];
-const POLICIES = ['Auto', 'None', 'auto', '', 'Auto ', 'Manual', '__proto__', 'constructor'];
-const WEIRD_STRINGS = [
-  '\ud800',
-  '\udfff',
-  '\u0000',
-  '\u202e',
-  'e\u0301',
-  '\ufeff',
-  'a\u2028b',
-  '😀'.repeat(64),
-  '\\',
-  '"',
-  '~1/~0',
-];
-const CONTENT_TYPES = [
-  'text/plain',
-  'application/x-www-form-urlencoded',
-  'multipart/form-data; boundary=x',
-  'application/json; charset=utf-16',
-  'application/JSON',
-  'application/json;;',
-  'application/jsonx',
-  'application/merge-patch+json',
-  '*/*',
-  'application/json, text/plain',
-  `application/${'j'.repeat(1000)}`,
-  '',
-];
 
 interface PreparedSeed extends Seed {
   paths: Path[];
@@ -459,97 +381,4 @@ function withUid(review: JsonObject, n: number): JsonObject {
   const request = value.request;
   if (request !== null && typeof request === 'object' && !Array.isArray(request)) request.uid = `fuzz-${n}`;
   return value;
-}
-
-function pathsOf(root: Json): { paths: Path[]; objectPaths: Path[]; stringPaths: Path[] } {
-  const paths: Path[] = [];
-  const objectPaths: Path[] = [];
-  const stringPaths: Path[] = [];
-  const walk = (node: Json, path: Path): void => {
-    paths.push(path);
-    if (typeof node === 'string') stringPaths.push(path);
-    if (Array.isArray(node)) {
-      node.forEach((child, i) => walk(child, [...path, i]));
-    } else if (node !== null && typeof node === 'object') {
-      objectPaths.push(path);
-      for (const [key, child] of Object.entries(node)) walk(child, [...path, key]);
-    }
-  };
-  walk(root, []);
-  return { paths, objectPaths, stringPaths: stringPaths.length === 0 ? [['request', 'uid']] : stringPaths };
-}
-
-function getAt(root: Json, path: Path): Json {
-  let node: Json = root;
-  for (const key of path) {
-    if (node === null || typeof node !== 'object') return null;
-    node = (Array.isArray(node) ? node[key as number] : node[key as string]) ?? null;
-  }
-  return node;
-}
-
-/** The value with one path replaced (or removed); missing parents are made, so any path of any seed applies. */
-function setAt(root: JsonObject, path: Path, replacement: Replacement): Json {
-  if (path.length === 0) return replacement === DELETE ? null : replacement;
-  const copy = structuredClone(root);
-  let node: Json = copy;
-  for (const key of path.slice(0, -1)) {
-    const container = node as Record<string | number, Json>;
-    let child = container[key];
-    if (child === null || typeof child !== 'object' || child === undefined) {
-      child = {};
-      container[key] = child;
-    }
-    node = child;
-  }
-  const last = path[path.length - 1] as Key;
-  if (Array.isArray(node)) {
-    if (replacement === DELETE) node.splice(Number(last), 1);
-    else node[Number(last)] = replacement;
-  } else if (node !== null && typeof node === 'object') {
-    if (replacement === DELETE) delete node[String(last)];
-    else
-      Object.defineProperty(node, String(last), {
-        value: replacement,
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-  }
-  return copy;
-}
-
-/** The text of `root` with `key: value` added at an object path; keys JSON.parse would treat specially go in as text. */
-function insertKey(root: JsonObject, path: Path, key: string, value: Json): string {
-  const marked = setAt(root, [...path, PLACEHOLDER], value);
-  return JSON.stringify(marked).replace(QUOTED_PLACEHOLDER, () => JSON.stringify(key));
-}
-
-function splitOnce(text: string, separator: string): [string, string] {
-  const at = text.indexOf(separator);
-  return at < 0 ? [text, ''] : [text.slice(0, at), text.slice(at + separator.length)];
-}
-
-function randomJson(rng: Rng, depth: number): Json {
-  const kind = rng.int(depth <= 0 ? 5 : 7);
-  switch (kind) {
-    case 0:
-      return null;
-    case 1:
-      return rng.int(2) === 0;
-    case 2:
-      return rng.pick([0, -1, 1.5, 1e308, -1e-308, 2 ** 31, 2 ** 53]);
-    case 3:
-      return rng.pick(['', 'main', 'agent-runtime', 'Auto', '/mnt/envd', 'x'.repeat(300), ...WEIRD_STRINGS]);
-    case 4:
-      return rng.pick(['a', 'b', 'c']);
-    case 5:
-      return Array.from({ length: rng.int(4) }, () => randomJson(rng, depth - 1));
-    default: {
-      const object: JsonObject = {};
-      for (let i = rng.int(4); i > 0; i -= 1)
-        object[rng.pick(['name', 'image', 'command', 'exec', 'x', 'env', 'value'])] = randomJson(rng, depth - 1);
-      return object;
-    }
-  }
 }

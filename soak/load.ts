@@ -6,7 +6,8 @@
  */
 import { Worker } from 'node:worker_threads';
 import type { Target } from './http.js';
-import { percentile, Tally } from './tally.js';
+import { median, quantile } from '../harness/quantiles.js';
+import { Tally } from './tally.js';
 
 export interface LoadSpec {
   port: number;
@@ -60,7 +61,7 @@ export function tailOf(report: LoadReport, from: number, to: number): Tail {
       .filter((a) => a.fresh === fresh)
       .map((a) => a.ms)
       .sort((a, b) => a - b);
-    return { count: sorted.length, p99: percentile(sorted, 99) };
+    return { count: sorted.length, p99: quantile(sorted, 0.99) };
   };
   return { fresh: p99(true), keptAlive: p99(false) };
 }
@@ -104,10 +105,9 @@ export function describeLoad(report: LoadReport): string[] {
   const lost = new Tally();
   lost.merge({ counts: report.lost });
   const sorted = report.latencies;
-  const at = (p: number): string =>
-    (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0).toFixed(0);
+  const ms = (value: number | undefined): string => (value ?? Number.NaN).toFixed(0);
   const lines = [
-    `normal admissions: ${report.tried} sent, ${report.ok} ok, ${failed.total} failed, ${lost.total} lost; waited p50 ${at(50)} ms, p99 ${at(99)} ms, max ${(sorted[sorted.length - 1] ?? 0).toFixed(0)} ms`,
+    `normal admissions: ${report.tried} sent, ${report.ok} ok, ${failed.total} failed, ${lost.total} lost; waited p50 ${ms(median(sorted))} ms, p99 ${ms(quantile(sorted, 0.99))} ms, max ${ms(sorted.at(-1))} ms`,
   ];
   if (failed.total > 0) lines.push(`  failed: ${failed.summary()}`);
   if (lost.total > 0) lines.push(`  lost: ${lost.summary()}`);

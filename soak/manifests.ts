@@ -4,9 +4,9 @@
  * is the one a cluster would enforce on that configuration.
  */
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { parse } from 'yaml';
-import { ROOT, type HelpFlag } from './server.js';
+import { repoPath } from '../harness/repo.js';
+import type { HelpFlag } from './server.js';
 
 export interface Deployment {
   memory: string;
@@ -27,7 +27,7 @@ interface Container {
 const LIMIT_FLAG = /^(?:max-|tls-min-version$|tls-cipher-suites$)|timeout/;
 
 export async function readDeployment(help: Map<string, HelpFlag>): Promise<Deployment> {
-  const manifest = parse(await readFile(join(ROOT, 'manifests/base/deployment.yaml'), 'utf8')) as {
+  const manifest = parse(await readFile(repoPath('manifests/base/deployment.yaml'), 'utf8')) as {
     spec?: { template?: { spec?: { containers?: Container[] } } };
   };
   const container = manifest.spec?.template?.spec?.containers?.[0] ?? {};
@@ -39,7 +39,7 @@ export async function readDeployment(help: Map<string, HelpFlag>): Promise<Deplo
     if (match?.[1] === undefined || match[2] === undefined) continue;
     if (help.has(match[1]) && LIMIT_FLAG.test(match[1]) && !/shutdown/.test(match[1])) limits.set(match[1], match[2]);
   }
-  const webhook = parse(await readFile(join(ROOT, 'manifests/base/mutatingwebhookconfiguration.yaml'), 'utf8')) as {
+  const webhook = parse(await readFile(repoPath('manifests/base/mutatingwebhookconfiguration.yaml'), 'utf8')) as {
     webhooks?: { timeoutSeconds?: number }[];
   };
   return {

@@ -3,6 +3,7 @@
  * shrinks every count and hold time at once (0.01 checks that the harness works in about two minutes), and
  * each size can be set on its own.
  */
+import { knob } from '../harness/knobs.js';
 
 export const PHASES = [
   'fuzz',
@@ -45,13 +46,8 @@ export interface SoakOptions {
   loopProbe: boolean;
 }
 
-function number(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value < 0) throw new Error(`${name}=${raw} is not a non-negative number`);
-  return value;
-}
+/** A size from the environment: any number from 0 up. */
+const number = (name: string, fallback: number): number => knob(name, fallback, 'non-negative number');
 
 export function readOptions(): SoakOptions {
   const scale = number('SOAK_SCALE', 1);

@@ -4,7 +4,8 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT } from './server.js';
+import { repoPath } from '../harness/repo.js';
+import { podCreateReview } from '../src/shapes/pod-create-review.js';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: Json };
@@ -14,8 +15,8 @@ export interface Seed {
   review: JsonObject;
 }
 
-const EXAMPLE = join(ROOT, 'examples/review.json');
-const CONFORMANCE = join(ROOT, 'test/fixtures/conformance');
+const EXAMPLE = repoPath('examples/review.json');
+const CONFORMANCE = repoPath('test/fixtures/conformance');
 
 export function exampleReview(): JsonObject {
   return JSON.parse(readFileSync(EXAMPLE, 'utf8')) as JsonObject;
@@ -27,28 +28,16 @@ export function reviewText(review: JsonObject, uid: string): string {
   return JSON.stringify({ ...review, request: { ...request, uid } });
 }
 
-function reviewFor(pod: Json, uid: string): JsonObject {
-  return {
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: {
-      uid,
-      kind: { group: '', version: 'v1', kind: 'Pod' },
-      resource: { group: '', version: 'v1', resource: 'pods' },
-      operation: 'CREATE',
-      namespace: 'default',
-      object: pod,
-    },
-  };
-}
-
 export function fuzzSeeds(): Seed[] {
   const seeds: Seed[] = [{ name: 'examples/review.json', review: exampleReview() }];
   for (const file of readdirSync(CONFORMANCE)
     .filter((f) => f.endsWith('.json'))
     .sort()) {
     const fixture = JSON.parse(readFileSync(join(CONFORMANCE, file), 'utf8')) as { pod?: Json };
-    if (fixture.pod !== undefined) seeds.push({ name: file, review: reviewFor(fixture.pod, `seed-${file}`) });
+    if (fixture.pod === undefined) continue;
+    // The review of creating the pod in `default`, as the CLI sends it; its envelope holds JSON values only.
+    const review = podCreateReview(fixture.pod, { uid: `seed-${file}`, namespace: 'default' });
+    seeds.push({ name: file, review: review as unknown as JsonObject });
   }
   return seeds;
 }

@@ -10,23 +10,17 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createKubeVolume, swapKubeVolume } from '../test/server/support/kube-volume.js';
 import { exchange, type Target } from './http.js';
 import { NormalLoad, describeLoad, normalLoadSpec } from './load.js';
-import type { SoakOptions } from './options.js';
 import { SoakPki, type ServingPair } from './pki.js';
-import type { ServeSetup } from './server.js';
-import { Session, type PhaseResult } from './session.js';
-import { percentile, Tally } from './tally.js';
+import { Session, type PhaseResult, type PhaseRun } from './session.js';
+import { median } from '../harness/quantiles.js';
+import { Tally } from './tally.js';
 
 const ADOPTION_TIMEOUT_MS = 10_000;
 /** Longer than the server's debounce plus its five reads 400 ms apart: by then a bad pair would be in use. */
 const BAD_PAIR_WATCH_MS = 3_000;
 const POLL_MS = 50;
 
-export async function rotationPhase(
-  dir: string,
-  setup: ServeSetup,
-  options: SoakOptions,
-  timeoutMs: number,
-): Promise<PhaseResult> {
+export async function rotationPhase({ dir, setup, options, timeoutMs }: PhaseRun): Promise<PhaseResult> {
   process.stderr.write('  rotation: making keys\n');
   const pki = new SoakPki();
   const caFile = join(dir, 'ca.crt');
@@ -85,7 +79,7 @@ export async function rotationPhase(
   const lost = report.lost.reduce((sum, [, n]) => sum + n, 0) + probeErrors.total;
   const notes = [
     `${rotations} rotations (..data swaps), ${Math.floor(rotations / badEvery)} of them preceded by a mismatched pair`,
-    `new connections saw the new pair after p50 ${percentile(adoption, 50).toFixed(0)} ms, max ${(adoption[adoption.length - 1] ?? 0).toFixed(0)} ms; never: ${notAdopted}`,
+    `new connections saw the new pair after p50 ${median(adoption).toFixed(0)} ms, max ${(adoption[adoption.length - 1] ?? 0).toFixed(0)} ms; never: ${notAdopted}`,
     `mismatched pairs served: ${badServed} probes${probeErrors.total > 0 ? `; probe connections that failed: ${probeErrors.summary()}` : ''}`,
     ...describeLoad(report),
   ];

@@ -4,43 +4,20 @@
  * RSS and open descriptors over time, and, last, whether every bound held; exits 1 if one did not.
  * Not part of `npm test`: the full run takes about half an hour. docs/reliability.md records one.
  */
-import { execFileSync } from 'node:child_process';
 import { copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { git, repoPath } from '../harness/repo.js';
 import { configFlipPhase } from './config-flips.js';
 import { drainPhase, shutdownDelayArgs } from './drain.js';
 import { fuzzPhase } from './fuzz-phase.js';
 import { readOptions, type PhaseName, type SoakOptions } from './options.js';
+import { bounds, limitsOf, type Limits } from './bounds.js';
 import { readDeployment, type Deployment } from './manifests.js';
 import { rotationPhase } from './rotation.js';
-import {
-  connectionCap,
-  readServeHelp,
-  ROOT,
-  ServeProcess,
-  shortTimeLimits,
-  type HelpFlag,
-  type Sample,
-  type ServeSetup,
-} from './server.js';
-import { Session, type PhaseResult } from './session.js';
-import { slowClientPhase } from './slow-clients.js';
-
-/** Descriptors a phase may hold beyond its connections: listeners, watchers, the harness's own load connections. */
-const FD_SLACK = 64;
-/** With no connection cap to read, this many connections is taken as the most a bounded server should hold. */
-const ASSUMED_CAP = 1_024;
-const SETTLE_SLACK = 8;
-
-interface Limits {
-  rssMiB: number;
-  rssSource: string;
-  admissionTimeoutMs: number;
-  timeoutSource: string;
-  cap: number;
-  capSource: string;
-}
+import { readServeHelp, ServeProcess, shortTimeLimits, type Sample, type ServeSetup } from './server.js';
+import { Session, type PhaseResult, type PhaseRun } from './session.js';
+import { slowClientPhase, type SlowMode } from './slow-clients.js';
 
 /** serve's flags: the Deployment's limits this build has, short time limits over them, then SOAK_SERVE_ARGS. */
 function serveSetup(deployment: Deployment, short: Map<string, string>, options: SoakOptions): ServeSetup {
@@ -56,35 +33,6 @@ function serveSetup(deployment: Deployment, short: Map<string, string>, options:
       ...(options.loopProbe ? { SOAK_LOOP_PROBE_ACTIVE: '1' } : {}),
     },
   };
-}
-
-function limitsOf(deployment: Deployment, help: Map<string, HelpFlag>, options: SoakOptions): Limits {
-  const cap = connectionCap(help);
-  const fromDeployment = cap === undefined ? undefined : deployment.limits.get(cap.flag);
-  return {
-    rssMiB: deployment.memoryMiB,
-    rssSource: `the Deployment's memory limit, ${deployment.memory}`,
-    admissionTimeoutMs: options.admissionTimeoutMs ?? deployment.webhookTimeoutSeconds * 1000,
-    timeoutSource:
-      options.admissionTimeoutMs === undefined
-        ? `the webhook's timeoutSeconds, ${deployment.webhookTimeoutSeconds}`
-        : 'SOAK_ADMISSION_TIMEOUT_MS',
-    cap: fromDeployment !== undefined ? Number(fromDeployment) : (cap?.value ?? ASSUMED_CAP),
-    capSource:
-      cap === undefined
-        ? `no connection cap flag in serve --help, ${ASSUMED_CAP} assumed`
-        : fromDeployment !== undefined
-          ? `the Deployment's --${cap.flag}`
-          : `--${cap.flag}'s default`,
-  };
-}
-
-function git(...args: string[]): string | undefined {
-  try {
-    return execFileSync('git', args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trimEnd();
-  } catch {
-    return undefined;
-  }
 }
 
 function header(options: SoakOptions, setup: ServeSetup, notes: string[], limits: Limits): string[] {
@@ -133,58 +81,6 @@ function tailCell(result: PhaseResult): string {
   return `${result.tail.quiet.fresh.p99.toFixed(0)} / ${result.tail.attack.fresh.p99.toFixed(0)}`;
 }
 
-interface Bound {
-  name: string;
-  broken: string[];
-}
-
-function bounds(results: readonly PhaseResult[], limits: Limits): Bound[] {
-  const per = (test: (r: PhaseResult) => string | undefined): string[] =>
-    results.map((r) => test(r)).filter((line): line is string => line !== undefined);
-  return [
-    { name: 'no 5xx answer', broken: per((r) => (r.fives > 0 ? `${r.name}: ${r.fives} 5xx` : undefined)) },
-    {
-      name: 'no crash',
-      broken: per((r) => (r.crashes.length > 0 ? `${r.name}: ${r.crashes.length} crashes` : undefined)),
-    },
-    {
-      name: 'no lost normal admission',
-      broken: per((r) =>
-        r.normalLost > 0 ? `${r.name}: ${r.normalLost} normal admissions lost or failed` : undefined,
-      ),
-    },
-    {
-      name: `RSS below ${limits.rssMiB} MiB`,
-      broken: per((r) => (r.hwmMiB >= limits.rssMiB ? `${r.name}: peak RSS ${r.hwmMiB.toFixed(0)} MiB` : undefined)),
-    },
-    {
-      name: `open fds at most at-rest + ${limits.cap} + ${FD_SLACK}`,
-      broken: per((r) => {
-        const peak = Math.max(0, ...r.samples.map((s) => s.fds));
-        return peak > r.baselineFds + limits.cap + FD_SLACK
-          ? `${r.name}: ${peak} fds (at rest ${r.baselineFds})`
-          : undefined;
-      }),
-    },
-    {
-      name: `open fds back to at-rest + ${SETTLE_SLACK} once a phase's clients are gone`,
-      broken: per((r) =>
-        r.settledFds !== undefined && r.settledFds > r.baselineFds + SETTLE_SLACK
-          ? `${r.name}: ${r.settledFds} fds after (${r.baselineFds} before)`
-          : undefined,
-      ),
-    },
-    {
-      name: 'phase checks (answers, patches, leaks, rotations, config versions, drain exit)',
-      broken: results.flatMap((r) => r.broken),
-    },
-    {
-      name: 'every phase ran its full count within its time limit',
-      broken: per((r) => (r.completed ? undefined : `${r.name}: stopped at its time limit or when the server died`)),
-    },
-  ];
-}
-
 function failedToRun(name: string, error: unknown): PhaseResult {
   const message = error instanceof Error ? error.message : String(error);
   return {
@@ -222,9 +118,14 @@ async function main(): Promise<number> {
 
   const configFile = join(work, 'config', 'injection-config.yaml');
   await mkdir(join(work, 'config'));
-  await copyFile(join(ROOT, 'manifests/components/injection-config/injection-config.yaml'), configFile);
+  await copyFile(repoPath('manifests/components/injection-config/injection-config.yaml'), configFile);
   const withConfig: ServeSetup = { ...setup, args: [...setup.args, '--config-file', configFile] };
-  const timeoutMs = limits.admissionTimeoutMs;
+  const phase = (dir: string, serve: ServeSetup): PhaseRun => ({
+    dir,
+    setup: serve,
+    options,
+    timeoutMs: limits.admissionTimeoutMs,
+  });
   const plainSession = (dir: string): Promise<Session> =>
     Session.open({
       dir,
@@ -233,15 +134,20 @@ async function main(): Promise<number> {
       args: [...withConfig.args, '--self-signed-dir', join(dir, 'certs')],
     });
 
+  const slowClients =
+    (mode: SlowMode) =>
+    async (dir: string): Promise<PhaseResult> =>
+      slowClientPhase(mode, await plainSession(dir), phase(dir, withConfig));
+
   const run: Record<PhaseName, (dir: string) => Promise<PhaseResult>> = {
     fuzz: async (dir) => fuzzPhase(await plainSession(dir), options, work),
-    'never-read': async (dir) => slowClientPhase('never-read', await plainSession(dir), options, timeoutMs),
-    'stalled-body': async (dir) => slowClientPhase('stalled-body', await plainSession(dir), options, timeoutMs),
-    'byte-at-a-time': async (dir) => slowClientPhase('byte-at-a-time', await plainSession(dir), options, timeoutMs),
-    slowloris: async (dir) => slowClientPhase('slowloris', await plainSession(dir), options, timeoutMs),
-    rotation: (dir) => rotationPhase(dir, withConfig, options, timeoutMs),
-    'config-flips': (dir) => configFlipPhase(dir, setup, options, timeoutMs),
-    drain: (dir) => drainPhase(dir, withConfig, shutdownDelayArgs(help), options, timeoutMs),
+    'never-read': slowClients('never-read'),
+    'stalled-body': slowClients('stalled-body'),
+    'byte-at-a-time': slowClients('byte-at-a-time'),
+    slowloris: slowClients('slowloris'),
+    rotation: (dir) => rotationPhase(phase(dir, withConfig)),
+    'config-flips': (dir) => configFlipPhase(phase(dir, setup)),
+    drain: (dir) => drainPhase(phase(dir, withConfig), shutdownDelayArgs(help)),
   };
 
   const results: PhaseResult[] = [];

@@ -6,16 +6,14 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, createReadStream, openSync } from 'node:fs';
 import { mkdir, readdir, readFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { statusKiB } from '../harness/proc.js';
+import { CLI } from '../harness/repo.js';
+import { freePort, serveArgs } from '../harness/serve.js';
 import { exchange, type Target } from './http.js';
-
-// Compiled to dist/soak/soak/server.js; the package root is three levels up.
-export const ROOT = new URL('../../../', import.meta.url).pathname;
-export const MAIN = join(ROOT, 'dist/cli/main.js');
 
 export interface HelpFlag {
   flag: string;
@@ -24,7 +22,7 @@ export interface HelpFlag {
 }
 
 export async function readServeHelp(): Promise<Map<string, HelpFlag>> {
-  const { stdout } = await promisify(execFile)(process.execPath, [MAIN, 'serve', '--help']);
+  const { stdout } = await promisify(execFile)(process.execPath, [CLI, 'serve', '--help']);
   const flags = new Map<string, HelpFlag>();
   for (const line of stdout.split('\n')) {
     const match = /^\s+--([a-z0-9-]+)\s+(.*?)(?:\s+\[default: ([^\]]*)\])?\s*$/.exec(line);
@@ -79,19 +77,6 @@ export function connectionCap(help: Map<string, HelpFlag>): { flag: string; valu
     if (Number.isInteger(value) && value > 0) return { flag, value };
   }
   return undefined;
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
 }
 
 export interface ExitInfo {
@@ -156,23 +141,11 @@ export class ServeProcess {
     const logFile = join(spec.dir, `serve-${port}.log`);
     // Log lines go to a file, not a pipe: a harness slow to drain a pipe would grow the server's memory.
     const out = openSync(logFile, 'w');
-    const child = spawn(
-      process.execPath,
-      [
-        MAIN,
-        'serve',
-        '--host',
-        '127.0.0.1',
-        '--port',
-        String(port),
-        '--metrics-port',
-        '0',
-        '--log-level',
-        spec.logLevel,
-        ...spec.args,
-      ],
-      { cwd: spec.dir, env: { ...process.env, ...spec.env }, stdio: ['ignore', out, 'pipe'] },
-    );
+    const child = spawn(process.execPath, serveArgs(port, '--log-level', spec.logLevel, ...spec.args), {
+      cwd: spec.dir,
+      env: { ...process.env, ...spec.env },
+      stdio: ['ignore', out, 'pipe'],
+    });
     closeSync(out);
     if (child.pid === undefined) throw new Error('serve did not start');
     const server = new ServeProcess(child, child.pid, port, logFile);
@@ -242,11 +215,11 @@ export class Sampler {
         readFile(`/proc/${this.pid}/status`, 'utf8'),
         readdir(`/proc/${this.pid}/fd`),
       ]);
-      const kib = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
       // An exiting process has no memory lines left: its sample would read as zero.
       if (!status.includes('VmRSS:')) return undefined;
-      this.hwmMiB = Math.max(this.hwmMiB, kib('VmHWM') / 1024);
-      const sample = { t: (performance.now() - this.started) / 1000, rssMiB: kib('VmRSS') / 1024, fds: fds.length };
+      this.hwmMiB = Math.max(this.hwmMiB, statusKiB(status, 'VmHWM') / 1024);
+      const rssMiB = statusKiB(status, 'VmRSS') / 1024;
+      const sample = { t: (performance.now() - this.started) / 1000, rssMiB, fds: fds.length };
       this.samples.push(sample);
       return sample;
     } catch {
@@ -258,20 +231,6 @@ export class Sampler {
   stop(): Sample[] {
     clearInterval(this.timer);
     return this.samples;
-  }
-}
-
-const CLOCK_TICKS_PER_SECOND = 100; // USER_HZ on Linux
-
-/** CPU time (user + system) a process has used so far, from /proc/<pid>/stat; undefined once it has exited. */
-export async function cpuMs(pid: number): Promise<number | undefined> {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    // After "pid (comm) ", utime and stime are the 12th and 13th fields; the comm may hold spaces, hence ')'.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
-  } catch {
-    return undefined;
   }
 }
 

@@ -5,7 +5,25 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Target } from './http.js';
 import type { Tail } from './load.js';
-import { logProblems, Sampler, ServeProcess, type ExitInfo, type Sample, type ServeSpec } from './server.js';
+import type { SoakOptions } from './options.js';
+import {
+  logProblems,
+  Sampler,
+  ServeProcess,
+  type ExitInfo,
+  type Sample,
+  type ServeSetup,
+  type ServeSpec,
+} from './server.js';
+
+/** What a phase is given: its folder, how its server runs, the run's sizes, and when an admission is lost. */
+export interface PhaseRun {
+  dir: string;
+  setup: ServeSetup;
+  options: SoakOptions;
+  /** Normal admissions slower than this count as lost: kube-apiserver gives up after the webhook's timeout. */
+  timeoutMs: number;
+}
 
 export interface PhaseResult {
   name: string;
@@ -35,7 +53,7 @@ export interface PhaseResult {
 }
 
 /** Descriptors a server at rest may gain over a phase without counting as a leak: watcher handles, a log write. */
-const SETTLE_SLACK = 8;
+export const SETTLE_SLACK = 8;
 
 export class Session {
   readonly sampler: Sampler;

@@ -15,13 +15,13 @@ import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NormalLoad, describeLoad, describeTail, epochMs, normalLoadSpec, tailOf } from './load.js';
-import type { SoakOptions } from './options.js';
 import { connectRaw, probeBodyLimit, requestHead, type RawConnection } from './raw.js';
 import { exampleReview, heavyReview, reviewText } from './reviews.js';
+import { cpuMs } from '../harness/proc.js';
 import { LOOP_PROBE_FILE } from './loop-probe.js';
-import { cpuMs } from './server.js';
-import type { Session, PhaseResult } from './session.js';
-import { percentile, Tally } from './tally.js';
+import type { PhaseResult, PhaseRun, Session } from './session.js';
+import { median } from '../harness/quantiles.js';
+import { Tally } from './tally.js';
 
 export type SlowMode = 'never-read' | 'stalled-body' | 'byte-at-a-time' | 'slowloris';
 
@@ -36,12 +36,9 @@ const WARM_UP_MS = 8_000;
 const QUIET_SKIP_MS = 2_000;
 const RECOVERY_MS = 3_000;
 
-export async function slowClientPhase(
-  mode: SlowMode,
-  session: Session,
-  options: SoakOptions,
-  timeoutMs: number,
-): Promise<PhaseResult> {
+/** One mode's attack on `session`'s server; the phase's folder and setup are the session's. */
+export async function slowClientPhase(mode: SlowMode, session: Session, run: PhaseRun): Promise<PhaseResult> {
+  const { options, timeoutMs } = run;
   const count = {
     'never-read': options.neverReadConnections,
     'stalled-body': options.stalledConnections,
@@ -147,7 +144,7 @@ export async function slowClientPhase(
     `${mode}: ${connections.length}/${count} connected in ${connectedAt.toFixed(1)} s${refusedConnects.total > 0 ? `, ${refusedConnects.total} refused (${refusedConnects.summary(4)})` : ''}; held ${heldFor.toFixed(0)} s`,
     mode === 'never-read'
       ? `closed by the server: ${closed.length} (seen only when they finally read, ${heldFor.toFixed(0)} s in), still open ${openAtEnd}`
-      : `closed by the server: ${closed.length}${closed.length > 0 ? ` (first ${fmt(closeTimes[0])} s, median ${fmt(percentile(closeTimes, 50))} s, last ${fmt(closeTimes[closeTimes.length - 1])} s after the attack began)` : ''}, still open at the end ${openAtEnd}`,
+      : `closed by the server: ${closed.length}${closed.length > 0 ? ` (first ${fmt(closeTimes[0])} s, median ${fmt(median(closeTimes))} s, last ${fmt(closeTimes[closeTimes.length - 1])} s after the attack began)` : ''}, still open at the end ${openAtEnd}`,
     `what the bad connections got: ${firstLines.summary(6)}${errors.total > 0 ? `; errors ${errors.summary(4)}` : ''}`,
     ...describeLoad(report),
     describeTail('  quiet, before the attack', tail.quiet),

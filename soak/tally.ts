@@ -36,8 +36,3 @@ export class Tally {
     return top.flatMap(([key]) => (this.examples.get(key) ?? []).map((line) => `${indent}${key}: ${line}`));
   }
 }
-
-export function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-}

@@ -9,7 +9,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import type { CpuGroup } from '../cpu-group.js';
-import { CLOCK_TICKS, statFields } from '../procs.js';
+import { CLOCK_TICKS, statFields } from '../../harness/proc.js';
 
 /** CPU seconds by what spent them. */
 export type CpuByPart = Record<string, number>;

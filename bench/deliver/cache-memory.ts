@@ -8,14 +8,12 @@
  */
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
+import { repoPath } from '../../harness/repo.js';
 import { injectRuntimes, type Pod, type RuntimeConfig } from '../../src/injection/index.js';
 
-// Compiled to dist/bench-deliver/bench/deliver/: the repository is four levels up.
-const repo = new URL('../../../../', import.meta.url).pathname;
-const template = parse(readFileSync(`${repo}examples/pod.yaml`, 'utf8')) as Pod;
-const configMap = parse(readFileSync(`${repo}manifests/components/injection-config/injection-config.yaml`, 'utf8')) as {
-  data: Record<string, string>;
-};
+const template = parse(readFileSync(repoPath('examples/pod.yaml'), 'utf8')) as Pod;
+const configFile = repoPath('manifests/components/injection-config/injection-config.yaml');
+const configMap = parse(readFileSync(configFile, 'utf8')) as { data: Record<string, string> };
 const configs = new Map(Object.entries(configMap.data).map(([k, v]) => [k, JSON.parse(v) as RuntimeConfig]));
 
 function managedFields(manager: string): unknown[] {

@@ -21,7 +21,7 @@ import { runtimeTlsAgent, tlsBundleFromSecretData } from '../../src/deliver/runt
 import { randomHex } from '../../src/util/random-hex.js';
 import { startEnvdDouble, type EnvdDouble } from '../../test/support/envd-double.js';
 import { runtimeTlsPki, runtimeTlsSecretData, type RuntimeTlsPki } from '../../test/support/runtime-tls-pki.js';
-import { median } from '../quantiles.js';
+import { median } from '../../harness/quantiles.js';
 
 const RUNTIMES = Number(process.env.ENVD_CLIENT_RUNTIMES ?? 200);
 const ROUNDS = Number(process.env.ENVD_CLIENT_ROUNDS ?? 10);

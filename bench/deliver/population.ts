@@ -12,11 +12,12 @@
  */
 import { readFile } from 'node:fs/promises';
 import { Agent, request } from 'node:https';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseAllDocuments } from 'yaml';
 import type { TestCluster } from '../../test/e2e/support/cluster.js';
-import { freePort } from '../procs.js';
+import { memoryMiB } from '../../harness/proc.js';
+import { repoPath } from '../../harness/repo.js';
+import { freePort } from '../../harness/serve.js';
 
 const COUNT = Number(process.env.DELIVER_BENCH_POPULATION ?? 5000);
 const NS = 'bench-population';
@@ -39,8 +40,8 @@ export interface Population {
   report(): Promise<void>;
 }
 
-export async function population(cluster: TestCluster, root: string): Promise<Population> {
-  const deployment = await deploymentMemory(root);
+export async function population(cluster: TestCluster): Promise<Population> {
+  const deployment = await deploymentMemory();
   const metricsPort = await freePort();
   const createdMs = COUNT > 0 ? await populate(cluster) : 0;
   let pid: number | undefined;
@@ -85,8 +86,8 @@ export async function population(cluster: TestCluster, root: string): Promise<Po
 }
 
 /** The NODE_OPTIONS and the memory limit of the deliver-env container, as the manifests install it. */
-async function deploymentMemory(root: string): Promise<{ nodeOptions: string | undefined; limitMiB: number }> {
-  const file = path.join(root, 'manifests/components/deliver-env/deployment.yaml');
+async function deploymentMemory(): Promise<{ nodeOptions: string | undefined; limitMiB: number }> {
+  const file = repoPath('manifests/components/deliver-env/deployment.yaml');
   const docs = parseAllDocuments(await readFile(file, 'utf8')).map((doc) => doc.toJS() as Record<string, unknown>);
   type Container = {
     name?: string;
@@ -105,9 +106,9 @@ async function deploymentMemory(root: string): Promise<{ nodeOptions: string | u
 }
 
 async function memory(pid: number | undefined): Promise<Memory> {
-  const status = await readFile(`/proc/${pid ?? 'none'}/status`, 'utf8');
-  const kib = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
-  return { rssMiB: Math.round(kib('VmRSS') / 1024), peakMiB: Math.round(kib('VmHWM') / 1024) };
+  if (pid === undefined) throw new Error('deliver-env has no pid');
+  const { rss, peak } = await memoryMiB(pid);
+  return { rssMiB: Math.round(rss), peakMiB: Math.round(peak) };
 }
 
 async function untilReady(port: number): Promise<void> {

@@ -1,6 +1,7 @@
 /**
  * The wrapper benchmark (part of `npm run bench`; alone: `npm run bench:wrapper`): run_with_envs.sh under real
- * bash, in the ways it can wait, side by side. Method and figures: docs/benchmark.md, "Method".
+ * bash, in the ways it can wait (ways.ts), side by side; the idle cost is measured in idle.ts. Method and
+ * figures: docs/benchmark.md, "Method".
  *
  *   idle cost     WRAPPER_BENCH_COUNT (50) wrappers waiting for WRAPPER_BENCH_SECONDS (30): their CPU from
  *                 /proc/PID/stat (user + system, with the children they reaped), and the processes started,
@@ -15,196 +16,27 @@
  *                 claim's end, for WRAPPER_BENCH_SECONDS: the CPU of both (not the command's), and their memory
  *                 (PSS, so the pages the wrappers share are split among them).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { childrenOf, waitUntilWaiting, writeWake } from '../../test/wrapper/run-wrapper.js';
+import { childrenOf, writeWake } from '../../test/wrapper/run-wrapper.js';
+import { knob } from '../../harness/knobs.js';
+import { statCpuMs } from '../../harness/proc.js';
+import { quantile } from '../../harness/quantiles.js';
+import { timesSeconds } from '../procs.js';
 import { cpuGroup, type CpuGroup } from '../cpu-group.js';
-import { CLOCK_TICKS, statFields, timesSeconds } from '../procs.js';
-import { quantile } from '../quantiles.js';
+import { canUnshare, idle, type Idle } from './idle.js';
+import { inWait, WRAPPER, ways, type Way } from './ways.js';
 
-// Compiled to dist/bench-wrapper/bench/wrapper/run.js: the package root is four levels up.
-const ROOT = new URL('../../../../', import.meta.url).pathname;
-const WRAPPER = path.join(ROOT, 'src/wrapper/run_with_envs.sh');
-/** The wrapper as it was before it waited on a descriptor: `sleep 0.1` in a loop. */
-const BEFORE_COMMIT = '1826c21';
-
-function knob(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name}: "${raw}" is not a positive integer`);
-  return value;
-}
-const COUNT = knob('WRAPPER_BENCH_COUNT', 50);
-const SECONDS = knob('WRAPPER_BENCH_SECONDS', 30);
-const WAKES = knob('WRAPPER_BENCH_WAKES', 100);
-const PROBES = knob('WRAPPER_BENCH_PROBES', 200);
-
-interface Way {
-  name: string;
-  script: string;
-  /**
-   * A folder at .env_wake: no FIFO can be made, so the wrapper falls back to /dev/ptmx. Not a plain file: a
-   * wrapper run as root replaces that with its FIFO (docs/env-file.md), and `rm -f` leaves a folder alone.
-   */
-  plainWakeFile: boolean;
-  /** How to know it is in its wait: its descriptor, or a sleep child. */
-  waits: 'descriptor' | 'sleep-child';
-  wake: boolean;
-  /** Never ends its wait: the idle floor only. */
-  reference?: true;
-}
+const COUNT = knob('WRAPPER_BENCH_COUNT', 50, 'positive integer');
+const SECONDS = knob('WRAPPER_BENCH_SECONDS', 30, 'positive integer');
+const WAKES = knob('WRAPPER_BENCH_WAKES', 100, 'positive integer');
+const PROBES = knob('WRAPPER_BENCH_PROBES', 200, 'positive integer');
 
 const work = mkdtempSync(path.join(tmpdir(), 'si-bench-wrapper-'));
-
-function ways(): Way[] {
-  const current = readFileSync(WRAPPER, 'utf8');
-  const fastPoll = path.join(work, 'fast-poll.sh');
-  writeFileSync(fastPoll, current.replace(/^fallback_poll_seconds=.*$/m, 'fallback_poll_seconds=0.01'));
-  const list: Way[] = [
-    { name: 'FIFO + wake (chosen)', script: WRAPPER, plainWakeFile: false, waits: 'descriptor', wake: true },
-    { name: 'no FIFO: read -t 0.1', script: WRAPPER, plainWakeFile: true, waits: 'descriptor', wake: false },
-    { name: 'no FIFO: read -t 0.01', script: fastPoll, plainWakeFile: true, waits: 'descriptor', wake: false },
-  ];
-  const blocked = path.join(work, 'blocked.sh');
-  writeFileSync(blocked, 'exec {fd}<>/dev/ptmx\nread -r -u "$fd" _\n');
-  list.push({
-    name: 'reference: blocked read',
-    script: blocked,
-    plainWakeFile: false,
-    waits: 'descriptor',
-    wake: false,
-    reference: true,
-  });
-  try {
-    const before = path.join(work, 'before.sh');
-    writeFileSync(before, execFileSync('git', ['-C', ROOT, 'show', `${BEFORE_COMMIT}:src/wrapper/run_with_envs.sh`]));
-    list.push({ name: 'before: sleep 0.1', script: before, plainWakeFile: false, waits: 'sleep-child', wake: false });
-  } catch {
-    process.stdout.write(`  (no git history here: the "before" wrapper, ${BEFORE_COMMIT}, is left out)\n`);
-  }
-  return list;
-}
-
-/** utime + stime + cutime + cstime, in seconds. */
-function cpuSeconds(pid: number): number {
-  const fields = statFields(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  return [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i]), 0) / CLOCK_TICKS;
-}
-
-async function inWait(way: Way, pid: number, dir: string): Promise<void> {
-  if (way.waits === 'descriptor') {
-    await waitUntilWaiting(pid, dir, 60_000);
-    return;
-  }
-  // A sleep reaped: the faults of reaped children (cminflt) grow. Cheaper to watch than the whole of /proc.
-  const reapedFaults = () => Number(statFields(readFileSync(`/proc/${pid}/stat`, 'utf8'))[8]);
-  const start = reapedFaults();
-  const deadline = Date.now() + 60_000;
-  while (reapedFaults() === start) {
-    if (Date.now() > deadline) throw new Error(`wrapper ${pid} never reaped a sleep`);
-    await sleep(5);
-  }
-}
-
-/** Lines from a child's stdout, one at a time. */
-function lines(child: ChildProcess): () => Promise<string> {
-  let buffered = '';
-  const waiting: ((line: string) => void)[] = [];
-  const ready: string[] = [];
-  child.stdout?.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString('utf8');
-    for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
-      const line = buffered.slice(0, nl);
-      buffered = buffered.slice(nl + 1);
-      const taker = waiting.shift();
-      if (taker === undefined) ready.push(line);
-      else taker(line);
-    }
-  });
-  return () => {
-    const line = ready.shift();
-    return line !== undefined ? Promise.resolve(line) : new Promise((resolve) => waiting.push(resolve));
-  };
-}
-
-// Starts COUNT wrappers, then on each line read prints the last PID allocated in its PID namespace.
-const HARNESS = `
-script=$1 n=$2 base=$3 plain=$4
-for ((i = 0; i < n; i++)); do
-  mkdir -p "$base/$i"
-  if [ "$plain" = 1 ]; then mkdir "$base/$i/.env_wake"; fi
-  SANDBOX_ENV_DIR="$base/$i" bash "$script" -- true < /dev/null &
-done
-echo started
-while read -r _; do read -r last < /proc/sys/kernel/ns_last_pid; echo "$last"; done
-kill -TERM $(jobs -p)
-wait
-`;
-
-interface Idle {
-  way: string;
-  cpuSeconds: number;
-  coreShare: number;
-  processesStarted: number;
-  counted: 'PID namespace' | 'system-wide';
-}
-
-function systemForks(): number {
-  const match = /^processes (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'));
-  return Number(match?.[1]);
-}
-
-async function idle(way: Way, isolated: boolean): Promise<Idle> {
-  const base = mkdtempSync(path.join(work, 'idle-'));
-  const args = ['-c', HARNESS, 'harness', way.script, String(COUNT), base, way.plainWakeFile ? '1' : '0'];
-  const child = isolated
-    ? spawn('unshare', ['--pid', '--fork', '--', 'bash', ...args], { stdio: ['pipe', 'pipe', 'inherit'] })
-    : spawn('bash', args, { stdio: ['pipe', 'pipe', 'inherit'] });
-  const next = lines(child);
-  try {
-    if ((await next()) !== 'started') throw new Error('harness did not start');
-    const harness = isolated ? ((await childrenOf(child.pid ?? -1))[0] ?? -1) : (child.pid ?? -1);
-    let wrappers: number[] = [];
-    for (const deadline = Date.now() + 60_000; wrappers.length < COUNT; wrappers = await childrenOf(harness)) {
-      if (Date.now() > deadline) throw new Error(`${wrappers.length} of ${COUNT} wrappers started`);
-      await sleep(20);
-    }
-    for (const [i, pid] of wrappers.entries()) await inWait(way, pid, path.join(base, String(i)));
-    const cpuBefore = wrappers.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
-    const forksBefore = systemForks();
-    child.stdin?.write('\n');
-    const pidBefore = Number(await next());
-    await sleep(SECONDS * 1000);
-    const cpuAfter = wrappers.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
-    child.stdin?.write('\n');
-    const pidAfter = Number(await next());
-    const forksAfter = systemForks();
-    return {
-      way: way.name,
-      cpuSeconds: cpuAfter - cpuBefore,
-      coreShare: (cpuAfter - cpuBefore) / SECONDS,
-      processesStarted: isolated ? pidAfter - pidBefore : forksAfter - forksBefore,
-      counted: isolated ? 'PID namespace' : 'system-wide',
-    };
-  } finally {
-    child.stdin?.end();
-    await new Promise((resolve) => (child.exitCode !== null ? resolve(null) : child.on('close', resolve)));
-    rmSync(base, { recursive: true, force: true });
-  }
-}
-
-async function canUnshare(): Promise<boolean> {
-  const probe = spawn('unshare', ['--pid', '--fork', '--', 'bash', '-c', 'exit 0'], { stdio: 'ignore' });
-  return new Promise((resolve) => {
-    probe.on('error', () => resolve(false));
-    probe.on('close', (code) => resolve(code === 0));
-  });
-}
 
 /**
  * One round: a fresh folder, one waiting wrapper, readiness, and the time to its command's first output; with
@@ -271,8 +103,7 @@ function probes(command: string): { cpuMs: number; wallMs: number } {
 
 /** utime + stime of the process itself, in seconds: not its children's. */
 function ownCpuSeconds(pid: number): number {
-  const fields = statFields(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  return statCpuMs(readFileSync(`/proc/${pid}/stat`, 'utf8')) / 1000;
 }
 
 /** Proportional set size, in KiB: the process's private pages and its share of the shared ones. */
@@ -327,7 +158,7 @@ async function supervising(): Promise<{ cpuSeconds: number; coreShare: number; p
 }
 
 async function main(): Promise<void> {
-  const list = ways();
+  const list = ways(work);
   const isolated = await canUnshare();
   process.stdout.write(
     `run_with_envs.sh: ${COUNT} waiting wrappers for ${SECONDS} s, per way of waiting ` +
@@ -335,7 +166,7 @@ async function main(): Promise<void> {
   );
   const idles: Idle[] = [];
   for (const way of list) {
-    const result = await idle(way, isolated);
+    const result = await idle(way, isolated, COUNT, SECONDS, work);
     idles.push(result);
     process.stdout.write(
       `  ${way.name.padEnd(24)} CPU ${result.cpuSeconds.toFixed(2)} s (${(result.coreShare * 100).toFixed(2)}% of a core), ` +

@@ -4,6 +4,7 @@ import { reviewAdmission } from '../admission/review.js';
 import { autoWarnings, wrappedWithoutInstaller, type Pod } from '../injection/index.js';
 import { wrapperFromImage } from '../wrapper/installer.js';
 import type { RuntimeSelection } from '../sources/pod-annotations.js';
+import { podCreateReview } from '../shapes/pod-create-review.js';
 import { POLICY_ANNOTATION, RUNTIMES_ANNOTATION } from '../shapes/sandbox-api.js';
 import { firstPolicy, parsePolicy, parseRuntimeList, runtimesFromAnnotations } from '../sources/pod-annotations.js';
 import { columns, UsageError } from './command.js';
@@ -15,7 +16,7 @@ import {
   POSTSTART_CONFLICT_HELP,
   POSTSTART_CONFLICT_USAGE,
 } from './offline-deps.js';
-import { applyResponsePatch, parsePod, podCreateReview } from './pod-review.js';
+import { applyResponsePatch, parsePod } from './pod-review.js';
 
 export const usage = `usage: sandbox-injector inject [--config-file CONFIGMAP] [-f POD|-] [--runtimes a,b]
          [--env-vars-injection-policy Auto|None] [--wrapper-image IMAGE] ${POSTSTART_CONFLICT_USAGE} [-o yaml|json]
@@ -60,7 +61,8 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
   const deps = await offlineDeps(values['config-file'], values['poststart-conflict'], io);
   const pod = parsePod(await readInput(values.filename, io), values.filename);
 
-  const outcome = await reviewAdmission(podCreateReview(pod, undefined, 'sandbox-injector-inject'), {
+  const namespace = pod.metadata?.namespace ?? 'default';
+  const outcome = await reviewAdmission(podCreateReview(pod, { uid: 'sandbox-injector-inject', namespace }), {
     ...deps,
     ...wrapperFromImage(values['wrapper-image']),
     warnUnwrapped: true,

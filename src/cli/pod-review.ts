@@ -1,5 +1,4 @@
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
-import type { AdmissionReviewRequest } from '../shapes/admission-review.js';
 import type { Pod } from '../injection/index.js';
 import { oneYamlDocument } from '../util/one-yaml-document.js';
 import { CliError, refusePrototypeKeys } from './io.js';
@@ -12,26 +11,6 @@ export function parsePod(text: string, origin: string): Pod {
     throw new CliError(`${origin}: not a Pod manifest (kind Pod)`);
   }
   return value as Pod;
-}
-
-/** The review kube-apiserver would send for creating `pod` in `namespace`. */
-export function podCreateReview(
-  pod: Pod,
-  namespace = pod.metadata?.namespace ?? 'default',
-  uid = 'sandbox-injector-cli',
-): AdmissionReviewRequest {
-  return {
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: {
-      uid,
-      kind: { group: '', version: 'v1', kind: 'Pod' },
-      resource: { group: '', version: 'v1', resource: 'pods' },
-      operation: 'CREATE',
-      namespace,
-      object: pod,
-    },
-  };
 }
 
 /** The response's base64 JSON patch as operations; none for an answer without a patch. */

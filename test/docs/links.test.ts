@@ -16,7 +16,7 @@ const tracked = execFileSync('git', ['ls-files', '-z'], { cwd: ROOT, encoding: '
 
 /** The texts people follow pointers from: prose, manifests, the chart, and the code's comments. */
 const SCANNED =
-  /^(README\.md|CONTRIBUTING\.md|docs\/.+\.md|manifests\/.+|charts\/.+|examples\/.+|(src|test|bench|soak|scripts)\/.+\.(ts|sh|yaml|json|md))$/;
+  /^(README\.md|CONTRIBUTING\.md|docs\/.+\.md|manifests\/.+|charts\/.+|examples\/.+|(src|test|bench|soak|harness|scripts)\/.+\.(ts|sh|yaml|json|md))$/;
 // The shared conformance cases are copies kept as written, and point nowhere; the checker's own source shows
 // what a pointer looks like with made-up ones.
 const NOT_SCANNED = /^(test\/fixtures\/|test\/docs\/link-check\.ts$)/;

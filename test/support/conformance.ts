@@ -2,8 +2,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { expect } from 'vitest';
-import { podCreateReview } from '../../src/cli/pod-review.js';
-import { STATUS_ANNOTATION, type Pod } from '../../src/injection/index.js';
+import { STATUS_ANNOTATION } from '../../src/injection/index.js';
+import { podCreateReview } from '../../src/shapes/pod-create-review.js';
 import { applyStrict, type PatchOperation } from './strict-patch.js';
 
 export const CONFORMANCE_DIR = new URL('../fixtures/conformance/', import.meta.url).pathname;
@@ -46,9 +46,9 @@ export function loadConformanceCases(dir = CONFORMANCE_DIR): ConformanceCase[] {
     }));
 }
 
-/** The review kube-apiserver would send for creating the case's pod in `default`: the CLI's own envelope. */
+/** The review kube-apiserver would send for creating the case's pod in `default`: the CLI's envelope. */
 export function reviewFor(pod: unknown, uid = 'conformance-uid'): Record<string, unknown> {
-  return { ...podCreateReview(pod as Pod, 'default', uid) };
+  return { ...podCreateReview(pod, { uid, namespace: 'default' }) };
 }
 
 export interface ReviewResponseLike {

@@ -7,8 +7,9 @@ import { reviewAdmission, type Decision, type ReviewDeps } from '../../admission
 import { autoWarnings, wrappedWithoutInstaller, type Pod, type SkipReason } from '../../injection/index.js';
 // The status annotation's one reader; injection/index.ts does not re-export it and the core is not ours to edit.
 import { recordedStatus, type RecordedStatus } from '../../sandbox/injection-status.js';
+import { podCreateReview } from '../../shapes/pod-create-review.js';
 import { CliError } from '../io.js';
-import { applyResponsePatch, decodePatch, podCreateReview } from '../pod-review.js';
+import { applyResponsePatch, decodePatch } from '../pod-review.js';
 import type { DeliveryExplanation } from './delivery-facts.js';
 import { unifiedDiff } from './line-diff.js';
 import type { WebhookVerdict } from './webhook-match.js';
@@ -95,7 +96,7 @@ export async function explainPod(input: ExplainInput): Promise<Explanation> {
   const selectRuntimes: ReviewDeps['selectRuntimes'] = async (...args) =>
     (selection = await deps.selectRuntimes(...args));
   const snapshot = deps.config();
-  const outcome = await reviewAdmission(podCreateReview(pod, namespace, 'sandbox-injector-explain'), {
+  const outcome = await reviewAdmission(podCreateReview(pod, { uid: 'sandbox-injector-explain', namespace }), {
     ...deps,
     config: () => snapshot,
     selectRuntimes,

@@ -1,7 +1,7 @@
-/** The order statistics the benches print, one definition each so that their figures compare. */
+/** The order statistics the bench and the soak print, one definition each so that their figures compare. */
 
 /** The nearest-rank quantile of values sorted ascending: the smallest value with at least q of them at or below. */
-export function quantile(sorted: readonly number[], q: number): number {
+export function quantile(sorted: ArrayLike<number>, q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? Number.NaN;
 }
 
