@@ -14,7 +14,8 @@ import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, constants }
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { envdFiles, type EnvdFiles, type SendGuard } from '../../src/deliver/envd-files.js';
+import { envdFiles, type EnvdFiles } from '../../src/deliver/envd-files.js';
+import type { LeaderTerm } from '../../src/deliver/leader-election.js';
 import { deliverySteps, envPaths, wakeStep } from '../../src/deliver/plan.js';
 import type { RuntimeEndpoint } from '../../src/deliver/envd-files.js';
 import { runtimeTlsAgent, tlsBundleFromSecretData } from '../../src/deliver/runtime-tls.js';
@@ -29,7 +30,7 @@ const ROUNDS = Number(process.env.ENVD_CLIENT_ROUNDS ?? 10);
 const AT_ONCE = 32;
 const TOKEN = 'bench-token';
 const paths = envPaths('/var/sandbox');
-const guard: SendGuard = { signal: new AbortController().signal, fresh: () => true };
+const guard: LeaderTerm = { signal: new AbortController().signal, fresh: () => true };
 const content = `${Array.from({ length: 10 }, (_, i) => `export VAR_${i}='value ${i}'`).join('\n')}\n`;
 
 interface Served {

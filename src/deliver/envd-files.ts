@@ -67,12 +67,6 @@ export class EnvdError extends CatalogueError<undefined> {
   }
 }
 
-/**
- * The name bench/deliver/client-cpu.ts still imports; it is LeaderTerm, the one interface. Goes once bench
- * (another session's files) imports LeaderTerm.
- */
-export type SendGuard = LeaderTerm;
-
 export type EnvdOperation = 'get' | 'upload' | 'move' | 'list' | 'remove';
 
 export interface EnvdFilesDeps {
