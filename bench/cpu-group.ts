@@ -8,7 +8,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { errorCode } from '../src/util/error-message.js';
+import { errorCode } from '../src/errors/error-message.js';
 
 export interface CpuGroup {
   /** Moves a process into the group; what it and its children run from then on is counted. */

@@ -5,7 +5,7 @@
  * is wrapped; the no-op review is the same pod without the runtimes annotation, padded to the same size, and
  * the webhook admits it unchanged.
  */
-import { podCreateReview, type PodCreateReview } from '../src/shapes/pod-create-review.js';
+import { podCreateReview, type PodCreateReview } from '../src/kube-shapes/pod-create-review.js';
 
 const RUNTIMES = 'agents.kruise.io/runtimes';
 const POLICY = 'agents.kruise.io/env-vars-injection-policy';

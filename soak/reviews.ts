@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoPath } from '../harness/repo.js';
-import { podCreateReview } from '../src/shapes/pod-create-review.js';
+import { podCreateReview } from '../src/kube-shapes/pod-create-review.js';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: Json };

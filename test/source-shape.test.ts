@@ -39,26 +39,26 @@ const MIN_LINES = 30;
  */
 const SHORT_ON_PURPOSE: Readonly<Record<string, string>> = {
   'src/cli/deliver-env.ts': "the command's edge: options first, the controller's modules loaded only when it runs",
-  'src/sources/kube/in-cluster.ts':
+  'src/kube-client/in-cluster.ts':
     'whether a pod can reach the API, apart from clients.ts so serve decides its mode without loading client-node',
   'src/cli/preflight.ts':
     "the command's edge: options first, the cluster reads (client-node among them) loaded only when it runs",
   'src/cli/main.ts': 'the entry point package.json names as bin: it only starts the command',
   'src/injection/types.ts': "the injection's door to the Kubernetes shapes, and its names of runtimes and policies",
-  'src/util/backoff.ts':
+  'src/time/backoff.ts':
     'the one backoff, which the work queue, the watches and the certificate sync each pass their bounds',
-  'src/util/error-message.ts': 'how a caught value is read, for every edge that catches one',
-  'src/util/random-hex.ts':
+  'src/errors/error-message.ts': 'how a caught value is read, for every edge that catches one',
+  'src/deliver/envd/random-hex.ts':
     "the one pooled source of random names: the temporary files' nonces and the multipart boundaries",
-  'src/util/json-pointer.ts': 'RFC 6901 escaping, once for the shapes and the injection (shapes/ cannot import it)',
-  'src/util/one-yaml-document.ts': 'reading one YAML manifest, for the CLI and the ConfigMap source alike',
+  'src/json/json-pointer.ts': 'RFC 6901 escaping, once for the shapes and the injection',
+  'src/kube-shapes/one-yaml-document.ts': 'reading one YAML manifest, for the CLI and the ConfigMap source alike',
   'src/admission/patch.ts': "the patch's wire form, which the bench times alone (bench/inprocess.ts)",
   'src/cli/pod-review.ts': "the CLI's reading of a pod manifest and of an answer's patch, for inject and explain",
   'src/cli/serve/cluster.ts': "serve's mode and its clients, which load client-node only in cluster mode",
   'src/server/health.ts': 'the probe answers, which the webhook port and the plain-HTTP metrics port both serve',
   'src/cli/version.ts': 'the package version, for --version and the listening line (two commands read it)',
   'src/envfile/errors.ts': "the env-file writer's one error, which each of its steps throws and the CLI prints as-is",
-  'src/wrapper/installer.ts':
+  'src/cli/wrapper-installer.ts':
     "how the injector's own image installs the wrapper (the edge; the injection only runs a command)",
 };
 

@@ -1,6 +1,6 @@
 /**
  * `npm run bench:deliver-memory`: the heap deliver-env's caches take per Sandbox, for docs/install.md's memory
- * arithmetic. It holds what the two watches hold (src/deliver/watches.ts): every Sandbox as the API server lists
+ * arithmetic. It holds what the two watches hold (src/deliver/controller/watches.ts): every Sandbox as the API server lists
  * it, and its pod, keyed by Sandbox and uid, plus the reconciler's one fingerprint per delivered key, and
  * measures the heap after a full collection, at 1,000 and 10,000 Sandboxes. The objects are shaped like the
  * API server's (managedFields, status, the injected runtimes and the status annotation) with the repository's

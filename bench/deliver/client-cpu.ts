@@ -14,12 +14,12 @@ import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, constants }
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { envdFiles, type EnvdFiles } from '../../src/deliver/envd-files.js';
-import type { LeaderTerm } from '../../src/deliver/leader-election.js';
-import { deliverySteps, envPaths, wakeStep } from '../../src/deliver/plan.js';
-import type { RuntimeEndpoint } from '../../src/deliver/envd-files.js';
-import { runtimeTlsAgent, tlsBundleFromSecretData } from '../../src/deliver/runtime-tls.js';
-import { randomHex } from '../../src/util/random-hex.js';
+import { envdFiles, type EnvdFiles } from '../../src/deliver/envd/envd-files.js';
+import type { LeaderTerm } from '../../src/deliver/leadership/leader-election.js';
+import { deliverySteps, envPaths, wakeStep } from '../../src/deliver/envd/plan.js';
+import type { RuntimeEndpoint } from '../../src/deliver/envd/envd-files.js';
+import { runtimeTlsAgent, tlsBundleFromSecretData } from '../../src/deliver/envd/runtime-tls.js';
+import { randomHex } from '../../src/deliver/envd/random-hex.js';
 import { startEnvdDouble, type EnvdDouble } from '../../test/support/envd-double.js';
 import { runtimeTlsPki, runtimeTlsSecretData, type RuntimeTlsPki } from '../../test/support/runtime-tls-pki.js';
 import { median } from '../../harness/quantiles.js';

@@ -29,7 +29,7 @@ import { auditFlags } from '../../test/e2e/support/audit-log.js';
 import { startCluster } from '../../test/e2e/support/cluster.js';
 import { CLI, repoPath } from '../../harness/repo.js';
 import { DELIVER_OPTION_ROWS } from '../../src/cli/deliver-env/options.js';
-import { DEFAULT_CONFIG_NAMESPACE } from '../../src/sources/injection-config.js';
+import { DEFAULT_CONFIG_NAMESPACE } from '../../src/config/injection-config.js';
 import { startBurstCpu } from './burst-cpu.js';
 import { cpuGroup } from '../cpu-group.js';
 import { claimSent, readyAt, recordedTimes, reportClaims, seenTimes } from './figures.js';

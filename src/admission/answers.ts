@@ -5,8 +5,8 @@
  */
 import { statusReason, type Failure } from '../errors/index.js';
 import type { SkipReason } from '../injection/index.js';
-import type { AdmissionResponse, AdmissionReview, AdmissionReviewRequest } from '../shapes/admission-review.js';
-import { spliceAscii } from '../util/fast-json.js';
+import type { AdmissionResponse, AdmissionReview, AdmissionReviewRequest } from '../kube-shapes/admission-review.js';
+import { spliceAscii } from '../json/fast-json.js';
 import { limitWarnings, oneLine } from './warnings.js';
 
 export type Decision = 'injected' | 'unchanged' | 'denied';

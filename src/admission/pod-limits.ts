@@ -13,7 +13,7 @@
  * key. Both give the same facts, and the facts give the answer.
  */
 
-import type { MetadataMap } from '../shapes/kubernetes.js';
+import type { MetadataMap } from '../kube-shapes/kubernetes.js';
 import { scanPodMaps, type MapFacts, type PodMapScan } from './pod-map-scan.js';
 
 /** The maps this rule checks; the pod schema leaves their values to it. */

@@ -13,7 +13,7 @@
  * count twice, where JSON.parse keeps one; kube-apiserver re-encodes the pod before sending it, so only a
  * hand-made review has them, and it may be measured larger than it is.
  */
-import type { MetadataMap } from '../shapes/kubernetes.js';
+import type { MetadataMap } from '../kube-shapes/kubernetes.js';
 
 /** What one pass over a map finds, in the order the text gives its members. */
 export interface MapFacts {

@@ -6,14 +6,14 @@ import {
   type RequestedRuntime,
   type WrapperInstaller,
 } from '../injection/index.js';
-import type { AdmissionRequest } from '../shapes/admission-review.js';
+import type { AdmissionRequest } from '../kube-shapes/admission-review.js';
 import { encodePatch } from './patch.js';
-import type { ConfigSnapshot } from '../sources/injection-config.js';
-import type { RuntimeSelection } from '../sources/pod-annotations.js';
+import type { ConfigSnapshot } from '../config/injection-config.js';
+import type { RuntimeSelection } from '../sandbox/runtime-selection.js';
 import { DENIALS, type Failure } from '../errors/index.js';
 import { allowed, denied, patched, type ReviewFacts, type ReviewOutcome } from './answers.js';
 import { podOverLimits } from './pod-limits.js';
-import { podName, warningSubject } from './sandbox-owner.js';
+import { podName, warningSubject } from '../sandbox/owner.js';
 import { describePodError, describeReviewError, validatePod, validateReview } from './schema.js';
 
 export interface ReviewDeps {

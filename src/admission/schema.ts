@@ -1,9 +1,9 @@
 import { Ajv, type ErrorObject } from 'ajv';
 import type { Pod } from '../injection/index.js';
-import type { AdmissionReviewRequest } from '../shapes/admission-review.js';
-import { jsonSchemaOf, type JsonSchema } from '../shapes/json-schema.js';
-import { pod as podShape } from '../shapes/kubernetes.js';
-import { describeShapeError, fieldPathName } from '../shapes/schema-errors.js';
+import type { AdmissionReviewRequest } from '../kube-shapes/admission-review.js';
+import { jsonSchemaOf, type JsonSchema } from '../kube-shapes/json-schema.js';
+import { pod as podShape } from '../kube-shapes/kubernetes.js';
+import { describeShapeError, fieldPathName } from '../kube-shapes/schema-errors.js';
 import { POD_MAP_FIELDS } from './pod-limits.js';
 
 /** The API versions of AdmissionReview we speak; the answer always carries the request's own. */
@@ -43,7 +43,7 @@ const reviewSchema = {
 
 export const validateReview = ajv.compile<AdmissionReviewRequest>(reviewSchema);
 /**
- * The pod's shape is shared with the injection config's (see shapes/kubernetes.ts), but for the values of its
+ * The pod's shape is shared with the injection config's (see kube-shapes/kubernetes.ts), but for the values of its
  * labels and annotations: those are checked by the size rule, which also sums their size (src/admission/pod-limits.ts)
  * and runs first, so a map of tens of thousands of entries is not walked a second time here.
  */

@@ -9,9 +9,9 @@ import {
   type V1MutatingWebhookConfiguration,
   type V1Secret,
 } from '@kubernetes/client-node';
-import type { KubeClients } from '../sources/kube/clients.js';
-import type { Logger } from '../util/logger.js';
-import type { Clock } from '../util/clock.js';
+import type { KubeClients } from '../kube-client/clients.js';
+import type { Logger } from '../logging/logger.js';
+import type { Clock } from '../time/clock.js';
 import { readAtomicDir, writeAtomicDir } from './atomic-dir.js';
 import {
   applyPlan,

@@ -25,9 +25,9 @@ import { CertificateSync, certificateFiles } from './certificate-sync.js';
 import { checkPolicy, type RenewalPolicy } from './plan.js';
 import { serviceSubjectNames } from './pki.js';
 import { startSyncSchedule } from './sync-schedule.js';
-import type { KubeClients } from '../sources/kube/clients.js';
-import { systemClock, type Clock } from '../util/clock.js';
-import type { Logger } from '../util/logger.js';
+import type { KubeClients } from '../kube-client/clients.js';
+import { systemClock, type Clock } from '../time/clock.js';
+import type { Logger } from '../logging/logger.js';
 
 export interface SelfManagedCertificatesOptions {
   clients: KubeClients;

@@ -12,7 +12,7 @@
  * damaged Secret repairs itself instead of stopping the webhook.
  */
 import type { V1Secret } from '@kubernetes/client-node';
-import { INJECTOR_DOMAIN } from '../shapes/sandbox-api.js';
+import { INJECTOR_DOMAIN } from '../sandbox/api.js';
 import { certifiedKey, issuedBy, parseCertificate, type CertifiedKey } from './pki.js';
 
 export const SECRET_KEYS = {

@@ -1,13 +1,13 @@
 /**
  * When self-managed certificates are brought up to date: a pass at start, then one per poll interval, and
  * one on each renewNow(). Passes never overlap; a failed pass is retried sooner, backing off per failure
- * (util/backoff.ts).
+ * (time/backoff.ts).
  * What a pass does is CertificateSync's business (certificate-sync.ts); this module only knows when.
  */
 import type { RenewalRequest } from './plan.js';
-import { backoffDelay, type BackoffSettings } from '../util/backoff.js';
-import { sleepOn, type Clock } from '../util/clock.js';
-import type { Logger } from '../util/logger.js';
+import { backoffDelay, type BackoffSettings } from '../time/backoff.js';
+import { sleepOn, type Clock } from '../time/clock.js';
+import type { Logger } from '../logging/logger.js';
 
 export interface PassOutcome {
   /** Something is not settled yet (configuration missing, files held back): look again soon. */
@@ -24,7 +24,7 @@ export interface SyncPasses {
 export interface ScheduleTiming {
   pollIntervalMs: number;
   /**
-   * The waits after failed passes in a row (util/backoff.ts). A pass that asks to look again soon waits five
+   * The waits after failed passes in a row (time/backoff.ts). A pass that asks to look again soon waits five
    * times the minimum.
    */
   retry: BackoffSettings;

@@ -3,7 +3,7 @@
  * controller's modules (client-node among them) load only when it runs, so `--help` and usage errors are quick.
  */
 import { pino } from 'pino';
-import { errorMessage } from '../util/error-message.js';
+import { errorMessage } from '../errors/error-message.js';
 import { commandOptions } from './command.js';
 import { deliverUsage, parseDeliverOptions } from './deliver-env/options.js';
 

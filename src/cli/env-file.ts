@@ -4,8 +4,8 @@ import { parseArgs } from 'node:util';
 import { EnvFileError } from '../envfile/errors.js';
 import { parseEnvJson } from '../envfile/parse-env-json.js';
 import { writeEnvFile } from '../envfile/write-env-file.js';
-import { INIT_RUNTIME_REQUEST } from '../shapes/sandbox-api.js';
-import { errorMessage } from '../util/error-message.js';
+import { INIT_RUNTIME_REQUEST } from '../sandbox/api.js';
+import { errorMessage } from '../errors/error-message.js';
 import { UsageError } from './command.js';
 import type { CliIo } from './io.js';
 

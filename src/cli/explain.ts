@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import type { ReviewDeps } from '../admission/review.js';
-import { wrapperFromImage } from '../wrapper/installer.js';
+import { wrapperFromImage } from './wrapper-installer.js';
 import { columns, UsageError } from './command.js';
 import { type CliIo, readInput, writeLine } from './io.js';
 import { CONFIG_FILE_HELP, offlineDeps, POSTSTART_CONFLICT_FLAG, POSTSTART_CONFLICT_HELP } from './offline-deps.js';
@@ -9,8 +9,8 @@ import { explainPod, type Explanation } from './explain/explanation.js';
 import { renderText } from './explain/render.js';
 import { explainDelivery } from './explain/delivery.js';
 import { DELIVERY_FLAG_NAMES, deliverySettings } from './explain/delivery-settings.js';
-import type { DeliverySandbox } from '../deliver/claim.js';
-import { systemClock } from '../util/clock.js';
+import type { DeliverySandbox } from '../deliver/controller/claim.js';
+import { systemClock } from '../time/clock.js';
 
 /** The name manifests/base/mutatingwebhookconfiguration.yaml installs (a test keeps the two equal). */
 export const DEFAULT_WEBHOOK_CONFIGURATION = 'sandbox-injector';

@@ -2,11 +2,11 @@ import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { reviewAdmission } from '../admission/review.js';
 import { autoWarnings, wrappedWithoutInstaller, type Pod } from '../injection/index.js';
-import { wrapperFromImage } from '../wrapper/installer.js';
-import type { RuntimeSelection } from '../sources/pod-annotations.js';
-import { podCreateReview } from '../shapes/pod-create-review.js';
-import { POLICY_ANNOTATION, RUNTIMES_ANNOTATION } from '../shapes/sandbox-api.js';
-import { firstPolicy, parsePolicy, parseRuntimeList, runtimesFromAnnotations } from '../sources/pod-annotations.js';
+import { wrapperFromImage } from './wrapper-installer.js';
+import type { RuntimeSelection } from '../sandbox/runtime-selection.js';
+import { podCreateReview } from '../kube-shapes/pod-create-review.js';
+import { POLICY_ANNOTATION, RUNTIMES_ANNOTATION } from '../sandbox/api.js';
+import { firstPolicy, parsePolicy, parseRuntimeList, runtimesFromAnnotations } from '../sandbox/runtime-selection.js';
 import { columns, UsageError } from './command.js';
 import { CliError, type CliIo, readInput, writeLine } from './io.js';
 import {

@@ -2,7 +2,7 @@ import { chmod, copyFile, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { errorCode, errorMessage } from '../util/error-message.js';
+import { errorCode, errorMessage } from '../errors/error-message.js';
 import { WRAPPER_SCRIPT } from '../wrapper/env-dir.js';
 import { UsageError } from './command.js';
 import { CliError, type CliIo, writeLine } from './io.js';

@@ -1,7 +1,7 @@
 import { open } from 'node:fs/promises';
 import secureJson from 'secure-json-parse';
 import { DEFAULT_TRANSPORT_LIMITS } from '../server/transport.js';
-import { errorMessage } from '../util/error-message.js';
+import { errorMessage } from '../errors/error-message.js';
 
 /**
  * The most the CLI reads from one input: the server's default body limit, since `review` and `inject` must

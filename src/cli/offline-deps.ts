@@ -1,8 +1,8 @@
 import { JsonPointers, type ReviewDeps } from '../admission/review.js';
 import { POSTSTART_CONFLICT_MODES, type PostStartConflict } from '../injection/index.js';
-import { parseConfigMapManifest } from '../sources/configmap-manifest.js';
-import { InjectionConfigStore } from '../sources/injection-config.js';
-import { runtimesFromAnnotations } from '../sources/pod-annotations.js';
+import { parseConfigMapManifest } from '../config/configmap-manifest.js';
+import { InjectionConfigStore } from '../config/injection-config.js';
+import { runtimesFromAnnotations } from '../sandbox/runtime-selection.js';
 import { UsageError } from './command.js';
 import { type CliIo, readInput, writeLine } from './io.js';
 

@@ -1,6 +1,6 @@
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
 import type { Pod } from '../injection/index.js';
-import { oneYamlDocument } from '../util/one-yaml-document.js';
+import { oneYamlDocument } from '../kube-shapes/one-yaml-document.js';
 import { CliError, refusePrototypeKeys } from './io.js';
 
 /** One Pod manifest in YAML or JSON, refused with a message naming `origin` when it is anything else. */

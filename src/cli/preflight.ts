@@ -3,7 +3,7 @@
  * (preflight/read-cluster.ts), decides every check purely from what it read (preflight/checks-*.ts), and prints
  * one line per check, or JSON. Exits 0 when every check passes, 1 when one fails, 2 for a wrong command line.
  */
-import { systemClock } from '../util/clock.js';
+import { systemClock } from '../time/clock.js';
 import { commandOptions, EXIT } from './command.js';
 import { type CliIo, writeLine } from './io.js';
 import { parsePreflightOptions, preflightUsage } from './preflight/options.js';

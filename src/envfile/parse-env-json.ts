@@ -1,5 +1,5 @@
 import { isShellName } from './env-names.js';
-import { jsonErrorPosition } from '../util/error-message.js';
+import { jsonErrorPosition } from '../errors/error-message.js';
 import { EnvFileError } from './errors.js';
 
 type JsonObject = Record<string, unknown>;
@@ -8,7 +8,7 @@ type JsonObject = Record<string, unknown>;
  * Read the variables of a `--from-json` file into pairs, keeping the file's order. Two shapes are accepted:
  *
  * - a flat map, `{"KEY": "value", ...}`;
- * - the JSON of a Sandbox's init-runtime-request annotation (INIT_RUNTIME_REQUEST, src/shapes/sandbox-api.ts),
+ * - the JSON of a Sandbox's init-runtime-request annotation (INIT_RUNTIME_REQUEST, src/sandbox/api.ts),
  *   `{"envVars": {"KEY": "value", ...}, "accessToken": "...", "skipRefresh": true}`. Only `envVars` is read:
  *   the other fields are meant for the agent-runtime, not for the app's environment.
  *

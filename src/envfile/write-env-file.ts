@@ -5,7 +5,7 @@ import path from 'node:path';
 
 import { EnvFileError } from './errors.js';
 import { renderEnvFile, type EnvVars } from './render-env-file.js';
-import { errorMessage } from '../util/error-message.js';
+import { errorMessage } from '../errors/error-message.js';
 import { ENV_FILE_NAME, READY_FILE_NAME, WAKE_FILE_NAME } from '../wrapper/env-dir.js';
 
 export type { EnvVars } from './render-env-file.js';

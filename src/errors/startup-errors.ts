@@ -14,7 +14,7 @@ export const STARTUP_ERRORS = {
     1,
     'startup',
     'a --config-file is not exactly one ConfigMap with string values (serve keeps its last valid data)',
-    // The problem starts with the file's name: the YAML reader words it so (src/util/one-yaml-document.ts).
+    // The problem starts with the file's name: the YAML reader words it so (src/kube-shapes/one-yaml-document.ts).
     (problem: string) => problem,
   ),
   configDirectoryMissing: define(

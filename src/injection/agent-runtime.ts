@@ -1,4 +1,4 @@
-import { LIFECYCLE_HANDLER_KINDS } from '../shapes/kubernetes.js';
+import { LIFECYCLE_HANDLER_KINDS } from '../kube-shapes/kubernetes.js';
 import type { PodEditor } from './editor.js';
 import { appendMainEnv, appendMainMounts, mainContainerOrSkip, setMainPostStart } from './main-container.js';
 import { addMissingVolumes, appendContainers, skippedForNameConflict } from './merge.js';

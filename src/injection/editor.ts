@@ -1,4 +1,4 @@
-import { unescapePointer } from '../util/json-pointer.js';
+import { unescapePointer } from '../json/json-pointer.js';
 import { JsonPointers, pointerOf, type Segment } from './pointers.js';
 import type { MetadataMap, Pod } from './types.js';
 

@@ -8,7 +8,7 @@ import type { Container, Pod, Volume, VolumeMount } from './types.js';
 /**
  * The wrapper every wrapped command and exec probe starts with. These lists are shared by every pod and go into
  * patches as they are; a recorded value is never written into. Not frozen, as no array that goes into a patch is
- * (deepFreezeObjects, src/util/fast-json.ts).
+ * (deepFreezeObjects, src/json/fast-json.ts).
  */
 export const WRAPPER: readonly string[] = ['/bin/bash', WRAPPER_PATH];
 /** A wrapped container's command. */

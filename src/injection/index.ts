@@ -34,7 +34,7 @@
  *
  * Every edit is recorded as the operation that makes it as it is made, so the patch is ready when the edit ends.
  */
-import { STATUS_ANNOTATION } from '../shapes/sandbox-api.js';
+import { STATUS_ANNOTATION } from '../sandbox/api.js';
 import { injectAgentRuntime, type PostStartConflict } from './agent-runtime.js';
 import { injectCsi } from './csi.js';
 import { PodEditor, type EditOperation } from './editor.js';
@@ -231,5 +231,5 @@ export { wrappedWithoutInstaller } from './env-wrapper.js';
 export * as autoWarnings from './auto-warnings.js';
 export { POSTSTART_CONFLICT_MODES } from './agent-runtime.js';
 export type { InjectionReport, ProbeRewrite, ProxiedProbe, RuntimeSkip, SkipReason } from './report.js';
-export { STATUS_ANNOTATION } from '../shapes/sandbox-api.js';
+export { STATUS_ANNOTATION } from '../sandbox/api.js';
 export * from './types.js';

@@ -13,8 +13,8 @@
  *
  * Every pointer goes into a patch, so each is made a flat string (flatJoin).
  */
-import { flatJoin } from '../util/fast-json.js';
-import { escapePointer } from '../util/json-pointer.js';
+import { flatJoin } from '../json/fast-json.js';
+import { escapePointer } from '../json/json-pointer.js';
 
 /** One step of a path into the pod: an object key or an array index. */
 export type Segment = string | number;

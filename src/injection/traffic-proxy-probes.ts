@@ -24,8 +24,8 @@
  * Idempotent: a rewritten probe already asks the status port at its path, so rewriting it again changes nothing,
  * and it is left out of the probers, so a second pass has no prober to add.
  */
-import { marshalLikeGo } from '../shapes/go-json.js';
-import { HEALTH_PROBE_REWRITE_ANNOTATION, SIDECAR_PROXY_ANNOTATION, TRAFFIC_PROXY } from '../shapes/sandbox-api.js';
+import { marshalLikeGo } from '../kube-shapes/go-json.js';
+import { HEALTH_PROBE_REWRITE_ANNOTATION, SIDECAR_PROXY_ANNOTATION, TRAFFIC_PROXY } from '../sandbox/api.js';
 import type { PodEditor, Segment } from './editor.js';
 import { containerPath } from './merge.js';
 import type { InjectionReport, ProbeRewrite, ProxiedProbe } from './report.js';

@@ -1,5 +1,5 @@
 /**
- * The Kubernetes shapes the injection reads and writes, derived from their one declaration (src/shapes/kubernetes.ts):
+ * The Kubernetes shapes the injection reads and writes, derived from their one declaration (src/kube-shapes/kubernetes.ts):
  * only the fields the rules look at are typed; everything else rides along untouched as unknown properties.
  */
 export type {
@@ -18,7 +18,7 @@ export type {
   RuntimeConfig,
   Volume,
   VolumeMount,
-} from '../shapes/kubernetes.js';
+} from '../kube-shapes/kubernetes.js';
 
 export {
   AGENT_RUNTIME,
@@ -26,4 +26,4 @@ export {
   ENV_VARS_INJECTION_POLICIES,
   TRAFFIC_PROXY,
   type EnvVarsInjectionPolicy,
-} from '../shapes/sandbox-api.js';
+} from '../sandbox/api.js';

@@ -8,7 +8,7 @@
  */
 import { parseArgs } from 'node:util';
 import { Ajv, type ErrorObject, type SchemaObject, type ValidateFunction } from 'ajv';
-import { errorMessage } from '../util/error-message.js';
+import { errorMessage } from '../errors/error-message.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { envName, type OptionRow, type OptionRows, type RulesByKind, type ValueType } from './option-row.js';
 

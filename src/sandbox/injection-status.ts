@@ -3,8 +3,8 @@
  * keep a reinvocation's answer the same; deliver-env, for the wrapped containers and a pool pod's revision; and
  * `explain`. The webhook writes it (src/injection/status.ts); this is its shape and the one way to read it.
  */
-import type { Pod } from '../shapes/kubernetes.js';
-import { STATUS_ANNOTATION } from '../shapes/sandbox-api.js';
+import type { Pod } from '../kube-shapes/kubernetes.js';
+import { STATUS_ANNOTATION } from './api.js';
 
 /** Why a runtime (or part of one) was left out. The codes are stable: metrics and the status annotation use them. */
 export type SkipReason =

@@ -8,8 +8,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler }
 import { reviewAdmission, type ReviewDeps } from '../admission/review.js';
 import { reviewBytes } from '../admission/answers.js';
 import { HTTP_ERRORS } from '../errors/index.js';
-import type { Clock } from '../util/clock.js';
-import { cutMessage, type Logger } from '../util/logger.js';
+import type { Clock } from '../time/clock.js';
+import { cutMessage, type Logger } from '../logging/logger.js';
 import { failureFor, httpFailure, type ErrorBody } from './http-failure.js';
 import { admissionLogFields, roundMs } from './log-lines.js';
 import type { ServerMetrics } from './metrics.js';

@@ -6,8 +6,8 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Server, ServerOptions as HttpsServerOptions } from 'node:https';
 import { JsonPointers, type ReviewDeps } from '../admission/review.js';
-import { systemClock, type Clock } from '../util/clock.js';
-import type { Logger } from '../util/logger.js';
+import { systemClock, type Clock } from '../time/clock.js';
+import type { Logger } from '../logging/logger.js';
 import { admissionRoute } from './admission-route.js';
 import { AnswersInFlight, clientErrorHandler } from './client-errors.js';
 import { errorAnswer, notFoundAnswer } from './error-answers.js';

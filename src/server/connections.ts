@@ -11,7 +11,7 @@
  */
 import type { Server } from 'node:https';
 import type { Socket } from 'node:net';
-import type { Clock } from '../util/clock.js';
+import type { Clock } from '../time/clock.js';
 import type { Reservation } from './byte-budget.js';
 
 /**

@@ -4,7 +4,7 @@
  * error a `kubectl` user sees.
  */
 import { HTTP_ERRORS, type Failure } from '../errors/index.js';
-import { errorMessage } from '../util/error-message.js';
+import { errorMessage } from '../errors/error-message.js';
 
 export interface ErrorBody {
   message: string;

@@ -1,9 +1,9 @@
 /**
  * The server's request log lines: one per admission, one per HTTP error answer. Never env values or
- * certificates, and every field that came from the request is cut (src/util/logger.ts).
+ * certificates, and every field that came from the request is cut (src/logging/logger.ts).
  */
 import type { AdmissionSummary } from '../admission/answers.js';
-import { LOG_NAME_MAX, cutList, cutMessage, cutName, cutNames, cutString, type Logger } from '../util/logger.js';
+import { LOG_NAME_MAX, cutList, cutMessage, cutName, cutNames, cutString, type Logger } from '../logging/logger.js';
 import type { HttpFailure } from './http-failure.js';
 
 /** Who, what was asked, what was decided. */

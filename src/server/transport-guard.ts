@@ -11,7 +11,7 @@ import fastifyPlugin from 'fastify-plugin';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
 import type { Socket } from 'node:net';
-import type { Clock } from '../util/clock.js';
+import type { Clock } from '../time/clock.js';
 import { ByteBudget, Reservation, countingStream } from './byte-budget.js';
 import type { AnswersInFlight } from './client-errors.js';
 import { Connections } from './connections.js';

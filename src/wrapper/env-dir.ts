@@ -5,7 +5,7 @@
  * and deliver-env write into it, all with these names; the script spells its own defaults, and
  * test/wrapper/env-dir.test.ts runs it under bash to check that they are these.
  */
-import { flatJoin } from '../util/fast-json.js';
+import { flatJoin } from '../json/fast-json.js';
 
 /**
  * Where every wrapped pod has the folder. The injection rules fix it (docs/policy.md, "The injection rules"):

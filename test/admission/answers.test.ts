@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { reviewBytes } from '../../src/admission/answers.js';
-import type { AdmissionReview } from '../../src/shapes/admission-review.js';
+import type { AdmissionReview } from '../../src/kube-shapes/admission-review.js';
 
 describe('reviewBytes', () => {
   const base = { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' as const };

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import type { ConfigSnapshot } from '../../src/sources/injection-config.js';
+import type { ConfigSnapshot } from '../../src/config/injection-config.js';
 import { JsonPointers, reviewAdmission, type ReviewDeps, type ReviewOutcome } from '../../src/admission/review.js';
 import { MAX_ANNOTATIONS_BYTES } from '../../src/admission/pod-limits.js';
 import { MAX_WARNINGS_BYTES, MAX_WARNING_LENGTH, limitWarnings } from '../../src/admission/warnings.js';
-import { InjectionConfigStore } from '../../src/sources/injection-config.js';
-import { runtimesFromAnnotations } from '../../src/sources/pod-annotations.js';
+import { InjectionConfigStore } from '../../src/config/injection-config.js';
+import { runtimesFromAnnotations } from '../../src/sandbox/runtime-selection.js';
 import { admittedPod, decodePatch, reviewFor } from '../support/conformance.js';
 import { AGENT_CONFIG, CSI_CONFIG } from '../support/builders.js';
 import { watchedMap } from '../support/watched-map.js';

@@ -7,7 +7,7 @@ import { startSyncSchedule, type PassOutcome, type SyncPasses } from '../../src/
 import type { RenewalRequest } from '../../src/certs/plan.js';
 import { recordingLogger } from '../server/support/server.js';
 import { ManualClock } from '../support/manual-clock.js';
-import type { Clock } from '../../src/util/clock.js';
+import type { Clock } from '../../src/time/clock.js';
 
 const POLL_MS = 60_000;
 const RETRY_MIN_MS = 1_000;

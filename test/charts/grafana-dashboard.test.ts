@@ -5,8 +5,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { createDeliveryMetrics } from '../../src/deliver/metrics.js';
-import { poolPodMetrics } from '../../src/deliver/pool-pod-metrics.js';
+import { createDeliveryMetrics } from '../../src/deliver/controller/metrics.js';
+import { poolPodMetrics } from '../../src/deliver/pools/pool-pod-metrics.js';
 import { Histogram } from 'prom-client';
 import { createMetrics } from '../../src/server/metrics.js';
 

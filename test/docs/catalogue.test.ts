@@ -45,8 +45,8 @@ describe('docs/server.md metrics table', () => {
 
 describe('docs/deliver-env.md metrics table', () => {
   it('names exactly the metrics deliver-env registers', async () => {
-    const { createDeliveryMetrics } = await import('../../src/deliver/metrics.js');
-    const { poolPodMetrics } = await import('../../src/deliver/pool-pod-metrics.js');
+    const { createDeliveryMetrics } = await import('../../src/deliver/controller/metrics.js');
+    const { poolPodMetrics } = await import('../../src/deliver/pools/pool-pod-metrics.js');
     const metrics = createDeliveryMetrics({
       defaultMetrics: false,
       queue: () => ({ depth: 0, oldestQueuedSeconds: 0, longestRunningSeconds: 0 }),

@@ -4,10 +4,10 @@
 // freeze reaches the cache anyway.
 import { KubeConfig, Watch, type V1ConfigMap } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKubeClients, type KubeClients } from '../../src/sources/kube/clients.js';
-import { WatchSilentError } from '../../src/sources/kube/guarded-watch.js';
-import type { ListPage } from '../../src/sources/kube/paged-list.js';
-import { ResilientWatch } from '../../src/sources/kube/resilient-watch.js';
+import { createKubeClients, type KubeClients } from '../../src/kube-client/clients.js';
+import { WatchSilentError } from '../../src/kube-client/guarded-watch.js';
+import type { ListPage } from '../../src/kube-client/paged-list.js';
+import { ResilientWatch } from '../../src/kube-client/resilient-watch.js';
 import { waitUntil } from '../support/wait-until.js';
 import { startCluster, type TestCluster } from './support/cluster.js';
 import { startFreezableProxy, type FreezableProxy } from './support/freezable-proxy.js';

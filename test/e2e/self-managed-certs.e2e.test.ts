@@ -18,7 +18,7 @@ import {
 } from '@kubernetes/client-node';
 import { parseAllDocuments, stringify as toYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKubeClients, type KubeClients } from '../../src/sources/kube/clients.js';
+import { createKubeClients, type KubeClients } from '../../src/kube-client/clients.js';
 import { waitUntil } from '../support/wait-until.js';
 import { compileReplica, startReplica, type CompiledReplica, type Replica } from './support/cert-replicas.js';
 import type { ReplicaLog } from './support/cert-replica-protocol.js';

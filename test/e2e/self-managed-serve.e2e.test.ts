@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSelfManagedCertificates } from '../../src/certs/self-managed.js';
-import { createKubeClients } from '../../src/sources/kube/clients.js';
+import { createKubeClients } from '../../src/kube-client/clients.js';
 import { reviewFor } from '../support/conformance.js';
 import { waitUntil } from '../support/wait-until.js';
 import { repoRoot, startCluster, type TestCluster } from './support/cluster.js';

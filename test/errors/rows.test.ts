@@ -2,8 +2,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { REFUSALS } from '../../src/deliver/outcome.js';
-import { EnvdError, type EnvdErrorKind } from '../../src/deliver/envd-files.js';
+import { REFUSALS } from '../../src/deliver/controller/outcome.js';
+import { EnvdError, type EnvdErrorKind } from '../../src/deliver/envd/envd-files.js';
 import { CATALOGUE, CatalogueError, STARTUP_ERRORS } from '../../src/errors/index.js';
 import { commandOptions, UsageError } from '../../src/cli/command.js';
 

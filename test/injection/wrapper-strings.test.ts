@@ -1,5 +1,5 @@
 // The wrapper's strings are copied into every wrapped command of every patch, so each must be one JSON.stringify's
-// fast path takes: a flat string (flatJoin, src/util/fast-json.ts). A string joined at load with a template
+// fast path takes: a flat string (flatJoin, src/json/fast-json.ts). A string joined at load with a template
 // literal of other constants would be a rope, which nothing has flattened yet when this runs.
 import v8 from 'node:v8';
 import { describe, expect, it } from 'vitest';

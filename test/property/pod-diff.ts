@@ -1,5 +1,5 @@
 import type { Pod } from '../../src/injection/index.js';
-import { escapePointer } from '../../src/util/json-pointer.js';
+import { escapePointer } from '../../src/json/json-pointer.js';
 
 export type PatchOperation =
   | { op: 'add'; path: string; value: unknown }

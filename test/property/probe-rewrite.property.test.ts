@@ -15,8 +15,8 @@ import {
   type RuntimeConfig,
 } from '../../src/injection/index.js';
 import { reviewAdmission } from '../../src/admission/review.js';
-import { InjectionConfigStore } from '../../src/sources/injection-config.js';
-import { runtimesFromAnnotations } from '../../src/sources/pod-annotations.js';
+import { InjectionConfigStore } from '../../src/config/injection-config.js';
+import { runtimesFromAnnotations } from '../../src/sandbox/runtime-selection.js';
 import { AGENT_CONFIG } from '../support/builders.js';
 import { decodePatch, reviewFor } from '../support/conformance.js';
 import { freezeAll } from '../support/freeze-all.js';

@@ -1,11 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { ConfigSnapshot } from '../../src/sources/injection-config.js';
+import type { ConfigSnapshot } from '../../src/config/injection-config.js';
 import { reviewAdmission, type ReviewDeps } from '../../src/admission/review.js';
 import type { Pod } from '../../src/injection/index.js';
-import { InjectionConfigStore } from '../../src/sources/injection-config.js';
-import { runtimesFromOwner, type Sandbox } from '../../src/sources/kube/sandbox-runtimes.js';
-import { runtimesFromAnnotations } from '../../src/sources/pod-annotations.js';
+import { InjectionConfigStore } from '../../src/config/injection-config.js';
+import { runtimesFromOwner, type Sandbox } from '../../src/admission/sandbox-runtimes.js';
+import { runtimesFromAnnotations } from '../../src/sandbox/runtime-selection.js';
 import { AGENT_CONFIG, CSI_CONFIG, PROXY_CONFIG } from '../support/builders.js';
 import { decodePatch, reviewFor } from '../support/conformance.js';
 import { applyStrict } from '../support/strict-patch.js';

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createMetrics } from '../../src/server/metrics.js';
-import { InjectionConfigStore } from '../../src/sources/injection-config.js';
+import { InjectionConfigStore } from '../../src/config/injection-config.js';
 import { loadConformanceCases } from '../support/conformance.js';
 
 const configMap = loadConformanceCases().find((c) => c.name === 'agent-runtime-basic')?.configMap;

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { expect } from 'vitest';
 import { STATUS_ANNOTATION } from '../../src/injection/index.js';
-import { podCreateReview } from '../../src/shapes/pod-create-review.js';
+import { podCreateReview } from '../../src/kube-shapes/pod-create-review.js';
 import { applyStrict, type PatchOperation } from './strict-patch.js';
 
 export const CONFORMANCE_DIR = new URL('../fixtures/conformance/', import.meta.url).pathname;

@@ -1,6 +1,6 @@
 /**
  * Freezes every object and array of a value, stricter than the config store (`deepFreezeObjects` in
- * src/util/fast-json.ts, which leaves arrays extensible for JSON.stringify's sake): under it, an edit that writes
+ * src/json/fast-json.ts, which leaves arrays extensible for JSON.stringify's sake): under it, an edit that writes
  * into a shared value throws.
  */
 export function freezeAll<T>(value: T): T {

@@ -6,7 +6,7 @@
  * With `fastForward`, each timer runs as soon as the code that set it yields, time jumping to it: for tests
  * of what happens after waits, not of when.
  */
-import type { Clock } from '../../src/util/clock.js';
+import type { Clock } from '../../src/time/clock.js';
 
 interface Timer {
   at: number;

@@ -5,7 +5,7 @@
  * certificates (test/server/support/pki.ts); synchronous, so a test or an e2e set-up can make them inline.
  */
 import { createCa, createClientCert, createServingCert, type CertAndKey } from '../server/support/pki.js';
-import { RUNTIME_TLS_SERVER_NAME } from '../../src/shapes/sandbox-api.js';
+import { RUNTIME_TLS_SERVER_NAME } from '../../src/sandbox/api.js';
 
 export type { CertAndKey } from '../server/support/pki.js';
 

@@ -9,7 +9,7 @@ import { stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
-import { multipartForm } from '../../src/deliver/http-call.js';
+import { multipartForm } from '../../src/deliver/envd/http-call.js';
 import { startEnvdDouble, type EnvdDouble } from '../support/envd-double.js';
 import {
   makeTempDir,

@@ -21,10 +21,10 @@ import {
   type OptionValuesOf,
   type ParsedOptions,
 } from '../../options/read-rows.js';
-import type { PerPoolBound, ReplaceableState, ReplacementSettings } from '../../deliver/pool-replacement.js';
-import { DEFAULT_CONFIG_NAME, DEFAULT_CONFIG_NAMESPACE } from '../../sources/injection-config.js';
-import { hasInClusterCredentials } from '../../sources/kube/in-cluster.js';
-import { RECYCLED_POD_MODES } from '../../deliver/recycle.js';
+import type { PerPoolBound, ReplaceableState, ReplacementSettings } from '../../deliver/pools/pool-replacement.js';
+import { DEFAULT_CONFIG_NAME, DEFAULT_CONFIG_NAMESPACE } from '../../config/injection-config.js';
+import { hasInClusterCredentials } from '../../kube-client/in-cluster.js';
+import { RECYCLED_POD_MODES } from '../../deliver/controller/recycle.js';
 import { ENV_DIR } from '../../wrapper/env-dir.js';
 
 // An absolute path of printable ASCII but for `"` and `\`: every upload names its files' paths in multipart

@@ -8,20 +8,20 @@
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { SandboxCache } from '../../deliver/controller.js';
-import type { LeaderTerm } from '../../deliver/leader-election.js';
-import type { EventQueue } from '../../deliver/event-queue.js';
-import { PoolPodCensus } from '../../deliver/pool-pod-census.js';
-import { poolPodMetrics } from '../../deliver/pool-pod-metrics.js';
-import { PoolPodReporter } from '../../deliver/pool-pod-reporter.js';
-import type { PoolSandbox } from '../../deliver/pool-pods.js';
-import { PoolReplacement, type ReplacementApi } from '../../deliver/pool-replacement.js';
-import { SANDBOX_GROUP, SANDBOX_PLURAL, SANDBOX_VERSION } from '../../shapes/sandbox-api.js';
-import { InjectionConfigStore } from '../../sources/injection-config.js';
-import type { KubeClients } from '../../sources/kube/clients.js';
-import { watchInjectionConfigMap } from '../../sources/kube/configmap-watch.js';
-import type { Clock } from '../../util/clock.js';
-import { errorLine } from '../../util/error-message.js';
+import type { SandboxCache } from '../../deliver/controller/controller.js';
+import type { LeaderTerm } from '../../deliver/leadership/leader-election.js';
+import type { EventQueue } from '../../deliver/controller/event-queue.js';
+import { PoolPodCensus } from '../../deliver/pools/pool-pod-census.js';
+import { poolPodMetrics } from '../../deliver/pools/pool-pod-metrics.js';
+import { PoolPodReporter } from '../../deliver/pools/pool-pod-reporter.js';
+import type { PoolSandbox } from '../../deliver/pools/pool-pods.js';
+import { PoolReplacement, type ReplacementApi } from '../../deliver/pools/pool-replacement.js';
+import { SANDBOX_GROUP, SANDBOX_PLURAL, SANDBOX_VERSION } from '../../sandbox/api.js';
+import { InjectionConfigStore } from '../../config/injection-config.js';
+import type { KubeClients } from '../../kube-client/clients.js';
+import { watchInjectionConfigMap } from '../../config/configmap-watch.js';
+import type { Clock } from '../../time/clock.js';
+import { errorLine } from '../../errors/error-message.js';
 import { replacementSettings, type DeliverOptions } from './options.js';
 
 export interface PoolPodsDeps {

@@ -8,23 +8,23 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { CoordinationV1Api, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { Controller } from '../../deliver/controller.js';
-import { envdFiles } from '../../deliver/envd-files.js';
-import { eventQueue } from '../../deliver/event-queue.js';
-import { LeaderElection, type LeaseApi } from '../../deliver/leader-election.js';
-import { createDeliveryMetrics } from '../../deliver/metrics.js';
-import { reporter } from '../../deliver/reporter.js';
-import { runtimeTlsSource, secretRefOf } from '../../deliver/runtime-tls-source.js';
-import { deliveryWatches } from '../../deliver/watches.js';
+import { Controller } from '../../deliver/controller/controller.js';
+import { envdFiles } from '../../deliver/envd/envd-files.js';
+import { eventQueue } from '../../deliver/controller/event-queue.js';
+import { LeaderElection, type LeaseApi } from '../../deliver/leadership/leader-election.js';
+import { createDeliveryMetrics } from '../../deliver/controller/metrics.js';
+import { reporter } from '../../deliver/controller/reporter.js';
+import { runtimeTlsSource, secretRefOf } from '../../deliver/envd/runtime-tls-source.js';
+import { deliveryWatches } from '../../deliver/controller/watches.js';
 import { startMetricsServer } from '../../server/metrics-server.js';
-import { createKubeClients, type KubeClients } from '../../sources/kube/clients.js';
-import { systemClock, sleepOn } from '../../util/clock.js';
-import { errorLine, errorMessage } from '../../util/error-message.js';
+import { createKubeClients, type KubeClients } from '../../kube-client/clients.js';
+import { systemClock, sleepOn } from '../../time/clock.js';
+import { errorLine, errorMessage } from '../../errors/error-message.js';
 import { listenForStopSignals } from '../serve/shutdown.js';
 import { requiresRuntimeTls, type DeliverOptions } from './options.js';
 import { startPoolPods } from './pool-pods.js';
 
-/** Events sent at once, and waiting at most, behind the deliveries (see deliver/event-queue.ts). */
+/** Events sent at once, and waiting at most, behind the deliveries (see deliver/controller/event-queue.ts). */
 const EVENT_CONCURRENCY = 4;
 const EVENT_BACKLOG = 10_000;
 /** How long an Event waits behind a burst of deliveries at most. */

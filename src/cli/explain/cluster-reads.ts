@@ -1,6 +1,6 @@
 import { request, type RequestOptions } from 'node:https';
 import { KubeConfig } from '@kubernetes/client-node';
-import { errorMessage } from '../../util/error-message.js';
+import { errorMessage } from '../../errors/error-message.js';
 import { CliError, parseJsonInput } from '../io.js';
 
 /** More than any object explain reads (a pod is at most the webhook's body limit); a bigger answer is refused. */

@@ -1,13 +1,13 @@
-import { sandboxOwner } from '../../admission/sandbox-owner.js';
+import { sandboxOwner } from '../../sandbox/owner.js';
 import type { Pod } from '../../injection/index.js';
-import { DEFAULT_CONFIG_NAME, DEFAULT_CONFIG_NAMESPACE, InjectionConfigStore } from '../../sources/injection-config.js';
-import { SANDBOX_API_VERSION, SANDBOX_PLURAL, type Sandbox } from '../../shapes/sandbox-api.js';
-import { runtimesFromOwner, type SandboxLookup } from '../../sources/kube/sandbox-runtimes.js';
+import { DEFAULT_CONFIG_NAME, DEFAULT_CONFIG_NAMESPACE, InjectionConfigStore } from '../../config/injection-config.js';
+import { SANDBOX_API_VERSION, SANDBOX_PLURAL, type Sandbox } from '../../sandbox/api.js';
+import { runtimesFromOwner, type SandboxLookup } from '../../admission/sandbox-runtimes.js';
 import { UsageError } from '../command.js';
 import { CliError, type CliIo, readInput } from '../io.js';
 import { parsePod } from '../pod-review.js';
 import { ClusterReads } from './cluster-reads.js';
-import { judgePoolPod, poolOf } from '../../deliver/pool-pods.js';
+import { judgePoolPod, poolOf } from '../../deliver/pools/pool-pods.js';
 import type { ExplainInput, PoolPodReport, WebhookCheck } from './explanation.js';
 import { podFromSandboxTemplate } from './sandbox-pod.js';
 import { evaluateWebhooks, type WebhookEntry } from './webhook-match.js';

@@ -1,6 +1,6 @@
 /** What `explain --sandbox` reads of deliver-env's side, and what it makes of it. */
-import type { ClaimDecision, ClaimSettings, DeliveryPod, DeliverySandbox } from '../../deliver/claim.js';
-import type { RecycledPodMode } from '../../deliver/recycle.js';
+import type { ClaimDecision, ClaimSettings, DeliveryPod, DeliverySandbox } from '../../deliver/controller/claim.js';
+import type { RecycledPodMode } from '../../deliver/controller/recycle.js';
 
 /** An Event on the Sandbox as explain reads it back. */
 export interface SandboxEventRecord {
@@ -45,7 +45,7 @@ export interface DeliveryExplanation {
   claim?: { by: string[]; at?: string };
   /** The pod the claim goes to (unclaimed: the one an earlier claim's files are cleared from), or why none. */
   pod: { name: string; uid: string; why: string } | { name?: undefined; uid?: string; why: string };
-  /** deliver-env's decision, by its name in src/deliver/claim.ts, and what it comes to. */
+  /** deliver-env's decision, by its name in src/deliver/controller/claim.ts, and what it comes to. */
   decision: { kind: ClaimDecision['kind']; case?: string; detail: string };
   lastEvent?: { reason: string; type: string; message: string; at?: string };
   env: EnvState;

@@ -3,10 +3,10 @@
  * holds the claim up, the leader first, since without one nothing else moves. The words match the runbooks of
  * docs/troubleshooting.md and docs/alerts.md, which say more.
  */
-import type { UndecidedCase } from '../../deliver/pod-identity.js';
-import type { RefusalReason } from '../../deliver/outcome.js';
-import type { RecycledPodMode } from '../../deliver/recycle.js';
-import { RUNTIME_TLS_PORT, SANDBOX_POD_SELECTOR } from '../../shapes/sandbox-api.js';
+import type { UndecidedCase } from '../../sandbox/pod-identity.js';
+import type { RefusalReason } from '../../deliver/controller/outcome.js';
+import type { RecycledPodMode } from '../../deliver/controller/recycle.js';
+import { RUNTIME_TLS_PORT, SANDBOX_POD_SELECTOR } from '../../sandbox/api.js';
 import type { DeliveryExplanation } from './delivery-facts.js';
 
 export interface NextContext {

@@ -5,11 +5,11 @@
  * unusable in the explanation; the pods are what the decision is made on, so a refused list fails explain.
  * Loaded only in a cluster: the TLS Secret's reader brings client-node's watch code with it.
  */
-import type { DeliveryPod, DeliverySandbox } from '../../deliver/claim.js';
-import { runtimeTlsAgent, tlsBundleFromSecretData } from '../../deliver/runtime-tls.js';
-import { secretRefOf, type RuntimeTlsState } from '../../deliver/runtime-tls-source.js';
-import { SANDBOX_POD_SELECTOR } from '../../shapes/sandbox-api.js';
-import { errorMessage } from '../../util/error-message.js';
+import type { DeliveryPod, DeliverySandbox } from '../../deliver/controller/claim.js';
+import { runtimeTlsAgent, tlsBundleFromSecretData } from '../../deliver/envd/runtime-tls.js';
+import { secretRefOf, type RuntimeTlsState } from '../../deliver/envd/runtime-tls-source.js';
+import { SANDBOX_POD_SELECTOR } from '../../sandbox/api.js';
+import { errorMessage } from '../../errors/error-message.js';
 import { UsageError } from '../command.js';
 import { leaseTerm } from '../preflight/checks-install.js';
 import type { ClusterReads } from './cluster-reads.js';

@@ -1,4 +1,4 @@
-import { INIT_RUNTIME_REQUEST, SANDBOX_CLAIMED } from '../../shapes/sandbox-api.js';
+import { INIT_RUNTIME_REQUEST, SANDBOX_CLAIMED } from '../../sandbox/api.js';
 import type { DeliveryExplanation, EnvState } from './delivery-facts.js';
 
 const ENV: Record<EnvState, string> = {

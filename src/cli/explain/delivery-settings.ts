@@ -2,8 +2,8 @@
  * deliver-env's settings that its decision depends on, as explain takes them: the same flags, with deliver-env's
  * own defaults read from its option rows, so the two cannot disagree (src/cli/deliver-env/options.ts).
  */
-import type { ClaimSettings } from '../../deliver/claim.js';
-import { RECYCLED_POD_MODES, type RecycledPodMode } from '../../deliver/recycle.js';
+import type { ClaimSettings } from '../../deliver/controller/claim.js';
+import { RECYCLED_POD_MODES, type RecycledPodMode } from '../../deliver/controller/recycle.js';
 import { UsageError } from '../command.js';
 import { DELIVER_OPTION_ROWS, requiresRuntimeTls } from '../deliver-env/options.js';
 

@@ -2,22 +2,22 @@
  * deliver-env's side of a Sandbox, for `explain --sandbox`: is it claimed, which pod the claim goes to and why
  * (or why none), what deliver-env decides, its last Event and whether the env is delivered, and what to do next.
  *
- * The decision is deliver-env's own (`claimDecision` in src/deliver/claim.ts, the pod by `identifyPod` in
- * src/deliver/pod-identity.ts), made on the objects as the API server holds them, with the settings given as
+ * The decision is deliver-env's own (`claimDecision` in src/deliver/controller/claim.ts, the pod by `identifyPod` in
+ * src/sandbox/pod-identity.ts), made on the objects as the API server holds them, with the settings given as
  * deliver-env's flags. What only deliver-env and the pod know (what is in the env folder) is read from deliver-env's
  * Events on the Sandbox: the newest says what it last did. kube-apiserver keeps Events for an hour by default, so
  * an older delivery may have none left. Pure: facts in, an explanation out.
  */
-import { sandboxOwner } from '../../admission/sandbox-owner.js';
-import { claimDecision, isClaimed, type ClaimDecision } from '../../deliver/claim.js';
-import type { DeliveryPod, DeliverySandbox } from '../../deliver/claim.js';
-import { COMPONENT } from '../../deliver/events.js';
-import { identifyPod } from '../../deliver/pod-identity.js';
-import { CLAIM_TIMESTAMP, INIT_RUNTIME_REQUEST, SANDBOX_CLAIMED } from '../../shapes/sandbox-api.js';
+import { sandboxOwner } from '../../sandbox/owner.js';
+import { claimDecision, isClaimed, type ClaimDecision } from '../../deliver/controller/claim.js';
+import type { DeliveryPod, DeliverySandbox } from '../../deliver/controller/claim.js';
+import { COMPONENT } from '../../deliver/controller/events.js';
+import { identifyPod } from '../../sandbox/pod-identity.js';
+import { CLAIM_TIMESTAMP, INIT_RUNTIME_REQUEST, SANDBOX_CLAIMED } from '../../sandbox/api.js';
 import type { DeliveryExplanation, DeliveryFacts, EnvState, LeaseFacts, SandboxEventRecord } from './delivery-facts.js';
 import { nextSteps } from './delivery-next.js';
 
-/** The Event reasons deliver-env records on a Sandbox (src/deliver/events.ts, outcome.ts). */
+/** The Event reasons deliver-env records on a Sandbox (src/deliver/controller/events.ts, outcome.ts). */
 export const DELIVERY_EVENT_REASONS: ReadonlySet<string> = new Set([
   'EnvDelivered',
   'EnvCleared',

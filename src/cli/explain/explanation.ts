@@ -1,13 +1,13 @@
 import type { Operation } from 'fast-json-patch';
 import { stringify } from 'yaml';
-import type { ConfigSnapshot } from '../../sources/injection-config.js';
-import type { RuntimeSelection } from '../../sources/pod-annotations.js';
-import { podName } from '../../admission/sandbox-owner.js';
+import type { ConfigSnapshot } from '../../config/injection-config.js';
+import type { RuntimeSelection } from '../../sandbox/runtime-selection.js';
+import { podName } from '../../sandbox/owner.js';
 import { reviewAdmission, type Decision, type ReviewDeps } from '../../admission/review.js';
 import { autoWarnings, wrappedWithoutInstaller, type Pod, type SkipReason } from '../../injection/index.js';
 // The status annotation's one reader; injection/index.ts does not re-export it and the core is not ours to edit.
 import { recordedStatus, type RecordedStatus } from '../../sandbox/injection-status.js';
-import { podCreateReview } from '../../shapes/pod-create-review.js';
+import { podCreateReview } from '../../kube-shapes/pod-create-review.js';
 import { CliError } from '../io.js';
 import { applyResponsePatch, decodePatch } from '../pod-review.js';
 import type { DeliveryExplanation } from './delivery-facts.js';
@@ -47,7 +47,7 @@ export interface Explanation {
   healthProbeRewrite?: { proxy: string; probes: string[] };
   /** The config revision: recorded on the pod, recorded by this review, and what the config in force gives. */
   revision: RevisionReport;
-  /** With --sandbox: the state deliver-env gives the Sandbox's pod (src/deliver/pool-pods.ts). */
+  /** With --sandbox: the state deliver-env gives the Sandbox's pod (src/deliver/pools/pool-pods.ts). */
   poolPod?: PoolPodReport;
   /** The warnings answered, each whole (the answer itself cuts them at 120 characters). */
   warnings: string[];

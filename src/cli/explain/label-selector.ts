@@ -4,7 +4,7 @@
  * the values, NotIn holds when the label is unset or set to none of them, Exists and DoesNotExist look only at
  * the key. An unset selector selects everything (the API server defaults it to `{}`).
  */
-import type { LabelSelector, LabelSelectorRequirement } from '../../shapes/webhook-configuration.js';
+import type { LabelSelector, LabelSelectorRequirement } from '../../kube-shapes/webhook-configuration.js';
 
 export type { LabelSelector, LabelSelectorRequirement };
 

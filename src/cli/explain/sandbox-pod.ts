@@ -1,11 +1,5 @@
 import type { Pod, PodSpec } from '../../injection/index.js';
-import {
-  CREATED_BY,
-  CREATED_BY_SANDBOX,
-  SANDBOX_API_VERSION,
-  SANDBOX_KIND,
-  type Sandbox,
-} from '../../shapes/sandbox-api.js';
+import { CREATED_BY, CREATED_BY_SANDBOX, SANDBOX_API_VERSION, SANDBOX_KIND, type Sandbox } from '../../sandbox/api.js';
 
 interface Template {
   metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };

@@ -1,4 +1,4 @@
-import type { WebhookEntry, WebhookRule } from '../../shapes/webhook-configuration.js';
+import type { WebhookEntry, WebhookRule } from '../../kube-shapes/webhook-configuration.js';
 import { evaluateSelector, type SelectorVerdict } from './label-selector.js';
 
 export type { WebhookEntry, WebhookRule };

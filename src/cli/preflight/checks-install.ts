@@ -4,7 +4,7 @@
  * is in use. Pure: facts in, one result out.
  */
 import { DENIALS } from '../../errors/index.js';
-import { isTrustedCreator, readTrustedCreators } from '../../sources/trusted-creators.js';
+import { isTrustedCreator, readTrustedCreators } from '../../sandbox/trusted-creators.js';
 import { controllerUser, INSTALL_TRUSTED_CREATORS, serveSettings } from './deployments.js';
 import {
   type CheckResult,

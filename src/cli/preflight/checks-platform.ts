@@ -2,8 +2,8 @@
  * The checks of what the cluster and OpenKruise Agents bring: the Kubernetes version, the Sandbox CRD, and the
  * injection ConfigMap read by the webhook's own parser. Pure: facts in, one result out.
  */
-import { SANDBOX_GROUP, SANDBOX_PLURAL, SANDBOX_VERSION } from '../../shapes/sandbox-api.js';
-import { parseRuntimeConfig } from '../../sources/injection-config.js';
+import { SANDBOX_GROUP, SANDBOX_PLURAL, SANDBOX_VERSION } from '../../sandbox/api.js';
+import { parseRuntimeConfig } from '../../config/injection-config.js';
 import {
   type CheckResult,
   fail,

@@ -12,7 +12,7 @@ import {
   type OptionValuesOf,
   type ParsedOptions,
 } from '../../options/read-rows.js';
-import { readTrustedCreators } from '../../sources/trusted-creators.js';
+import { readTrustedCreators } from '../../sandbox/trusted-creators.js';
 import { DELIVER_OPTION_ROWS } from '../deliver-env/options.js';
 import { SERVE_OPTION_ROWS } from '../serve/option-rows.js';
 
@@ -60,7 +60,7 @@ export const PREFLIGHT_OPTION_ROWS = {
     'trusted-creators',
     'string',
     "the list serve is given, as serve takes it [default: read from the webhook Deployment's args]",
-    // Read by src/sources/trusted-creators.ts, as serve reads it.
+    // Read by src/sandbox/trusted-creators.ts, as serve reads it.
     NON_EMPTY,
   ),
   webhookConfigName: option(

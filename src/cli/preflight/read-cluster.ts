@@ -3,9 +3,9 @@
  * fails is kept as a fact (`unreadable`), so a missing permission fails only the checks that need it; only an
  * API server that does not answer /version stops the command.
  */
-import { SANDBOX_API_VERSION, SANDBOX_PLURAL } from '../../shapes/sandbox-api.js';
-import type { Clock } from '../../util/clock.js';
-import { errorMessage } from '../../util/error-message.js';
+import { SANDBOX_API_VERSION, SANDBOX_PLURAL } from '../../sandbox/api.js';
+import type { Clock } from '../../time/clock.js';
+import { errorMessage } from '../../errors/error-message.js';
 import { CliError } from '../io.js';
 import { ClusterReads } from '../explain/cluster-reads.js';
 import { SANDBOX_CRD_NAME } from './checks-platform.js';

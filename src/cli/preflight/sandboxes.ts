@@ -3,8 +3,8 @@
  * from the Sandbox's field, its annotation, then its pod template's annotation), and whose pods can pull a
  * private image (a pull secret in the template, else one on the pod's service account).
  */
-import { POLICY_ANNOTATION } from '../../shapes/sandbox-api.js';
-import { firstPolicy } from '../../sources/pod-annotations.js';
+import { POLICY_ANNOTATION } from '../../sandbox/api.js';
+import { firstPolicy } from '../../sandbox/runtime-selection.js';
 import { field, type Json, listField, stringField } from './facts.js';
 
 /** The Sandboxes whose pods are wrapped for Auto. A policy the webhook would refuse counts as not Auto. */

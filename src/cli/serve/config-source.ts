@@ -12,13 +12,13 @@ import type { ReviewDeps } from '../../admission/review.js';
 import type { ServeOptions } from './options.js';
 import { STARTUP_ERRORS } from '../../errors/index.js';
 import type { ServerMetrics } from '../../server/metrics.js';
-import type { WatchDirectories } from '../../util/directory-watch.js';
-import { logConfigProblems, startConfigFileWatch, type ConfigLoadResult } from '../../sources/config-file-watch.js';
-import type { ConfigUpdateReport, InjectionConfigStore } from '../../sources/injection-config.js';
-import type { KubeClients } from '../../sources/kube/clients.js';
-import { runtimesFromAnnotations } from '../../sources/pod-annotations.js';
-import type { Clock } from '../../util/clock.js';
-import { errorCode } from '../../util/error-message.js';
+import type { WatchDirectories } from '../../file-watch/directory-watch.js';
+import { logConfigProblems, startConfigFileWatch, type ConfigLoadResult } from '../../config/config-file-watch.js';
+import type { ConfigUpdateReport, InjectionConfigStore } from '../../config/injection-config.js';
+import type { KubeClients } from '../../kube-client/clients.js';
+import { runtimesFromAnnotations } from '../../sandbox/runtime-selection.js';
+import type { Clock } from '../../time/clock.js';
+import { errorCode } from '../../errors/error-message.js';
 import type { ServeTarget } from './cluster.js';
 import type { Lifetime } from './lifetime.js';
 import { StartupError } from './startup-failure.js';
@@ -71,8 +71,8 @@ async function startClusterSources(
   kube: KubeClients,
 ): Promise<ReviewDeps> {
   // Imported here: @kubernetes/client-node alone is a large share of the RSS, which a local run has no use for.
-  const { watchInjectionConfigMap } = await import('../../sources/kube/configmap-watch.js');
-  const { runtimesFromOwner, watchSandboxes } = await import('../../sources/kube/sandbox-runtimes.js');
+  const { watchInjectionConfigMap } = await import('../../config/configmap-watch.js');
+  const { runtimesFromOwner, watchSandboxes } = await import('../../admission/sandbox-runtimes.js');
   // Unset keeps the behaviour from before the flag existed, so a run outside the manifests (a laptop with a
   // kubeconfig) is not broken by it; the manifests set it, and the warning says what unset means.
   const trustedCreators = options.trusted;

@@ -18,7 +18,7 @@ import {
 } from '../../options/option-row.js';
 import { DEFAULT_TLS_CIPHER_SUITES, TLS_MIN_VERSIONS } from '../../server/tls/policy.js';
 import { DEFAULT_TRANSPORT_LIMITS } from '../../server/transport.js';
-import { DEFAULT_CONFIG_NAME, DEFAULT_CONFIG_NAMESPACE } from '../../sources/injection-config.js';
+import { DEFAULT_CONFIG_NAME, DEFAULT_CONFIG_NAMESPACE } from '../../config/injection-config.js';
 
 export const CERT_MODES = ['auto', 'files', 'self-managed'] as const;
 
@@ -164,7 +164,7 @@ const ROWS = {
     'trusted-creators',
     'string',
     'cluster mode: only these may create Sandbox-owned pods; comma-separated NAME|user:NAME|group:NAME (unset: everyone)',
-    // The list's grammar is read by src/sources/trusted-creators.ts, whose message says what is wrong.
+    // The list's grammar is read by src/sandbox/trusted-creators.ts, whose message says what is wrong.
     NON_EMPTY,
   ),
   wrapperImage: option('wrapper-image', 'string', 'image whose init container installs run_with_envs.sh', NON_EMPTY),

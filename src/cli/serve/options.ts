@@ -17,9 +17,9 @@ import {
 } from '../../options/read-rows.js';
 import type { TransportLimits } from '../../server/transport.js';
 import { cipherSuiteProblems, splitCipherSuites, tlsPolicy, type TlsPolicy } from '../../server/tls/policy.js';
-import { hasInClusterCredentials } from '../../sources/kube/in-cluster.js';
-import { readTrustedCreators, type TrustedCreators } from '../../sources/trusted-creators.js';
-import { wrapperFromImage } from '../../wrapper/installer.js';
+import { hasInClusterCredentials } from '../../kube-client/in-cluster.js';
+import { readTrustedCreators, type TrustedCreators } from '../../sandbox/trusted-creators.js';
+import { wrapperFromImage } from '../wrapper-installer.js';
 import { SERVE_OPTION_ROWS } from './option-rows.js';
 
 export { DEFAULT_CONFIG_FILE, SERVE_OPTION_ROWS } from './option-rows.js';
@@ -33,7 +33,7 @@ type ServeMode = 'local' | 'cluster';
 export interface ServeOptions extends OptionValues {
   /** Not an option of its own: decided from `--kubeconfig` and the pod's environment (see `serveMode`). */
   mode: ServeMode;
-  /** `--trusted-creators` as read (src/sources/trusted-creators.ts); undefined when not given: everyone is trusted. */
+  /** `--trusted-creators` as read (src/sandbox/trusted-creators.ts); undefined when not given: everyone is trusted. */
   trusted: TrustedCreators | undefined;
 }
 

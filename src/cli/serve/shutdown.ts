@@ -8,8 +8,8 @@
  * the signals, a fake server and a clock it moves by hand.
  */
 import type { Server } from 'node:https';
-import { repeatOn, sleepOn, type Clock } from '../../util/clock.js';
-import type { Logger } from '../../util/logger.js';
+import { repeatOn, sleepOn, type Clock } from '../../time/clock.js';
+import type { Logger } from '../../logging/logger.js';
 
 export interface Stop {
   signal: NodeJS.Signals;

@@ -4,7 +4,7 @@
  */
 import type { ServeOptions } from './options.js';
 import { CatalogueError, STARTUP_ERRORS, type Failure } from '../../errors/index.js';
-import { errorCode, errorMessage } from '../../util/error-message.js';
+import { errorCode, errorMessage } from '../../errors/error-message.js';
 
 type Options = Pick<Readonly<ServeOptions>, 'host' | 'port' | 'metricsPort'>;
 

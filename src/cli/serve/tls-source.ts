@@ -11,8 +11,8 @@ import type { TlsFiles, TlsMaterial } from '../../server/tls/material.js';
 import type { TlsPolicy } from '../../server/tls/policy.js';
 import { startTlsReloader, type SecureContextTarget, type TlsReloadResult } from '../../server/tls/reloader.js';
 import { ensureSelfSignedCertificates } from '../../server/tls/self-signed.js';
-import type { Clock } from '../../util/clock.js';
-import type { WatchDirectories } from '../../util/directory-watch.js';
+import type { Clock } from '../../time/clock.js';
+import type { WatchDirectories } from '../../file-watch/directory-watch.js';
 import type { ServeTarget } from './cluster.js';
 import type { Lifetime } from './lifetime.js';
 

@@ -8,7 +8,7 @@ import type { SecureContextOptions } from 'node:tls';
 import type { ServerOptions as HttpsServerOptions } from 'node:https';
 import { DEFAULT_TLS_POLICY, type TlsPolicy } from './policy.js';
 import { STARTUP_ERRORS, type FailureSpec } from '../../errors/index.js';
-import { errorMessage } from '../../util/error-message.js';
+import { errorMessage } from '../../errors/error-message.js';
 
 export interface TlsFiles {
   certFile: string;

@@ -7,9 +7,9 @@
  */
 import type { SecureContextOptions } from 'node:tls';
 import { dirname } from 'node:path';
-import { sleepOn, type Clock } from '../../util/clock.js';
-import type { WatchDirectories } from '../../util/directory-watch.js';
-import { reloadOnChange } from '../../util/reload-on-change.js';
+import { sleepOn, type Clock } from '../../time/clock.js';
+import type { WatchDirectories } from '../../file-watch/directory-watch.js';
+import { reloadOnChange } from '../../file-watch/reload-on-change.js';
 import {
   loadTlsMaterial,
   sameMaterial,
@@ -19,7 +19,7 @@ import {
   type TlsMaterial,
 } from './material.js';
 import type { TlsPolicy } from './policy.js';
-import { errorMessage } from '../../util/error-message.js';
+import { errorMessage } from '../../errors/error-message.js';
 
 /** `https.Server` satisfies this; tests pass a recorder. */
 export interface SecureContextTarget {

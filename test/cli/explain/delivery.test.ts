@@ -1,9 +1,9 @@
 // explain's view of deliver-env, from plain objects: deliver-env's own decision on them, and its Events read back
 // as deliver-env writes them (eventFor, eventObject), so a change of their wording shows here.
 import { describe, expect, it } from 'vitest';
-import type { DeliveryPod, DeliverySandbox } from '../../../src/deliver/claim.js';
-import { eventFor, eventObject } from '../../../src/deliver/events.js';
-import type { DeliveryOutcome } from '../../../src/deliver/outcome.js';
+import type { DeliveryPod, DeliverySandbox } from '../../../src/deliver/controller/claim.js';
+import { eventFor, eventObject } from '../../../src/deliver/controller/events.js';
+import type { DeliveryOutcome } from '../../../src/deliver/controller/outcome.js';
 import { explainDelivery, lastDeliveryEvent, podUidIn } from '../../../src/cli/explain/delivery.js';
 import type { DeliveryFacts, SandboxEventRecord } from '../../../src/cli/explain/delivery-facts.js';
 import { deliverySection } from '../../../src/cli/explain/delivery-render.js';

@@ -5,9 +5,9 @@ import { explainPod, type ExplainInput, type WebhookCheck } from '../../../src/c
 import { renderText } from '../../../src/cli/explain/render.js';
 import { evaluateWebhooks } from '../../../src/cli/explain/webhook-match.js';
 import { STATUS_ANNOTATION, type Pod } from '../../../src/injection/index.js';
-import { InjectionConfigStore } from '../../../src/sources/injection-config.js';
-import { runtimesFromOwner, type Sandbox } from '../../../src/sources/kube/sandbox-runtimes.js';
-import { runtimesFromAnnotations } from '../../../src/sources/pod-annotations.js';
+import { InjectionConfigStore } from '../../../src/config/injection-config.js';
+import { runtimesFromOwner, type Sandbox } from '../../../src/admission/sandbox-runtimes.js';
+import { runtimesFromAnnotations } from '../../../src/sandbox/runtime-selection.js';
 import { AGENT_CONFIG, CSI_CONFIG, PROXY_CONFIG, pod } from '../../support/builders.js';
 
 const RUNTIMES = 'agents.kruise.io/runtimes';

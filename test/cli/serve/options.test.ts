@@ -9,7 +9,7 @@ import {
   transportLimits,
   type ServeOptions,
 } from '../../../src/cli/serve/options.js';
-import { IMAGE_INSTALL_COMMAND } from '../../../src/wrapper/installer.js';
+import { IMAGE_INSTALL_COMMAND } from '../../../src/cli/wrapper-installer.js';
 
 function options(argv: string[], env: NodeJS.ProcessEnv = {}, fileExists = noFileLookups): Readonly<ServeOptions> {
   const parsed = parseServeOptions(argv, env, fileExists);

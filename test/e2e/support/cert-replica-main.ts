@@ -4,9 +4,9 @@
 import { readFileSync } from 'node:fs';
 import { ApiException } from '@kubernetes/client-node';
 import { startSelfManagedCertificates } from '../../../src/certs/self-managed.js';
-import type { Logger } from '../../../src/util/logger.js';
-import { systemClock } from '../../../src/util/clock.js';
-import { createKubeClients } from '../../../src/sources/kube/clients.js';
+import type { Logger } from '../../../src/logging/logger.js';
+import { systemClock } from '../../../src/time/clock.js';
+import { createKubeClients } from '../../../src/kube-client/clients.js';
 import {
   REPLICA_CONFIG_ENV,
   isReplicaCommand,

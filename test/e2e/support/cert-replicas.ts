@@ -22,7 +22,7 @@ export interface CompiledReplica {
   remove(): void;
 }
 
-/** Compiles cert-replica-main.ts and its imports (src/certs, src/sources/kube) to plain ES modules. */
+/** Compiles cert-replica-main.ts and its imports (src/certs, src/kube-client) to plain ES modules. */
 export async function compileReplica(): Promise<CompiledReplica> {
   const cacheDir = path.join(repoRoot, 'node_modules', '.cache');
   mkdirSync(cacheDir, { recursive: true });

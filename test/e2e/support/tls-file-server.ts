@@ -5,8 +5,8 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { MIN_TLS_VERSION, loadTlsMaterial, secureContextOptions } from '../../../src/server/tls/material.js';
 import { startTlsReloader, type TlsReloader, type TlsReloadResult } from '../../../src/server/tls/reloader.js';
-import { systemClock } from '../../../src/util/clock.js';
-import { directoryWatcher } from '../../../src/util/directory-watch.js';
+import { systemClock } from '../../../src/time/clock.js';
+import { directoryWatcher } from '../../../src/file-watch/directory-watch.js';
 
 export interface TlsFileServer {
   port: number;

@@ -9,12 +9,12 @@ import type { FastifyInstance } from 'fastify';
 import type { Server } from 'node:https';
 import { injectionSettings, parseServeOptions, tlsPolicyOf, transportLimits } from '../../../src/cli/serve/options.js';
 import { buildApp } from '../../../src/server/app.js';
-import type { Logger } from '../../../src/util/logger.js';
+import type { Logger } from '../../../src/logging/logger.js';
 import { createMetrics, type ServerMetrics } from '../../../src/server/metrics.js';
 import { httpsServerOptions, loadTlsMaterial, type TlsFiles } from '../../../src/server/tls/material.js';
 import type { TransportLimits } from '../../../src/server/transport.js';
-import { InjectionConfigStore } from '../../../src/sources/injection-config.js';
-import { runtimesFromAnnotations } from '../../../src/sources/pod-annotations.js';
+import { InjectionConfigStore } from '../../../src/config/injection-config.js';
+import { runtimesFromAnnotations } from '../../../src/sandbox/runtime-selection.js';
 
 export interface LogLine {
   level: 'info' | 'warn' | 'error';
