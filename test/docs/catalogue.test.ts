@@ -51,7 +51,7 @@ describe('docs/deliver-env.md metrics table', () => {
       defaultMetrics: false,
       queue: () => ({ depth: 0, oldestQueuedSeconds: 0, longestRunningSeconds: 0 }),
     });
-    // run.ts registers the pool pods' instruments on the same registry (src/cli/deliver-env/pool-pods.ts).
+    // run.ts registers the pool pods' instruments on the same registry (src/deliver/pools/pool-pod-upkeep.ts).
     poolPodMetrics(metrics.registry, {
       states: () => ({ fine: 0, missing: 0, stale: 0 }),
       replacement: () => ({ inFlight: 0, stoppedPools: 0 }),

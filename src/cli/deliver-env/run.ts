@@ -6,23 +6,22 @@
  */
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { CoordinationV1Api, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { Controller } from '../../deliver/controller/controller.js';
 import { envdFiles } from '../../deliver/envd/envd-files.js';
 import { eventQueue } from '../../deliver/controller/event-queue.js';
-import { LeaderElection, type LeaseApi } from '../../deliver/leadership/leader-election.js';
+import { kubeLeaseApi, LeaderElection } from '../../deliver/leadership/leader-election.js';
 import { createDeliveryMetrics } from '../../deliver/controller/metrics.js';
 import { reporter } from '../../deliver/controller/reporter.js';
 import { runtimeTlsSource, secretRefOf } from '../../deliver/envd/runtime-tls-source.js';
 import { deliveryWatches } from '../../deliver/controller/watches.js';
+import { startPoolPods } from '../../deliver/pools/pool-pod-upkeep.js';
 import { startMetricsServer } from '../../server/metrics-server.js';
-import { createKubeClients, type KubeClients } from '../../kube-client/clients.js';
+import { createKubeClients } from '../../kube-client/clients.js';
 import { systemClock, sleepOn } from '../../time/clock.js';
 import { errorLine, errorMessage } from '../../errors/error-message.js';
 import { listenForStopSignals } from '../serve/shutdown.js';
-import { requiresRuntimeTls, type DeliverOptions } from './options.js';
-import { startPoolPods } from './pool-pods.js';
+import { replacementSettings, requiresRuntimeTls, type DeliverOptions } from './options.js';
 
 /** Events sent at once, and waiting at most, behind the deliveries (see deliver/controller/event-queue.ts). */
 const EVENT_CONCURRENCY = 4;
@@ -34,6 +33,7 @@ const EVENT_DRAIN_MS = 3000;
 
 export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: Logger): Promise<number> {
   const clock = systemClock;
+  const replacement = replacementSettings(options);
   const signals = listenForStopSignals(process, clock);
   const clients = createKubeClients(options.kubeconfig);
   const identity = options.identity ?? `${hostname()}_${randomUUID()}`;
@@ -109,7 +109,9 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
     onRetry: () => metrics.retry(),
   });
   const poolPods = startPoolPods({
-    options,
+    configMap: { namespace: options.configNamespace, name: options.configName },
+    allowHostNetwork: options.allowHostNetwork,
+    replacement,
     clients,
     cache: watches.cache,
     registry: metrics.registry,
@@ -120,7 +122,7 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
   });
   const lease = `${options.leaseNamespace}/${options.leaseName}`;
   const election = new LeaderElection({
-    api: leaseApi(clients, options.leaseName, options.leaseNamespace),
+    api: kubeLeaseApi(clients, options.leaseName, options.leaseNamespace),
     name: options.leaseName,
     namespace: options.leaseNamespace,
     identity,
@@ -166,20 +168,4 @@ export async function runDeliverEnv(options: Readonly<DeliverOptions>, logger: L
   await Promise.race([events.drained(), sleepOn(clock, EVENT_DRAIN_MS)]);
   await server.close();
   return 0;
-}
-
-function leaseApi(clients: KubeClients, name: string, namespace: string): LeaseApi {
-  const api = clients.api(CoordinationV1Api);
-  return {
-    async read() {
-      try {
-        return await api.readNamespacedLease({ name, namespace });
-      } catch (error) {
-        if ((error as { code?: unknown }).code === 404) return undefined;
-        throw error;
-      }
-    },
-    create: (body: V1Lease) => api.createNamespacedLease({ namespace, body }),
-    replace: (body: V1Lease) => api.replaceNamespacedLease({ name, namespace, body }),
-  };
 }

@@ -11,7 +11,8 @@
  *
  * Each Lease call is bounded by the renew deadline, so a hung API call cannot keep a stale term alive.
  */
-import { V1MicroTime, type V1Lease } from '@kubernetes/client-node';
+import { CoordinationV1Api, V1MicroTime, type V1Lease } from '@kubernetes/client-node';
+import type { KubeClients } from '../../kube-client/clients.js';
 import { sleepOn, type Clock } from '../../time/clock.js';
 import { leaseAction, observe, type LeaseRecord, type Observation } from './lease.js';
 
@@ -21,6 +22,23 @@ export interface LeaseApi {
   create(lease: V1Lease): Promise<V1Lease>;
   /** Fails (409) when `lease.metadata.resourceVersion` is not the current one. */
   replace(lease: V1Lease): Promise<V1Lease>;
+}
+
+/** The Lease `namespace/name` through the API server. */
+export function kubeLeaseApi(clients: KubeClients, name: string, namespace: string): LeaseApi {
+  const api = clients.api(CoordinationV1Api);
+  return {
+    async read() {
+      try {
+        return await api.readNamespacedLease({ name, namespace });
+      } catch (error) {
+        if ((error as { code?: unknown }).code === 404) return undefined;
+        throw error;
+      }
+    },
+    create: (body: V1Lease) => api.createNamespacedLease({ namespace, body }),
+    replace: (body: V1Lease) => api.replaceNamespacedLease({ name, namespace, body }),
+  };
 }
 
 /**

@@ -1,31 +1,34 @@
 /**
  * deliver-env's pool pods, put together: the injection ConfigMap's watch (the same store and parsing as the
  * webhook's), the census that judges each unclaimed Sandbox's pod as its Sandbox or pods change, the Events and
- * metrics, and, with --replace-pool-pods, the replacement. The parts are in src/deliver/pool-*.ts.
+ * metrics, and, with --replace-pool-pods, the replacement: the parts beside this file, put together.
  *
  * The ConfigMap's watch is not part of /readyz: until it has listed, no pod is judged (and none replaced), and
  * a deliver-env whose RBAC predates reading it still delivers claims, saying in its log why the watch fails.
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { SandboxCache } from '../../deliver/controller/controller.js';
-import type { LeaderTerm } from '../../deliver/leadership/leader-election.js';
-import type { EventQueue } from '../../deliver/controller/event-queue.js';
-import { PoolPodCensus } from '../../deliver/pools/pool-pod-census.js';
-import { poolPodMetrics } from '../../deliver/pools/pool-pod-metrics.js';
-import { PoolPodReporter } from '../../deliver/pools/pool-pod-reporter.js';
-import type { PoolSandbox } from '../../deliver/pools/pool-pods.js';
-import { PoolReplacement, type ReplacementApi } from '../../deliver/pools/pool-replacement.js';
+import type { SandboxCache } from '../controller/controller.js';
+import type { EventQueue } from '../controller/event-queue.js';
+import type { LeaderTerm } from '../leadership/leader-election.js';
+import { PoolPodCensus } from './pool-pod-census.js';
+import { poolPodMetrics } from './pool-pod-metrics.js';
+import { PoolPodReporter } from './pool-pod-reporter.js';
+import type { PoolSandbox } from './pool-pods.js';
+import { PoolReplacement, type ReplacementApi, type ReplacementSettings } from './pool-replacement.js';
 import { SANDBOX_GROUP, SANDBOX_PLURAL, SANDBOX_VERSION } from '../../sandbox/api.js';
 import { InjectionConfigStore } from '../../config/injection-config.js';
 import type { KubeClients } from '../../kube-client/clients.js';
 import { watchInjectionConfigMap } from '../../config/configmap-watch.js';
 import type { Clock } from '../../time/clock.js';
 import { errorLine } from '../../errors/error-message.js';
-import { replacementSettings, type DeliverOptions } from './options.js';
 
 export interface PoolPodsDeps {
-  options: Readonly<DeliverOptions>;
+  /** The injection ConfigMap, `namespace` and `name`. */
+  configMap: { namespace: string; name: string };
+  allowHostNetwork: boolean;
+  /** Undefined: pool pods are judged and reported, never replaced. */
+  replacement: ReplacementSettings | undefined;
   clients: KubeClients;
   cache: SandboxCache;
   registry: Registry;
@@ -44,15 +47,15 @@ export interface PoolPods {
 }
 
 export function startPoolPods(deps: PoolPodsDeps): PoolPods {
-  const { options, clients, logger, clock } = deps;
-  const store = new InjectionConfigStore(`${options.configNamespace}/${options.configName}`, clock);
+  const { configMap, clients, logger, clock } = deps;
+  const store = new InjectionConfigStore(`${configMap.namespace}/${configMap.name}`, clock);
   let listed = false;
   const census = new PoolPodCensus({
     cache: deps.cache,
     config: () => (listed ? store.snapshot() : undefined),
-    settings: { allowHostNetwork: options.allowHostNetwork },
+    settings: { allowHostNetwork: deps.allowHostNetwork },
   });
-  const settings = replacementSettings(options);
+  const settings = deps.replacement;
   const replacement =
     settings === undefined
       ? undefined
@@ -81,8 +84,8 @@ export function startPoolPods(deps: PoolPodsDeps): PoolPods {
   });
   const watch = watchInjectionConfigMap({
     clients,
-    namespace: options.configNamespace,
-    name: options.configName,
+    namespace: configMap.namespace,
+    name: configMap.name,
     store,
     onApplied: (report, event) => {
       listed = true;
@@ -105,7 +108,8 @@ export function startPoolPods(deps: PoolPodsDeps): PoolPods {
       {
         states: [...settings.states],
         maxAtOnce: settings.maxAtOnce,
-        maxPerPool: options.replaceMaxPerPool,
+        maxPerPool:
+          settings.maxPerPool.kind === 'percent' ? `${settings.maxPerPool.percent}%` : settings.maxPerPool.count,
         readyTimeoutMs: settings.readyTimeoutMs,
       },
       'replacing unclaimed pool pods',
