@@ -174,17 +174,33 @@ load_env() {
   fi
 }
 
+# A trapped signal, to COMMAND once it has started.
+forward_signal() {
+  if [ -n "$app_pid" ]; then
+    kill -"$1" "$app_pid" 2>/dev/null
+  else
+    held_signals="$held_signals $1"
+  fi
+}
+
 # Runs COMMAND as this shell's child and waits for it; see the top of this file. COMMAND starts in a subshell
 # that loads env.sh and execs it: its stdin is the container's (not /dev/null, as for other background jobs),
 # and SIGINT and SIGQUIT are its own to handle (not ignored, as for other background jobs).
 supervise() {
-  local status
-  ( trap - INT QUIT; load_env; exec "$@" ) <&0 &
-  app_pid=$!
-  # Every signal a container is sent goes on to COMMAND; a wait the signal interrupted is taken up again.
+  local status signal
+  # Every signal a container is sent goes on to COMMAND; a wait the signal interrupted is taken up again. The
+  # traps are set before COMMAND starts: a signal in between is held and passed on once it runs, never lost
+  # (PID 1 ignores a signal it has no handler for) nor, outside a container, the end of the wrapper alone.
+  app_pid=''
+  held_signals=''
   for signal in TERM INT HUP QUIT USR1 USR2 WINCH; do
     # shellcheck disable=SC2064
-    trap "kill -$signal \"\$app_pid\" 2>/dev/null" "$signal"
+    trap "forward_signal $signal" "$signal"
+  done
+  ( trap - TERM INT HUP QUIT USR1 USR2 WINCH; load_env; exec "$@" ) <&0 &
+  app_pid=$!
+  for signal in $held_signals; do
+    kill -"$signal" "$app_pid" 2>/dev/null
   done
   watch_for_recycle &
   watch_pid=$!
@@ -206,7 +222,8 @@ supervise() {
     fi
     break
   done
-  kill "$watch_pid" 2>/dev/null
+  # SIGKILL: a watch that has not yet reset the traps it was forked with would pass SIGTERM on and live on.
+  kill -KILL "$watch_pid" 2>/dev/null
   if [ -e "$recycled_file" ]; then
     echo "run_with_envs.sh: the claim ended ($recycled_file): the command was stopped, and the container ends so that it restarts into a new wait" >&2
     exit "$recycled_status"
@@ -306,7 +323,6 @@ else
     # opening it; an open of ours ends that, and its byte then goes nowhere.
     { exec {wake_fd}<>"$wake_file" && exec {wake_fd}>&-; } 2>/dev/null
   fi
-  trap - TERM INT
 fi
 
 if [ "$mode" = probe ]; then
