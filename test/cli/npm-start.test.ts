@@ -9,7 +9,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { cp, mkdtemp, rm, symlink } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
+import { freePort } from '../../harness/serve.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -106,14 +107,6 @@ function npmStart(npmArgs: string[], serveArgs: string[]): NpmStart {
 function groupOf(npm: ChildProcess): number {
   if (npm.pid === undefined) throw new Error('npm did not start');
   return npm.pid;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /** Whether a listener may bind the port now: the server that had it has let it go. */

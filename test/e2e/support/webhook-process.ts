@@ -2,7 +2,6 @@
 // cluster, serving a certificate for 127.0.0.1 that the test's MutatingWebhookConfiguration trusts.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { request } from 'node:https';
@@ -12,6 +11,10 @@ import { repoRoot } from './binaries.js';
 import type { TestCluster } from './cluster.js';
 import { JsonLog } from './json-log.js';
 import { terminate } from './processes.js';
+import { freePort } from '../../../harness/serve.js';
+
+/** The one free-port finder, the bench's and the soak's too. */
+export { freePort };
 
 const CLI = path.join(repoRoot, 'dist', 'cli', 'main.js');
 
@@ -34,19 +37,6 @@ export interface WebhookProcess {
   ): Promise<Record<string, unknown>[]>;
   stop(): Promise<void>;
   start(): Promise<void>;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
 }
 
 export interface WebhookProcessOptions {
